@@ -1,0 +1,59 @@
+#include "apply/identity.hpp"
+
+#include <grp.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace oarbank {
+namespace {
+
+bool fail(StepError& error, std::string what) {
+  error = StepError{std::move(what), errno};
+  return false;
+}
+
+// capset(2) with every set empty. Raw syscall: libcap would be a dependency for one call.
+int clear_capability_sets() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  return static_cast<int>(::syscall(SYS_capset, &header, data));
+}
+
+}  // namespace
+
+bool apply_identity(const IdentityPlan& identity, StepError& error) {
+  if (identity.change) {
+    if (::setgroups(0, nullptr) != 0) return fail(error, "setgroups(0)");
+    if (::setresgid(identity.gid, identity.gid, identity.gid) != 0) {
+      return fail(error, "setresgid(" + std::to_string(identity.gid) + ")");
+    }
+    // Capability numbers run from 0 to the kernel's CAP_LAST_CAP; EINVAL marks the end.
+    for (int cap = 0;; ++cap) {
+      if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
+        if (errno == EINVAL && cap > 0) break;
+        return fail(error, "prctl(PR_CAPBSET_DROP, " + std::to_string(cap) + ")");
+      }
+    }
+    if (::setresuid(identity.uid, identity.uid, identity.uid) != 0) {
+      return fail(error, "setresuid(" + std::to_string(identity.uid) + ")");
+    }
+    // Fail closed if anything could still bring uid 0 back.
+    uid_t r = 0, e = 0, s = 0;
+    if (::getresuid(&r, &e, &s) != 0 || r == 0 || e == 0 || s == 0) {
+      errno = EPERM;
+      return fail(error, "uid 0 still held after setresuid");
+    }
+  }
+  // PR_CAP_AMBIENT (Linux 4.3); EINVAL on older kernels means there is no ambient set.
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+    return fail(error, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
+  }
+  if (clear_capability_sets() != 0) return fail(error, "capset(empty)");
+  return true;
+}
+
+}  // namespace oarbank

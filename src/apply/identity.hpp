@@ -1,0 +1,20 @@
+// The module's identity: never uid 0, no capabilities.
+#pragma once
+
+#include <string>
+
+#include "plan/plan.hpp"
+
+namespace oarbank {
+
+struct StepError {
+  std::string what;  // which call, on what
+  int err = 0;
+};
+
+// As root: no supplementary groups, the module's gid and uid (real, effective and saved), and
+// an empty bounding set, dropped while CAP_SETPCAP is still held. Then, for everyone: empty
+// effective, permitted, inheritable and ambient sets. Returns false and fills `error`.
+bool apply_identity(const IdentityPlan& identity, StepError& error);
+
+}  // namespace oarbank

@@ -1,0 +1,18 @@
+// Landlock: building the ruleset (before any irreversible step) and restricting the process.
+#pragma once
+
+#include "plan/plan.hpp"
+#include "probe/path_facts.hpp"
+#include "sys/unique_fd.hpp"
+
+namespace oarbank {
+
+// Creates the ruleset and adds every rule of the plan. Nothing is enforced yet. Throws
+// Error(StepFailed) naming the rule and the errno.
+UniqueFd build_landlock_ruleset(const LandlockPlan& plan, const OpenedPaths& paths);
+
+// landlock_restrict_self: from here on the ruleset binds this process and its children.
+// Returns 0 or the errno.
+int restrict_self(const UniqueFd& ruleset);
+
+}  // namespace oarbank

@@ -1,0 +1,98 @@
+#include "apply/launch.hpp"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "apply/descriptors.hpp"
+#include "apply/identity.hpp"
+#include "apply/landlock_apply.hpp"
+#include "apply/seccomp_apply.hpp"
+#include "apply/terminal.hpp"
+#include "sys/error.hpp"
+
+namespace oarbank {
+
+std::string resolve_executable(const std::string& name, const std::string& path_list) {
+  if (name.find('/') != std::string::npos) return name;
+  std::size_t start = 0;
+  while (start <= path_list.size()) {
+    std::size_t end = path_list.find(':', start);
+    if (end == std::string::npos) end = path_list.size();
+    std::string dir = path_list.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = end + 1;
+  }
+  return name;  // execve will answer ENOENT, reported as an exec failure
+}
+
+PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const OpenedPaths& paths) {
+  PreparedLaunch prepared;
+  prepared.ruleset = build_landlock_ruleset(plan.landlock, paths);
+  std::string module_path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& entry : plan.environment) {
+    if (entry.starts_with("PATH=")) module_path = entry.substr(5);
+  }
+  prepared.executable = resolve_executable(plan.argv.at(0), module_path);
+  prepared.argv_storage = plan.argv;
+  prepared.envp_storage = plan.environment;
+  for (auto& arg : prepared.argv_storage) prepared.argv.push_back(arg.data());
+  prepared.argv.push_back(nullptr);
+  for (auto& env : prepared.envp_storage) prepared.envp.push_back(env.data());
+  prepared.envp.push_back(nullptr);
+  // The module starts in its work directory, like systemd's WorkingDirectory=.
+  prepared.working_directory = policy.work ? *policy.work : policy.temp ? *policy.temp : policy.bundle;
+  return prepared;
+}
+
+namespace {
+
+int step_failed(const char* program, const char* step, const std::string& what, int err,
+                int code = kExitSoftware) {
+  std::fprintf(stderr, "%s: step %s failed: %s: %s\n", program, step, what.c_str(), errno_text(err).c_str());
+  return code;
+}
+
+}  // namespace
+
+int launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
+  StepError error;
+  detach_controlling_terminal();
+  if (!close_on_exec_except(plan.keep_fds, error)) return step_failed(program, "descriptors", error.what, error.err);
+  if (!apply_identity(plan.identity, error)) return step_failed(program, "identity", error.what, error.err);
+  if (::chdir(prepared.working_directory.c_str()) != 0) {
+    return step_failed(program, "identity", "chdir(" + prepared.working_directory + ")", errno);
+  }
+  // The module user must be able to use its writable directories (contract.md: a directory
+  // the module user cannot use is refused with 70, named).
+  for (const auto& dir : plan.writable_dirs) {
+    if (::faccessat(AT_FDCWD, dir.c_str(), R_OK | W_OK | X_OK, AT_EACCESS) != 0) {
+      return step_failed(program, "identity", "the module user cannot use " + dir, errno);
+    }
+  }
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return step_failed(program, "no_new_privs", "prctl(PR_SET_NO_NEW_PRIVS)", errno);
+  }
+  if (int err = restrict_self(prepared.ruleset); err != 0) {
+    return step_failed(program, "landlock", "landlock_restrict_self", err);
+  }
+  prepared.ruleset.reset();
+  if (int err = load_seccomp_filter(plan.filter); err != 0) {
+    return step_failed(program, "seccomp", "seccomp(SECCOMP_SET_MODE_FILTER, " + plan.filter.name() + ")", err);
+  }
+  ::execve(prepared.executable.c_str(), prepared.argv.data(), prepared.envp.data());
+  const int err = errno;
+  std::fprintf(stderr, "%s: execve %s failed: %s\n", program, prepared.executable.c_str(), errno_text(err).c_str());
+  return kExitOsErr;
+}
+
+}  // namespace oarbank

@@ -1,0 +1,35 @@
+// The launch of the page: identity, no_new_privs, Landlock, seccomp, execve, in that order.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/plan.hpp"
+#include "probe/path_facts.hpp"
+#include "sys/unique_fd.hpp"
+
+namespace oarbank {
+
+// Everything that can fail softly, done before the first irreversible step: the Landlock
+// ruleset with all its rules, the executable's path, argv and envp as C arrays.
+struct PreparedLaunch {
+  UniqueFd ruleset;
+  std::string executable;
+  std::vector<std::string> argv_storage;
+  std::vector<std::string> envp_storage;
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+  std::string working_directory;
+};
+
+// Throws Error(StepFailed) if the ruleset cannot be built.
+PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const OpenedPaths& paths);
+
+// Runs the irreversible steps and execs the module. Returns only on failure, with the exit
+// code (70: a step could not be applied in full; 71: execve failed) after printing one line.
+int launch(const Plan& plan, PreparedLaunch& prepared, const char* program_name);
+
+// Finds `name` in the colon-separated `path_list` as execvp does, for the module's PATH.
+std::string resolve_executable(const std::string& name, const std::string& path_list);
+
+}  // namespace oarbank

@@ -1,0 +1,103 @@
+// sandbox-exec [OPTIONS] POLICY.json -- ARGV...: the launcher of sandbox-linux.md.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "apply/descriptors.hpp"
+#include "apply/launch.hpp"
+#include "cli/commands.hpp"
+#include "config/node_config.hpp"
+#include "plan/plan.hpp"
+#include "plan/plan_json.hpp"
+#include "probe/path_facts.hpp"
+#include "probe/probe.hpp"
+#include "sys/error.hpp"
+
+namespace oarbank::cli {
+namespace {
+
+struct ExecOptions {
+  std::string policy_path;
+  std::vector<std::string> argv;
+  std::optional<std::string> config_path;
+  std::vector<std::string> setenv;
+  std::vector<int> keep_fds;
+  bool explain = false;
+};
+
+constexpr const char* kCommand = "sandbox-exec";
+
+LaunchRequest make_request(const ExecOptions& options) {
+  LaunchRequest request;
+  request.argv = options.argv;
+  for (const auto& entry : options.setenv) {
+    auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0 || entry.find_first_of("\n") != std::string::npos) {
+      throw Error(ErrorKind::Usage, "--setenv " + entry + ": expected NAME=VALUE");
+    }
+    request.setenv.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  for (int fd : options.keep_fds) {
+    if (fd < 3) throw Error(ErrorKind::Usage, "--keep-fd " + std::to_string(fd) + ": 0, 1 and 2 are always kept");
+    if (!descriptor_is_open(fd)) throw Error(ErrorKind::Usage, "--keep-fd " + std::to_string(fd) + ": not an open descriptor");
+    request.keep_fds.push_back(fd);
+  }
+  return request;
+}
+
+int run(const ExecOptions& options) {
+  StepError std_error;
+  // Before anything is opened: a closed 0, 1 or 2 would otherwise be reused by our own files.
+  if (!ensure_standard_descriptors(std_error)) {
+    print_error(kCommand, "step descriptors failed: " + std_error.what + ": " + errno_text(std_error.err));
+    return kExitSoftware;
+  }
+  try {
+    if (options.argv.empty()) throw Error(ErrorKind::Usage, "no command after --");
+    const LaunchRequest request = make_request(options);
+    const NodeConfig config = load_node_config(options.config_path);
+    const Policy policy = load_policy_file(options.policy_path);
+    const KernelFeatures features =
+        probe_kernel(ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute});
+    OpenedPaths paths;
+    const Plan plan = make_plan(policy, features, config, paths, request);
+    if (options.explain) {
+      std::cout << explain_plan(plan, policy, features, config).dump(2) << std::endl;
+      return 0;
+    }
+    PreparedLaunch prepared = prepare_launch(plan, policy, paths);
+    return launch(plan, prepared, "oarbank-agent sandbox-exec");
+  } catch (const PolicyError& e) {
+    print_error(kCommand, std::string("invalid policy ") + options.policy_path + ": " + e.what());
+    return kExitUsage;
+  } catch (const ConfigError& e) {
+    print_error(kCommand, e.what());
+    return kExitConfig;
+  } catch (const Error& e) {
+    print_error(kCommand, e.what());
+    return exit_code_for(e.kind());
+  }
+}
+
+}  // namespace
+
+Runner add_sandbox_exec(CLI::App& app) {
+  auto options = std::make_shared<ExecOptions>();
+  auto* sub = app.add_subcommand(kCommand,
+                                 "Apply the policy to this process (no_new_privs, Landlock, seccomp) "
+                                 "and exec ARGV. Exit 64 usage or invalid policy, 70 a step cannot be "
+                                 "applied in full, 71 the exec failed.");
+  sub->add_option("policy", options->policy_path, "The policy (the SDK's Policy as JSON)")->required();
+  sub->add_option("argv", options->argv, "The module's command, after --");
+  sub->add_option("--config", options->config_path,
+                  "Node configuration file (default: $OARBANK_AGENT_CONFIG, else /etc/oarbank/agent.json)");
+  sub->add_option("--setenv", options->setenv, "Add NAME=VALUE to the module's environment")
+      ->allow_extra_args(false);
+  sub->add_option("--keep-fd", options->keep_fds, "Pass this open descriptor to the module (repeatable)")
+      ->allow_extra_args(false);
+  sub->add_flag("--explain", options->explain, "Print the compiled plan as JSON and run nothing");
+  return [options] { return run(*options); };
+}
+
+}  // namespace oarbank::cli

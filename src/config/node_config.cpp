@@ -1,0 +1,159 @@
+#include "config/node_config.hpp"
+
+#include <arpa/inet.h>
+#include <sys/stat.h>
+
+#include <array>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "policy/paths.hpp"
+#include "policy/strict_json.hpp"
+
+namespace oarbank {
+
+ConfigError::ConfigError(std::string source, std::string pointer, std::string problem)
+    : std::runtime_error("configuration " + source + ": " +
+                         (pointer.empty() ? std::string("(document)") : pointer) + ": " + problem),
+      pointer_(std::move(pointer)) {}
+
+namespace {
+
+using nlohmann::json;
+constexpr std::size_t kMaxConfigBytes = 1 << 20;
+constexpr int kMaxConfigDepth = 16;
+// The newest Landlock ABI this build knows.
+constexpr int kNewestKnownAbi = 7;
+
+struct Reader {
+  const std::string& source;
+  [[noreturn]] void fail(const std::string& pointer, const std::string& problem) const {
+    throw ConfigError(source, pointer, problem);
+  }
+  std::uint64_t unsigned_int(const json& value, const std::string& pointer, std::uint64_t min,
+                             std::uint64_t max) const {
+    if (!value.is_number_integer() || (!value.is_number_unsigned() && value.get<std::int64_t>() < 0)) {
+      fail(pointer, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+                        ", not " + std::string(json_type_name(value)));
+    }
+    auto number = value.get<std::uint64_t>();
+    if (number < min || number > max) {
+      fail(pointer, "must be from " + std::to_string(min) + " to " + std::to_string(max));
+    }
+    return number;
+  }
+  const std::string& string(const json& value, const std::string& pointer) const {
+    if (!value.is_string()) fail(pointer, "must be a string, not " + std::string(json_type_name(value)));
+    return value.get_ref<const std::string&>();
+  }
+  std::string path(const json& value, const std::string& pointer) const {
+    std::string problem;
+    auto normalized = normalize_policy_path(string(value, pointer), problem);
+    if (!normalized) fail(pointer, problem);
+    return *normalized;
+  }
+};
+
+}  // namespace
+
+NodeConfig parse_node_config(std::string_view text, const std::string& source) {
+  json document;
+  StrictJsonError error;
+  if (!parse_strict_json(text, kMaxConfigBytes, kMaxConfigDepth, document, error)) {
+    throw ConfigError(source, error.pointer, error.problem);
+  }
+  Reader r{source};
+  if (!document.is_object()) r.fail("", "must be a JSON object");
+  NodeConfig config;
+  for (const auto& [key, value] : document.items()) {
+    const std::string pointer = json_pointer_append("", key);
+    if (key == "module_user") {
+      if (!value.is_object()) r.fail(pointer, "must be an object {\"uid\": N, \"gid\": N}");
+      for (const auto& [field, member] : value.items()) {
+        const std::string sub = json_pointer_append(pointer, field);
+        // uid 0 is refused: a uid-0 module owns most of the system's files.
+        if (field == "uid") {
+          config.module_uid = static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 4294967294U));
+        } else if (field == "gid") {
+          config.module_gid = static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 4294967294U));
+        } else {
+          r.fail(sub, "unknown field");
+        }
+      }
+    } else if (key == "proxy_listen") {
+      const auto& text_value = r.string(value, pointer);
+      auto colon = text_value.rfind(':');
+      std::string host = colon == std::string::npos ? "" : text_value.substr(0, colon);
+      if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+      std::array<unsigned char, 16> buf{};
+      if (colon == std::string::npos ||
+          (inet_pton(AF_INET, host.c_str(), buf.data()) != 1 &&
+           inet_pton(AF_INET6, host.c_str(), buf.data()) != 1)) {
+        r.fail(pointer, "must be IP:PORT, e.g. \"127.0.0.1:3128\" or \"[::1]:3128\"");
+      }
+      const std::string port_text = text_value.substr(colon + 1);
+      if (port_text.empty() || port_text.size() > 5 ||
+          port_text.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoul(port_text) == 0 || std::stoul(port_text) > 65535) {
+        r.fail(pointer, "port must be a number from 1 to 65535");
+      }
+      config.proxy_host = host;
+      config.proxy_port = static_cast<std::uint16_t>(std::stoul(port_text));
+    } else if (key == "broker_socket") {
+      config.broker_socket = r.path(value, pointer);
+      // sun_path holds 108 bytes with the terminating NUL.
+      if (config.broker_socket.size() > 107) r.fail(pointer, "is longer than a unix socket path can be (107 bytes)");
+    } else if (key == "hard_limits") {
+      if (!value.is_boolean()) r.fail(pointer, "must be true or false");
+      config.hard_limits = value.get<bool>();
+    } else if (key == "pids_max") {
+      config.pids_max = value.is_null() ? std::nullopt
+                                        : std::optional(r.unsigned_int(value, pointer, 1, 4194304));
+    } else if (key == "cgroup_parent") {
+      config.cgroup_parent = value.is_null() ? std::nullopt : std::optional(r.path(value, pointer));
+    } else if (key == "landlock_abi_max") {
+      config.landlock_abi_max =
+          value.is_null() ? std::nullopt
+                          : std::optional(static_cast<int>(r.unsigned_int(value, pointer, 0, kNewestKnownAbi)));
+    } else {
+      r.fail(pointer, "unknown key");
+    }
+  }
+  return config;
+}
+
+NodeConfig load_node_config(const std::optional<std::string>& explicit_path) {
+  std::string path;
+  bool must_exist = true;
+  if (explicit_path) {
+    path = *explicit_path;
+  } else if (const char* env = std::getenv(kConfigEnvVar); env != nullptr && *env != '\0') {
+    path = env;
+  } else {
+    path = kDefaultConfigPath;
+    must_exist = false;
+  }
+  struct stat st {};
+  if (!must_exist && ::stat(path.c_str(), &st) != 0 && errno == ENOENT) return NodeConfig{};
+  std::string text;
+  std::string problem;
+  if (!read_small_file(path, kMaxConfigBytes, text, problem)) throw ConfigError(path, "", problem);
+  return parse_node_config(text, path);
+}
+
+json node_config_to_json(const NodeConfig& config) {
+  std::string proxy = config.proxy_host.find(':') != std::string::npos
+                          ? "[" + config.proxy_host + "]"
+                          : config.proxy_host;
+  return json{
+      {"module_user", {{"uid", config.module_uid}, {"gid", config.module_gid}}},
+      {"proxy_listen", proxy + ":" + std::to_string(config.proxy_port)},
+      {"broker_socket", config.broker_socket},
+      {"hard_limits", config.hard_limits},
+      {"pids_max", config.pids_max ? json(*config.pids_max) : json(nullptr)},
+      {"cgroup_parent", config.cgroup_parent ? json(*config.cgroup_parent) : json(nullptr)},
+      {"landlock_abi_max", config.landlock_abi_max ? json(*config.landlock_abi_max) : json(nullptr)},
+  };
+}
+
+}  // namespace oarbank

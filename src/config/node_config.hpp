@@ -1,0 +1,59 @@
+// The node's configuration: what module authors must not choose. Keys: docs/configuration.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace oarbank {
+
+inline constexpr const char* kDefaultConfigPath = "/etc/oarbank/agent.json";
+inline constexpr const char* kConfigEnvVar = "OARBANK_AGENT_CONFIG";
+
+struct NodeConfig {
+  // The uid and gid a module runs as when the launcher starts as root; never 0.
+  std::uint32_t module_uid = 65534;
+  std::uint32_t module_gid = 65534;
+  // Where the agent's egress proxy listens (an IP literal and a port).
+  std::string proxy_host = "127.0.0.1";
+  std::uint16_t proxy_port = 3128;
+  // The broker's unix socket, given to modules with the broker grant as OARBANK_BROKER.
+  std::string broker_socket = "/run/oarbank/broker.sock";
+  // Turn a policy's reservations into cgroup hard limits (cpu.max, memory.max).
+  bool hard_limits = false;
+  // pids.max of each module's cgroup leaf; nullopt: no limit is written.
+  std::optional<std::uint64_t> pids_max = 1024;
+  // The cgroup (a path under the cgroup2 mount) under which module leaves are made; nullopt:
+  // the agent's own cgroup when systemd delegated it.
+  std::optional<std::string> cgroup_parent;
+  // Highest Landlock ABI used, for reproducible fleets and tests of older kernels' behaviour;
+  // nullopt: the kernel's.
+  std::optional<int> landlock_abi_max;
+
+  friend bool operator==(const NodeConfig&, const NodeConfig&) = default;
+};
+
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(std::string source, std::string pointer, std::string problem);
+  [[nodiscard]] const std::string& pointer() const { return pointer_; }
+
+ private:
+  std::string pointer_;
+};
+
+// Parses a configuration document; `source` names it in errors. Throws ConfigError.
+NodeConfig parse_node_config(std::string_view text, const std::string& source);
+
+// The configuration in effect: `explicit_path` (--config) if given, else the file named by
+// OARBANK_AGENT_CONFIG, else /etc/oarbank/agent.json if it exists, else built-in defaults.
+// A file that was named explicitly must exist.
+NodeConfig load_node_config(const std::optional<std::string>& explicit_path);
+
+nlohmann::json node_config_to_json(const NodeConfig& config);
+
+}  // namespace oarbank

@@ -1,0 +1,37 @@
+// Landlock access rights per ABI, as pure tables (no kernel calls).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace oarbank::landlock {
+
+// The newest Landlock ABI this build knows; a newer kernel is used at this ABI.
+inline constexpr int kNewestKnownAbi = 7;
+// Below ABI 3 (Linux 6.2) truncate(2) is not governed: the filesystem row is unavailable.
+inline constexpr int kFilesystemFloorAbi = 3;
+
+// Every filesystem right the given ABI can handle.
+std::uint64_t fs_rights_for_abi(int abi);
+// Network rights (ABI 4+), scopes (ABI 6+).
+std::uint64_t net_rights_for_abi(int abi);
+std::uint64_t scopes_for_abi(int abi);
+
+// Rights that make sense on a file (the kernel refuses directory rights on a file rule).
+std::uint64_t file_rights();
+
+// Read and execute: the bundle, runtime, tools and base system.
+std::uint64_t read_execute_rights();
+// Read and write on device nodes (/dev/null ...); device ioctls added separately for GPUs.
+std::uint64_t device_rw_rights();
+
+// Names of the bits set, e.g. {"execute", "read_file"}.
+std::vector<std::string> fs_right_names(std::uint64_t rights);
+std::vector<std::string> net_right_names(std::uint64_t rights);
+std::vector<std::string> scope_names(std::uint64_t scopes);
+
+// "Linux 6.7" for ABI 4, and so on.
+const char* linux_release_for_abi(int abi);
+
+}  // namespace oarbank::landlock

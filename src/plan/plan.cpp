@@ -1,0 +1,193 @@
+#include "plan/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "plan/landlock_rights.hpp"
+#include "sys/error.hpp"
+#include "sys/landlock_abi.hpp"
+
+namespace oarbank {
+
+const std::vector<std::string>& base_read_execute_paths() {
+  static const std::vector<std::string> kPaths = {
+      "/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt", "/proc",
+      "/sys/devices/system/cpu"};
+  return kPaths;
+}
+
+const std::vector<std::string>& base_device_paths() {
+  static const std::vector<std::string> kPaths = {"/dev/null", "/dev/zero", "/dev/random",
+                                                  "/dev/urandom", "/dev/full"};
+  return kPaths;
+}
+
+std::vector<CapabilityVerdict> unmet_capabilities(const Policy& policy, const KernelFeatures& features,
+                                                  const NodeConfig& config) {
+  std::vector<CapabilityVerdict> unmet;
+  for (auto row : rows_needed_by(policy)) {
+    auto verdict = evaluate_capability(row, features, config);
+    if (verdict.status != CapabilityStatus::Enforced) unmet.push_back(std::move(verdict));
+  }
+  return unmet;
+}
+
+namespace {
+
+std::string proxy_url(const NodeConfig& config) {
+  const bool v6 = config.proxy_host.find(':') != std::string::npos;
+  return fmt::format("http://{}{}{}:{}", v6 ? "[" : "", config.proxy_host, v6 ? "]" : "",
+                     config.proxy_port);
+}
+
+class RuleBuilder {
+ public:
+  RuleBuilder(const PathOracle& paths, LandlockPlan& plan) : paths_(paths), plan_(plan) {}
+
+  // A path the policy names: it must exist on this node.
+  void required(const std::string& pointer, const std::string& path, std::uint64_t access,
+                const std::string& why) {
+    PathKind kind = paths_.kind(path);
+    if (kind == PathKind::Missing) {
+      throw Error(ErrorKind::Unenforceable,
+                  fmt::format("policy {}: {} does not exist on this node", pointer, path));
+    }
+    add(path, kind, access, why);
+  }
+
+  // A base-system path: some do not exist on every distribution (/lib32, /opt).
+  void optional(const std::string& path, std::uint64_t access, const std::string& why) {
+    PathKind kind = paths_.kind(path);
+    if (kind != PathKind::Missing) add(path, kind, access, why);
+  }
+
+ private:
+  void add(const std::string& path, PathKind kind, std::uint64_t access, const std::string& why) {
+    const bool dir = kind == PathKind::Directory;
+    access &= plan_.handled_fs;
+    // The kernel refuses directory rights (read_dir, make_*, remove_*, refer) on a file.
+    if (!dir) access &= landlock::file_rights();
+    plan_.path_rules.push_back(LandlockPathRule{path, access, dir, why});
+  }
+
+  const PathOracle& paths_;
+  LandlockPlan& plan_;
+};
+
+bool sandbox_sets(const std::vector<std::string>& environment, const std::string& name) {
+  return std::any_of(environment.begin(), environment.end(),
+                     [&](const std::string& entry) { return entry.starts_with(name + "="); });
+}
+
+}  // namespace
+
+std::vector<std::string> module_environment(const Policy& policy, const NodeConfig& config,
+                                            const LaunchRequest& request) {
+  // A clean environment, as systemd gives services: the caller's may hold secrets.
+  std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
+  const std::string home = policy.work ? *policy.work : policy.temp ? *policy.temp : "/nonexistent";
+  env.push_back("HOME=" + home);
+  if (policy.temp) env.push_back("TMPDIR=" + *policy.temp);
+  if (policy.net == NetMode::EgressAllowlist) {
+    const std::string url = proxy_url(config);
+    for (const char* name : {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"}) {
+      env.push_back(std::string(name) + "=" + url);
+    }
+    // Node.js 24+ reads the proxy variables only when told to.
+    env.emplace_back("NODE_USE_ENV_PROXY=1");
+  }
+  if (policy.broker) env.push_back("OARBANK_BROKER=" + config.broker_socket);
+  const std::size_t sandbox_count = env.size();
+  for (const auto& [name, value] : request.setenv) {
+    if (name == "PATH" || name == "LANG" || name == "HOME") {
+      // The caller may choose these; replace the default.
+      std::erase_if(env, [&](const std::string& e) { return e.starts_with(name + "="); });
+    } else if (sandbox_sets({env.begin(), env.begin() + static_cast<std::ptrdiff_t>(sandbox_count)}, name) ||
+               name == "no_proxy" || name == "NO_PROXY" || name == "ALL_PROXY" || name == "all_proxy") {
+      throw Error(ErrorKind::Usage,
+                  fmt::format("--setenv {}: the sandbox sets or withholds this variable itself", name));
+    }
+    env.push_back(name + "=" + value);
+  }
+  return env;
+}
+
+Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeConfig& config,
+               const PathOracle& paths, const LaunchRequest& request) {
+  if (auto unmet = unmet_capabilities(policy, features, config); !unmet.empty()) {
+    const auto& first = unmet.front();
+    throw Error(ErrorKind::Unenforceable,
+                fmt::format("this node cannot enforce \"{}\" ({}), which the policy needs: {}",
+                            row_key(first.row), row_title(first.row), first.reason));
+  }
+  if (policy.gpu == GpuMode::Compute && features.gpu_device_nodes.empty()) {
+    throw Error(ErrorKind::Unenforceable,
+                "policy /devices/gpu: \"compute\" but this node has no GPU device node "
+                "(/dev/dri, /dev/nvidia*, /dev/kfd)");
+  }
+
+  Plan plan;
+  for (auto row : rows_needed_by(policy)) plan.relies_on.push_back(evaluate_capability(row, features, config));
+
+  LandlockPlan& ll = plan.landlock;
+  ll.abi = effective_landlock_abi(features, config);
+  ll.handled_fs = landlock::fs_rights_for_abi(ll.abi);
+  ll.handled_net = landlock::net_rights_for_abi(ll.abi);
+  ll.scoped = landlock::scopes_for_abi(ll.abi);
+
+  const std::uint64_t read_exec = landlock::read_execute_rights();
+  std::uint64_t writable = ll.handled_fs;
+  if (!policy.exec_writable) writable &= ~static_cast<std::uint64_t>(LANDLOCK_ACCESS_FS_EXECUTE);
+
+  RuleBuilder rules(paths, ll);
+  rules.required("/bundle", policy.bundle, read_exec, "bundle: read and execute");
+  for (std::size_t i = 0; i < policy.runtime.size(); ++i) {
+    rules.required(fmt::format("/runtime/{}", i), policy.runtime[i], read_exec, "runtime: read and execute");
+  }
+  for (std::size_t i = 0; i < policy.tools.size(); ++i) {
+    rules.required(fmt::format("/tools/{}", i), policy.tools[i], read_exec, "tools: read and execute");
+  }
+  const std::string writable_why =
+      policy.exec_writable ? "every file right (exec_writable)" : "every file right but execute";
+  if (policy.work) {
+    rules.required("/work", *policy.work, writable, "work: " + writable_why);
+    plan.writable_dirs.push_back(*policy.work);
+  }
+  for (std::size_t i = 0; i < policy.data.size(); ++i) {
+    rules.required(fmt::format("/data/{}", i), policy.data[i], writable, "data: " + writable_why);
+    plan.writable_dirs.push_back(policy.data[i]);
+  }
+  if (policy.temp) {
+    rules.required("/temp", *policy.temp, writable, "temp: " + writable_why);
+    plan.writable_dirs.push_back(*policy.temp);
+  }
+  for (const auto& path : base_read_execute_paths()) {
+    rules.optional(path, read_exec, "base system: read and execute");
+  }
+  for (const auto& path : base_device_paths()) {
+    rules.optional(path, landlock::device_rw_rights(), "base system: read and write");
+  }
+  if (policy.gpu == GpuMode::Compute) {
+    // Device ioctls are governed from ABI 5 (Linux 6.10); GPU compute needs them.
+    const std::uint64_t gpu = landlock::device_rw_rights() | LANDLOCK_ACCESS_FS_READ_DIR |
+                              LANDLOCK_ACCESS_FS_IOCTL_DEV;
+    for (const auto& node : features.gpu_device_nodes) {
+      rules.optional(node, gpu, "devices.gpu compute: read, write and device ioctls");
+    }
+  }
+
+  if (policy.net == NetMode::EgressAllowlist) {
+    ll.port_rules.push_back(LandlockPortRule{config.proxy_port, LANDLOCK_ACCESS_NET_CONNECT_TCP,
+                                             "egress-allowlist: TCP connect to the agent's proxy port alone"});
+  }
+
+  plan.filter = seccomp::variant_for(policy);
+  if (features.running_as_root) plan.identity = IdentityPlan{true, config.module_uid, config.module_gid};
+  plan.environment = module_environment(policy, config, request);
+  plan.argv = request.argv;
+  plan.keep_fds = request.keep_fds;
+  return plan;
+}
+
+}  // namespace oarbank

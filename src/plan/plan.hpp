@@ -1,0 +1,93 @@
+// The plan: Policy x KernelFeatures x NodeConfig x the paths on this node -> everything the
+// launcher will do, as plain data. Pure: it never calls the kernel, so --explain and the
+// golden tests show exactly what a launch applies.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/node_config.hpp"
+#include "oarbank/policy.hpp"
+#include "plan/capabilities.hpp"
+#include "plan/seccomp_rules.hpp"
+#include "probe/kernel_features.hpp"
+
+namespace oarbank {
+
+enum class PathKind { Missing, Directory, File };
+
+// Answers what a path is on this node. The real one (probe/path_facts.hpp) opens each path
+// once with O_PATH and keeps the descriptor for the launch; tests use a map.
+class PathOracle {
+ public:
+  virtual ~PathOracle() = default;
+  [[nodiscard]] virtual PathKind kind(const std::string& path) const = 0;
+};
+
+// What the caller of sandbox-exec asks beyond the policy.
+struct LaunchRequest {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> setenv;  // --setenv NAME=VALUE
+  std::vector<int> keep_fds;                                // --keep-fd N, beyond 0, 1, 2
+};
+
+struct LandlockPathRule {
+  std::string path;
+  std::uint64_t access = 0;
+  bool is_directory = false;
+  std::string why;
+};
+
+struct LandlockPortRule {
+  std::uint16_t port = 0;
+  std::uint64_t access = 0;
+  std::string why;
+};
+
+struct LandlockPlan {
+  int abi = 0;
+  std::uint64_t handled_fs = 0;
+  std::uint64_t handled_net = 0;
+  std::uint64_t scoped = 0;
+  std::vector<LandlockPathRule> path_rules;
+  std::vector<LandlockPortRule> port_rules;
+};
+
+struct IdentityPlan {
+  bool change = false;  // the launcher runs as root: become the module user
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+};
+
+struct Plan {
+  LandlockPlan landlock;
+  seccomp::FilterVariant filter;
+  IdentityPlan identity;
+  std::vector<std::string> environment;  // NAME=VALUE
+  std::vector<std::string> argv;
+  std::vector<int> keep_fds;
+  // Directories the module must be able to read, write and search once it is the module user.
+  std::vector<std::string> writable_dirs;
+  std::vector<CapabilityVerdict> relies_on;
+};
+
+// The base system of the page's mapping table.
+const std::vector<std::string>& base_read_execute_paths();
+const std::vector<std::string>& base_device_paths();
+
+// The rows this policy needs and this node does not enforce (empty: the node can run it).
+std::vector<CapabilityVerdict> unmet_capabilities(const Policy& policy, const KernelFeatures& features,
+                                                  const NodeConfig& config);
+
+// Throws Error(Unenforceable) naming the report row, missing path or missing device, and
+// Error(Usage) for a bad request (a --setenv of a variable the sandbox sets).
+Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeConfig& config,
+               const PathOracle& paths, const LaunchRequest& request);
+
+// The module's environment alone (also used by tests).
+std::vector<std::string> module_environment(const Policy& policy, const NodeConfig& config,
+                                            const LaunchRequest& request);
+
+}  // namespace oarbank

@@ -1,0 +1,99 @@
+#include "plan/seccomp_compile.hpp"
+
+#include <fmt/format.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+
+namespace oarbank::seccomp {
+namespace {
+
+struct CtxDeleter {
+  void operator()(void* ctx) const { seccomp_release(ctx); }
+};
+
+scmp_arg_cmp to_libseccomp(const ArgCheck& check) {
+  switch (check.op) {
+    case Compare::Equal:
+      return SCMP_CMP(check.arg, SCMP_CMP_EQ, check.value);
+    case Compare::Greater:
+      return SCMP_CMP(check.arg, SCMP_CMP_GT, check.value);
+    case Compare::MaskedEqual:
+      return SCMP_CMP(check.arg, SCMP_CMP_MASKED_EQ, check.mask, check.value);
+  }
+  throw std::logic_error("unknown comparison");
+}
+
+int resolve(const Rule& rule) {
+  int nr = seccomp_syscall_resolve_name(rule.syscall.c_str());
+  if (nr == __NR_SCMP_ERROR) {
+#if defined(__x86_64__)
+    nr = rule.syscall_number_x86_64;
+#endif
+  }
+  return nr;
+}
+
+// The ceiling: syscall numbers above the highest reviewed one answer ENOSYS. Three classic
+// BPF instructions put in front of libseccomp's program; its jumps are relative, so they
+// stay valid. The architecture check that follows still kills foreign ABIs (i386's int 0x80).
+std::vector<sock_filter> ceiling_prefix() {
+#if defined(__x86_64__)
+  return {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, kHighestReviewedSyscallX86_64, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+  };
+#else
+  return {};
+#endif
+}
+
+}  // namespace
+
+std::vector<sock_filter> compile(const FilterVariant& variant) {
+  std::unique_ptr<void, CtxDeleter> ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) throw std::runtime_error("seccomp_init failed");
+  // A syscall from another ABI of this CPU (int 0x80 from a 64-bit process) kills the process:
+  // the rules below are written for the native ABI's numbers.
+  if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0 ||
+      // The launcher sets no_new_privs itself, as its own step.
+      seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0) != 0 ||
+      // A binary search over syscall numbers instead of a linear chain.
+      seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2) != 0) {
+    throw std::runtime_error("seccomp_attr_set failed");
+  }
+  for (const auto& rule : rules_for(variant)) {
+    int nr = resolve(rule);
+    if (nr < 0) {
+      throw std::runtime_error(fmt::format("libseccomp does not know syscall {}", rule.syscall));
+    }
+    std::vector<scmp_arg_cmp> args;
+    for (const auto& check : rule.args) args.push_back(to_libseccomp(check));
+    int rc = seccomp_rule_add_array(ctx.get(), SCMP_ACT_ERRNO(static_cast<std::uint32_t>(rule.errno_value)),
+                                    nr, static_cast<unsigned>(args.size()), args.data());
+    if (rc != 0) {
+      throw std::runtime_error(fmt::format("libseccomp refused the rule for {}: {}", rule.syscall, rc));
+    }
+  }
+  // Export through a pipe-free path: seccomp_export_bpf writes to a file descriptor.
+  FILE* memory = tmpfile();
+  if (memory == nullptr) throw std::runtime_error("tmpfile failed");
+  std::unique_ptr<FILE, int (*)(FILE*)> file(memory, fclose);
+  if (seccomp_export_bpf(ctx.get(), fileno(file.get())) != 0) {
+    throw std::runtime_error("seccomp_export_bpf failed");
+  }
+  std::vector<sock_filter> program = ceiling_prefix();
+  rewind(file.get());
+  sock_filter instruction{};
+  while (fread(&instruction, sizeof instruction, 1, file.get()) == 1) program.push_back(instruction);
+  if (program.size() > BPF_MAXINSNS) throw std::runtime_error("filter longer than BPF_MAXINSNS");
+  return program;
+}
+
+}  // namespace oarbank::seccomp

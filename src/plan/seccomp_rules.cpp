@@ -1,0 +1,185 @@
+#include "plan/seccomp_rules.hpp"
+
+#include <fmt/format.h>
+#include <linux/sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <cstring>
+#include <initializer_list>
+#include <set>
+
+namespace oarbank::seccomp {
+namespace {
+
+// The highest address family number the kernel defines (AF_MCTP is 45 in Linux 6.x).
+// Families above it are refused by a single "greater than" rule.
+constexpr std::uint64_t kHighestFamily = 45;
+constexpr std::uint64_t kSockTypeMask = 0xf;
+
+void add(std::vector<Rule>& rules, std::initializer_list<const char*> names, int err,
+         const std::string& why) {
+  for (const char* name : names) rules.push_back(Rule{name, -1, err, {}, why});
+}
+
+// Refuses `syscall` unless argument `arg` is one of `allowed` (all values up to `highest`,
+// then everything above it). libseccomp cannot compare one argument twice in a rule, so
+// "not in a set" is written as one rule per refused value plus one "greater than" rule.
+void refuse_unless_in(std::vector<Rule>& rules, const std::string& syscall, unsigned arg,
+                      const std::set<std::uint64_t>& allowed, std::uint64_t highest, int err,
+                      const std::vector<ArgCheck>& also, const std::string& why) {
+  for (std::uint64_t value = 0; value <= highest; ++value) {
+    if (allowed.count(value) != 0) continue;
+    Rule rule{syscall, -1, err, also, why};
+    rule.args.push_back({arg, Compare::Equal, value, 0});
+    rules.push_back(std::move(rule));
+  }
+  Rule above{syscall, -1, err, also, why};
+  above.args.push_back({arg, Compare::Greater, highest, 0});
+  rules.push_back(std::move(above));
+}
+
+}  // namespace
+
+std::string FilterVariant::name() const {
+  std::string out = inet ? "inet-streams" : "no-inet";
+  if (unix_sockets) out += "+unix";
+  return out;
+}
+
+FilterVariant variant_from_index(int index) {
+  return FilterVariant{(index & 2) != 0, (index & 1) != 0};
+}
+
+FilterVariant variant_for(const Policy& policy) {
+  // egress-any is refused before a filter is chosen; only egress-allowlist opens inet.
+  return FilterVariant{policy.net == NetMode::EgressAllowlist, policy.broker};
+}
+
+std::string errno_name(int err) {
+  const char* name = strerrorname_np(err);
+  return name != nullptr ? name : std::to_string(err);
+}
+
+std::string describe(const ArgCheck& check) {
+  switch (check.op) {
+    case Compare::Equal:
+      return fmt::format("arg{} == {:#x}", check.arg, check.value);
+    case Compare::Greater:
+      return fmt::format("arg{} > {:#x}", check.arg, check.value);
+    case Compare::MaskedEqual:
+      return fmt::format("arg{} & {:#x} == {:#x}", check.arg, check.mask, check.value);
+  }
+  return "?";
+}
+
+std::vector<Rule> rules_for(const FilterVariant& variant) {
+  std::vector<Rule> rules;
+
+  // --- Sockets (the page: "no local IPC except the broker", "net = none", "never listening").
+  std::set<std::uint64_t> families;
+  if (variant.unix_sockets) families.insert(AF_UNIX);
+  if (variant.inet) {
+    families.insert(AF_INET);
+    families.insert(AF_INET6);
+  }
+  if (families.empty()) {
+    add(rules, {"socket"}, EAFNOSUPPORT,
+        "net is none and there is no broker grant: no socket family is allowed");
+  } else {
+    refuse_unless_in(rules, "socket", 0, families, kHighestFamily, EAFNOSUPPORT, {},
+                     "only the families the policy grants: unix with the broker grant, IPv4 and "
+                     "IPv6 under egress-allowlist");
+  }
+  if (variant.inet) {
+    for (std::uint64_t family : {std::uint64_t{AF_INET}, std::uint64_t{AF_INET6}}) {
+      // Streams only: Landlock's port rules govern TCP alone, so UDP, raw and SCTP sockets
+      // would escape them.
+      for (std::uint64_t type = 0; type <= kSockTypeMask; ++type) {
+        if (type == SOCK_STREAM) continue;
+        rules.push_back(Rule{"socket", -1, EPROTONOSUPPORT,
+                             {{0, Compare::Equal, family, 0},
+                              {1, Compare::MaskedEqual, type, kSockTypeMask}},
+                             "egress-allowlist: stream sockets only (Landlock governs TCP alone)"});
+      }
+      // SOCK_STREAM with IPPROTO_SCTP or IPPROTO_MPTCP is not TCP to Landlock either.
+      refuse_unless_in(rules, "socket", 2, {0, IPPROTO_TCP}, IPPROTO_TCP, EPROTONOSUPPORT,
+                       {{0, Compare::Equal, family, 0}},
+                       "egress-allowlist: TCP only (SCTP and MPTCP streams escape Landlock's "
+                       "TCP port rules)");
+    }
+    // TCP Fast Open connects inside sendto/sendmsg without the connect hook Landlock uses
+    // (landlock-lsm/linux#41). EOPNOTSUPP is what the kernel answers when client TFO is off,
+    // so clients fall back to connect().
+    const char* tfo_why =
+        "MSG_FASTOPEN connects without passing Landlock's connect check (landlock-lsm/linux#41)";
+    rules.push_back(Rule{"sendto", -1, EOPNOTSUPP,
+                         {{3, Compare::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}}, tfo_why});
+    rules.push_back(Rule{"sendmsg", -1, EOPNOTSUPP,
+                         {{2, Compare::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}}, tfo_why});
+    rules.push_back(Rule{"sendmmsg", -1, EOPNOTSUPP,
+                         {{3, Compare::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}}, tfo_why});
+  }
+  refuse_unless_in(rules, "socketpair", 0, {AF_UNIX}, kHighestFamily, EAFNOSUPPORT, {},
+                   "socketpair stays for unix pairs (event loops need it); other families "
+                   "(AF_TIPC) are refused");
+  add(rules, {"listen"}, EPERM, "never listening");
+
+  // io_uring performs socket(), connect(), accept() and listen() on the module's behalf
+  // without passing through this filter. ENOSYS: libraries fall back to plain syscalls.
+  add(rules, {"io_uring_setup", "io_uring_enter", "io_uring_register"}, ENOSYS,
+      "io_uring runs socket, connect and listen outside the seccomp filter");
+
+  // --- Namespaces and mounts (the page: children).
+  add(rules, {"unshare", "setns"}, EPERM,
+      "a new or foreign namespace would change what the sandbox's rules refer to");
+  for (std::uint64_t flag :
+       {std::uint64_t{CLONE_NEWNS}, std::uint64_t{CLONE_NEWCGROUP}, std::uint64_t{CLONE_NEWUTS},
+        std::uint64_t{CLONE_NEWIPC}, std::uint64_t{CLONE_NEWUSER}, std::uint64_t{CLONE_NEWPID},
+        std::uint64_t{CLONE_NEWNET}}) {
+    rules.push_back(Rule{"clone", -1, EPERM, {{0, Compare::MaskedEqual, flag, flag}},
+                         fmt::format("namespace flag {:#x} on clone", flag)});
+  }
+  add(rules, {"clone3"}, ENOSYS,
+      "clone3's flags are in memory the filter cannot read; ENOSYS makes libc fall back to clone");
+  add(rules, {"mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
+              "move_mount", "open_tree", "mount_setattr"},
+      EPERM, "mounting changes what paths the Landlock rules resolve to");
+  rules.push_back(Rule{"open_tree_attr", 467, EPERM, {},
+                       "mounting changes what paths the Landlock rules resolve to (Linux 6.15)"});
+
+  // --- Other processes and the kernel.
+  add(rules, {"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp"}, EPERM,
+      "reading or steering another process (ptrace and its relatives)");
+  add(rules, {"perf_event_open"}, EPERM, "observes other processes and the kernel");
+  add(rules, {"bpf"}, EPERM, "bpf programs run in the kernel");
+  add(rules, {"add_key", "request_key", "keyctl"}, EPERM,
+      "keyrings are shared with the caller's session");
+  add(rules, {"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load"}, EPERM,
+      "kernel modules and kernels");
+  add(rules, {"userfaultfd"}, EPERM, "widens kernel races; no module needs it");
+  add(rules, {"open_by_handle_at", "name_to_handle_at"}, EPERM,
+      "file handles open files without a path walk, so around Landlock");
+  add(rules, {"reboot", "swapon", "swapoff", "acct", "iopl", "ioperm", "modify_ldt", "uselib",
+              "quotactl", "syslog", "vhangup"},
+      EPERM, "privileged machine operations");
+
+  // --- Local IPC outside the broker (the page: "no local IPC except the broker").
+  add(rules, {"msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl",
+              "shmget", "shmat", "shmdt", "shmctl"},
+      EPERM, "System V IPC objects are shared by every process of the module user");
+  add(rules, {"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"},
+      EPERM, "POSIX message queues are shared by every process of the module user");
+
+  // --- A terminal it inherited: pushing input into it runs commands as the caller.
+  // The kernel reads ioctl's command as 32 bits, so the upper half is masked off.
+  rules.push_back(Rule{"ioctl", -1, EPERM, {{1, Compare::MaskedEqual, TIOCSTI, 0xffffffffULL}},
+                       "TIOCSTI would inject input into an inherited terminal"});
+  rules.push_back(Rule{"ioctl", -1, EPERM, {{1, Compare::MaskedEqual, TIOCLINUX, 0xffffffffULL}},
+                       "TIOCLINUX can paste into a virtual console"});
+  return rules;
+}
+
+}  // namespace oarbank::seccomp

@@ -1,0 +1,59 @@
+// The module's seccomp filter as data: every rule with the reason it exists. The same table
+// feeds the build-time compiler (tools/filtergen.cpp, through libseccomp) and --explain.
+//
+// The filter allows by default and refuses the listed routes; the reasoning for each route,
+// and the other routes to the same effect that are closed with it, is in docs/seccomp.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "oarbank/policy.hpp"
+
+namespace oarbank::seccomp {
+
+// The policy switches the filter depends on. Each combination is compiled once, at build time.
+struct FilterVariant {
+  bool inet = false;               // IPv4 and IPv6 sockets (net is not "none")
+  bool unix_sockets = false;       // the broker grant
+  [[nodiscard]] int index() const { return (inet ? 2 : 0) | (unix_sockets ? 1 : 0); }
+  [[nodiscard]] std::string name() const;
+  friend bool operator==(const FilterVariant&, const FilterVariant&) = default;
+};
+inline constexpr int kVariantCount = 4;
+FilterVariant variant_from_index(int index);
+FilterVariant variant_for(const Policy& policy);
+
+enum class Compare { Equal, Greater, MaskedEqual };
+
+struct ArgCheck {
+  unsigned arg = 0;  // 0-based syscall argument
+  Compare op = Compare::Equal;
+  std::uint64_t value = 0;
+  std::uint64_t mask = 0;  // MaskedEqual only: (arg & mask) == value
+  friend bool operator==(const ArgCheck&, const ArgCheck&) = default;
+};
+
+struct Rule {
+  std::string syscall;          // name as libseccomp knows it
+  int syscall_number_x86_64 = -1;  // for syscalls newer than Debian 12's libseccomp knows
+  int errno_value = 0;          // the refusal's errno
+  std::vector<ArgCheck> args;   // all must hold (AND)
+  std::string why;
+};
+
+// Syscall numbers above this one are refused with ENOSYS before any other rule: a syscall
+// added by a later kernel has not been reviewed here, and may be a new route around a rule
+// (as io_uring was for socket). Programs treat ENOSYS as "this kernel is too old" and fall
+// back. 469 is file_setattr (Linux 6.17), the newest syscall reviewed for x86_64.
+inline constexpr std::uint32_t kHighestReviewedSyscallX86_64 = 469;
+
+
+std::vector<Rule> rules_for(const FilterVariant& variant);
+
+std::string describe(const ArgCheck& check);
+std::string errno_name(int err);
+
+}  // namespace oarbank::seccomp

@@ -1,0 +1,153 @@
+#include "policy/egress.hpp"
+
+#include <arpa/inet.h>
+
+#include <array>
+#include <charconv>
+
+namespace oarbank {
+namespace {
+
+bool is_ldh(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+}
+
+// A DNS name in ASCII (IDNs in punycode): labels of letters, digits and hyphens, 1 to 63
+// characters, not starting or ending with a hyphen, 253 characters in all.
+bool valid_dns_name(std::string_view name, std::string& problem) {
+  if (name.empty()) {
+    problem = "empty host";
+    return false;
+  }
+  if (name.size() > 253) {
+    problem = "host longer than 253 characters";
+    return false;
+  }
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t end = name.find('.', start);
+    if (end == std::string_view::npos) end = name.size();
+    std::string_view label = name.substr(start, end - start);
+    if (label.empty()) {
+      problem = "host has an empty label";
+      return false;
+    }
+    if (label.size() > 63) {
+      problem = "host has a label longer than 63 characters";
+      return false;
+    }
+    for (char c : label) {
+      if (!is_ldh(c)) {
+        problem = "host has a character other than letters, digits, '-' and '.' (use punycode)";
+        return false;
+      }
+    }
+    if (label.front() == '-' || label.back() == '-') {
+      problem = "host has a label that starts or ends with '-'";
+      return false;
+    }
+    start = end + 1;
+  }
+  return true;
+}
+
+std::string lower_ascii(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string EgressDestination::to_string() const {
+  std::string out;
+  if (any_subdomain) out += "*.";
+  if (is_ip && host.find(':') != std::string::npos) {
+    out += "[" + host + "]";
+  } else {
+    out += host;
+  }
+  out += ":" + std::to_string(port);
+  return out;
+}
+
+std::optional<EgressDestination> parse_egress_destination(std::string_view text,
+                                                          std::string& problem) {
+  EgressDestination dest;
+  std::string_view host_part;
+  std::string_view port_part;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      problem = "expected [IPv6]:port";
+      return std::nullopt;
+    }
+    host_part = text.substr(1, close - 1);
+    port_part = text.substr(close + 2);
+    std::array<unsigned char, 16> buf{};
+    std::string host(host_part);
+    if (inet_pton(AF_INET6, host.c_str(), buf.data()) != 1) {
+      problem = "not an IPv6 address between the brackets";
+      return std::nullopt;
+    }
+    char canonical[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, buf.data(), canonical, sizeof canonical);
+    dest.host = canonical;
+    dest.is_ip = true;
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) {
+      problem = "expected host:port";
+      return std::nullopt;
+    }
+    host_part = text.substr(0, colon);
+    port_part = text.substr(colon + 1);
+    if (host_part.find(':') != std::string_view::npos) {
+      problem = "an IPv6 address must be written in brackets, [2001:db8::1]:443";
+      return std::nullopt;
+    }
+    std::string host = lower_ascii(host_part);
+    if (host.size() > 2 && host.starts_with("*.")) {
+      dest.any_subdomain = true;
+      host.erase(0, 2);
+    } else if (host.find('*') != std::string::npos) {
+      problem = "a wildcard is only allowed as a leading '*.'";
+      return std::nullopt;
+    }
+    if (!host.empty() && host.back() == '.') host.pop_back();
+    std::array<unsigned char, 4> buf{};
+    if (inet_pton(AF_INET, host.c_str(), buf.data()) == 1) {
+      if (dest.any_subdomain) {
+        problem = "a wildcard cannot apply to an IP address";
+        return std::nullopt;
+      }
+      dest.is_ip = true;
+    } else {
+      bool all_numeric = true;
+      for (char c : host) all_numeric = all_numeric && ((c >= '0' && c <= '9') || c == '.');
+      if (all_numeric) {
+        problem = "not a valid IPv4 address";
+        return std::nullopt;
+      }
+      if (!valid_dns_name(host, problem)) return std::nullopt;
+    }
+    dest.host = std::move(host);
+  }
+  if (port_part.empty() || port_part.size() > 5) {
+    problem = "port must be a number from 1 to 65535";
+    return std::nullopt;
+  }
+  unsigned port = 0;
+  auto [ptr, ec] = std::from_chars(port_part.data(), port_part.data() + port_part.size(), port);
+  if (ec != std::errc() || ptr != port_part.data() + port_part.size() || port == 0 ||
+      port > 65535 || port_part.front() == '+') {
+    problem = "port must be a number from 1 to 65535";
+    return std::nullopt;
+  }
+  dest.port = static_cast<std::uint16_t>(port);
+  return dest;
+}
+
+}  // namespace oarbank

@@ -1,0 +1,48 @@
+#include "policy/paths.hpp"
+
+namespace oarbank {
+
+std::optional<std::string> normalize_policy_path(std::string_view path, std::string& problem) {
+  if (path.empty()) {
+    problem = "must not be empty";
+    return std::nullopt;
+  }
+  if (path.front() != '/') {
+    problem = "must be an absolute path";
+    return std::nullopt;
+  }
+  if (path.size() >= 4096) {
+    problem = "is longer than PATH_MAX";
+    return std::nullopt;
+  }
+  for (unsigned char c : path) {
+    if (c < 0x20 || c == 0x7f) {
+      problem = "contains a control character";
+      return std::nullopt;
+    }
+  }
+  std::string out(path);
+  if (out.size() > 1 && out.back() == '/') out.pop_back();
+  std::size_t start = 1;
+  while (start <= out.size() && out.size() > 1) {
+    std::size_t end = out.find('/', start);
+    if (end == std::string::npos) end = out.size();
+    std::string_view part(out.data() + start, end - start);
+    if (part.empty()) {
+      problem = "has an empty component (\"//\")";
+      return std::nullopt;
+    }
+    if (part == "..") {
+      problem = "must not contain \"..\"";
+      return std::nullopt;
+    }
+    if (part == ".") {
+      problem = "must not contain \".\" components";
+      return std::nullopt;
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace oarbank

@@ -1,0 +1,194 @@
+#include "policy/strict_json.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "sys/error.hpp"
+#include "sys/unique_fd.hpp"
+
+namespace oarbank {
+namespace {
+
+// Throws out of the parser callback to abort parsing at once.
+struct Abort {
+  StrictJsonError error;
+};
+
+// Tracks the pointer of the value being parsed and the keys seen in each open object.
+class StrictCallback {
+ public:
+  explicit StrictCallback(int max_depth) : max_depth_(max_depth) {}
+
+  bool operator()(nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    switch (event) {
+      case E::object_start:
+      case E::array_start: {
+        if (static_cast<int>(frames_.size()) >= max_depth_) {
+          throw Abort{{current_pointer(), fmt_depth()}};
+        }
+        Frame frame;
+        frame.is_object = event == E::object_start;
+        frame.pointer = current_pointer();
+        frames_.push_back(std::move(frame));
+        break;
+      }
+      case E::key: {
+        auto& frame = frames_.back();
+        const auto& key = parsed.get_ref<const std::string&>();
+        for (const auto& seen : frame.keys) {
+          if (seen == key) {
+            throw Abort{{json_pointer_append(frame.pointer, key), "duplicate key"}};
+          }
+        }
+        frame.keys.push_back(key);
+        frame.current_key = key;
+        break;
+      }
+      case E::object_end:
+      case E::array_end:
+        frames_.pop_back();
+        after_value();
+        break;
+      case E::value:
+        after_value();
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool is_object = false;
+    std::string pointer;
+    std::vector<std::string> keys;
+    std::string current_key;
+    std::size_t next_index = 0;
+  };
+
+  [[nodiscard]] std::string current_pointer() const {
+    if (frames_.empty()) return "";
+    const auto& frame = frames_.back();
+    return frame.is_object ? json_pointer_append(frame.pointer, frame.current_key)
+                           : json_pointer_append(frame.pointer, frame.next_index);
+  }
+  void after_value() {
+    if (!frames_.empty() && !frames_.back().is_object) ++frames_.back().next_index;
+  }
+  [[nodiscard]] std::string fmt_depth() const {
+    return "nested deeper than " + std::to_string(max_depth_) + " levels";
+  }
+
+  int max_depth_;
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
+bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_depth,
+                       nlohmann::json& out, StrictJsonError& error) {
+  if (text.size() > max_bytes) {
+    error = {"", "document is " + std::to_string(text.size()) + " bytes, more than the limit of " +
+                     std::to_string(max_bytes)};
+    return false;
+  }
+  StrictCallback callback(max_depth);
+  try {
+    out = nlohmann::json::parse(
+        text.begin(), text.end(),
+        [&callback](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+          (void)depth;
+          return callback(event, parsed);
+        },
+        /*allow_exceptions=*/true, /*ignore_comments=*/false);
+  } catch (const Abort& abort) {
+    error = abort.error;
+    return false;
+  } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+    std::string message = e.what();
+    if (auto pos = message.find("] "); pos != std::string::npos) message.erase(0, pos + 2);
+    error = {"", "malformed JSON: " + message};
+    return false;
+  }
+  return true;
+}
+
+bool read_small_file(const std::string& path, std::size_t max_bytes, std::string& out,
+                     std::string& problem) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid()) {
+    problem = "cannot open " + path + ": " + errno_text(errno);
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    problem = path + " is not a regular file";
+    return false;
+  }
+  out.clear();
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      problem = "cannot read " + path + ": " + errno_text(errno);
+      return false;
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<std::size_t>(n) > max_bytes) {
+      problem = path + " is larger than the limit of " + std::to_string(max_bytes) + " bytes";
+      return false;
+    }
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+std::string json_pointer_append(const std::string& base, std::string_view key) {
+  std::string result = base;
+  result += '/';
+  for (char c : key) {
+    if (c == '~') {
+      result += "~0";
+    } else if (c == '/') {
+      result += "~1";
+    } else {
+      result += c;
+    }
+  }
+  return result;
+}
+
+std::string json_pointer_append(const std::string& base, std::size_t index) {
+  return base + "/" + std::to_string(index);
+}
+
+std::string_view json_type_name(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::object:
+      return "an object";
+    case nlohmann::json::value_t::array:
+      return "an array";
+    case nlohmann::json::value_t::string:
+      return "a string";
+    case nlohmann::json::value_t::boolean:
+      return "a boolean";
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+      return "an integer";
+    case nlohmann::json::value_t::number_float:
+      return "a number";
+    default:
+      return "an unsupported value";
+  }
+}
+
+}  // namespace oarbank

@@ -1,0 +1,33 @@
+// Strict JSON reading shared by the policy and the node configuration: size and depth
+// limits, duplicate keys refused, errors as (JSON Pointer, problem).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace oarbank {
+
+struct StrictJsonError {
+  std::string pointer;
+  std::string problem;
+};
+
+// Parses `text`. On failure returns false and fills `error`.
+bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_depth,
+                       nlohmann::json& out, StrictJsonError& error);
+
+// Reads a whole file of at most max_bytes. Returns false with `problem` on failure.
+bool read_small_file(const std::string& path, std::size_t max_bytes, std::string& out,
+                     std::string& problem);
+
+// "/a/b~1c": escapes a key for a JSON Pointer.
+std::string json_pointer_append(const std::string& base, std::string_view key);
+std::string json_pointer_append(const std::string& base, std::size_t index);
+
+// "an object", "a string", ...: the JSON type of a value, for messages.
+std::string_view json_type_name(const nlohmann::json& value);
+
+}  // namespace oarbank

@@ -1,0 +1,68 @@
+#include "probe/probe.hpp"
+
+#include <dirent.h>
+#include <linux/seccomp.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+#include "sys/landlock_abi.hpp"
+
+namespace oarbank {
+namespace {
+
+void probe_landlock(KernelFeatures& features) {
+  int abi = landlock::create_ruleset(nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi >= 1) {
+    features.landlock = LandlockState::Present;
+    features.landlock_abi = abi;
+  } else if (errno == EOPNOTSUPP) {
+    features.landlock = LandlockState::Disabled;  // built in, left out of lsm= at boot
+  } else {
+    features.landlock = LandlockState::NotBuilt;  // ENOSYS
+  }
+}
+
+// SECCOMP_GET_ACTION_AVAIL (Linux 4.14) answers 0 for each action the kernel implements;
+// ENOSYS or EINVAL: no seccomp(2), or no filter support.
+bool probe_seccomp_filter() {
+  for (std::uint32_t action : {std::uint32_t{SECCOMP_RET_ERRNO}, std::uint32_t{SECCOMP_RET_KILL_PROCESS}}) {
+    if (::syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> find_gpu_device_nodes(const std::string& dev_root) {
+  std::vector<std::string> nodes;
+  DIR* dir = ::opendir(dev_root.c_str());
+  if (dir == nullptr) return nodes;
+  while (dirent* entry = ::readdir(dir)) {
+    std::string_view name = entry->d_name;
+    if (name == "dri" || name == "kfd" || name.starts_with("nvidia")) {
+      nodes.push_back(dev_root + "/" + std::string(name));
+    }
+  }
+  ::closedir(dir);
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
+
+KernelFeatures probe_kernel(ProbeScope scope) {
+  KernelFeatures features;
+  struct utsname uts {};
+  if (::uname(&uts) == 0) features.kernel_release = uts.release;
+  probe_landlock(features);
+  features.seccomp_filter = probe_seccomp_filter();
+  features.running_as_root = ::geteuid() == 0;
+  if (scope.gpu_devices) features.gpu_device_nodes = find_gpu_device_nodes("/dev");
+  return features;
+}
+
+}  // namespace oarbank

@@ -1,0 +1,87 @@
+// The Landlock kernel interface: constants and raw calls.
+//
+// Landlock has no C library. Debian 12's kernel headers (linux-libc-dev 6.1) stop at ABI 2, so
+// the constants of later ABIs are defined here, once, each guarded so that newer headers win.
+#pragma once
+
+#include <linux/landlock.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+
+// ABI 3 (Linux 6.2): truncate(2), ftruncate(2), open(O_TRUNC).
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+// ABI 5 (Linux 6.10): ioctl(2) on character and block devices opened after the ruleset.
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)
+#endif
+// ABI 4 (Linux 6.7): TCP bind(2) and connect(2) by port.
+#ifndef LANDLOCK_ACCESS_NET_BIND_TCP
+#define LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0)
+#endif
+#ifndef LANDLOCK_ACCESS_NET_CONNECT_TCP
+#define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
+#endif
+// ABI 6 (Linux 6.12): IPC scopes.
+#ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+#define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#endif
+#ifndef LANDLOCK_SCOPE_SIGNAL
+#define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#endif
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+#ifndef SYS_landlock_add_rule
+#define SYS_landlock_add_rule 445
+#endif
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
+
+namespace oarbank::landlock {
+
+// LANDLOCK_RULE_NET_PORT (ABI 4) is an enumerator of the kernel's enum landlock_rule_type,
+// which Debian 12's header lacks; its value is fixed by the kernel ABI.
+inline constexpr int kRuleNetPort = 2;
+inline constexpr int kRulePathBeneath = 1;
+
+// The kernel's struct landlock_ruleset_attr as of ABI 6. Its size tells the kernel which
+// fields exist: pass only the prefix the running ABI knows (older kernels answer E2BIG to
+// a longer struct with non-zero tail fields).
+struct RulesetAttr {
+  std::uint64_t handled_access_fs = 0;
+  std::uint64_t handled_access_net = 0;  // ABI 4
+  std::uint64_t scoped = 0;              // ABI 6
+};
+inline constexpr std::size_t ruleset_attr_size(int abi) {
+  if (abi >= 6) return sizeof(RulesetAttr);
+  if (abi >= 4) return offsetof(RulesetAttr, scoped);
+  return offsetof(RulesetAttr, handled_access_net);
+}
+
+struct __attribute__((packed)) PathBeneathAttr {
+  std::uint64_t allowed_access;
+  std::int32_t parent_fd;
+};
+
+struct NetPortAttr {
+  std::uint64_t allowed_access;
+  std::uint64_t port;
+};
+
+inline int create_ruleset(const RulesetAttr* attr, std::size_t size, std::uint32_t flags) {
+  return static_cast<int>(::syscall(SYS_landlock_create_ruleset, attr, size, flags));
+}
+inline int add_rule(int ruleset_fd, int rule_type, const void* rule_attr, std::uint32_t flags) {
+  return static_cast<int>(::syscall(SYS_landlock_add_rule, ruleset_fd, rule_type, rule_attr, flags));
+}
+inline int restrict_self(int ruleset_fd, std::uint32_t flags) {
+  return static_cast<int>(::syscall(SYS_landlock_restrict_self, ruleset_fd, flags));
+}
+
+}  // namespace oarbank::landlock

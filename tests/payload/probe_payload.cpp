@@ -1,0 +1,341 @@
+// The probe payload: runs inside the sandbox and tries one operation per sub-command.
+// It prints one line, "ok" or "errno NAME" (e.g. "errno EACCES"), and exits 0; a test asserts
+// that exact result. A process killed by the filter shows as a signal in the test.
+//
+// In the style of bubblewrap's try-syscall.c, dangerous calls are made with arguments that
+// make an *allowed* call fail harmlessly (EBADF, EFAULT, EINVAL), so a refusal by the filter
+// (EPERM, ENOSYS, ...) is told apart without doing the dangerous thing.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/keyctl.h>
+#include <linux/perf_event.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/msg.h>
+#include <sys/ptrace.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+int report(long rc) {
+  if (rc < 0) {
+    const char* name = strerrorname_np(errno);
+    std::printf("errno %s\n", name != nullptr ? name : "?");
+  } else {
+    std::printf("ok\n");
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+int family_from(const std::string& name) {
+  static const std::map<std::string, int> kFamilies = {
+      {"unix", AF_UNIX},       {"inet", AF_INET},   {"inet6", AF_INET6},     {"netlink", AF_NETLINK},
+      {"packet", AF_PACKET},   {"vsock", AF_VSOCK}, {"alg", AF_ALG},         {"tipc", AF_TIPC},
+      {"bluetooth", AF_BLUETOOTH}, {"xdp", AF_XDP}, {"key", AF_KEY},         {"can", AF_CAN},
+      {"rds", AF_RDS},         {"appletalk", AF_APPLETALK}, {"x25", AF_X25}, {"ax25", AF_AX25},
+  };
+  auto it = kFamilies.find(name);
+  if (it != kFamilies.end()) return it->second;
+  return static_cast<int>(std::strtol(name.c_str(), nullptr, 0));
+}
+
+int type_from(const std::string& name) {
+  static const std::map<std::string, int> kTypes = {
+      {"stream", SOCK_STREAM}, {"dgram", SOCK_DGRAM}, {"raw", SOCK_RAW},
+      {"seqpacket", SOCK_SEQPACKET}, {"rdm", SOCK_RDM}, {"packet", SOCK_PACKET},
+  };
+  auto it = kTypes.find(name);
+  if (it != kTypes.end()) return it->second;
+  return static_cast<int>(std::strtol(name.c_str(), nullptr, 0));
+}
+
+sockaddr_storage inet_address(const std::string& host, int port, socklen_t& len) {
+  sockaddr_storage ss{};
+  if (host.find(':') != std::string::npos) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET6, host.c_str(), &a->sin6_addr);
+    len = sizeof *a;
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, host.c_str(), &a->sin_addr);
+    len = sizeof *a;
+  }
+  return ss;
+}
+
+int tcp_socket_for(const std::string& host) {
+  return socket(host.find(':') != std::string::npos ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+}
+
+// i386 syscall through int 0x80 from this 64-bit process: another ABI of the same CPU.
+long int80_getpid() {
+#if defined(__x86_64__)
+  long ret = 20;  // __NR_getpid on i386
+  asm volatile("int $0x80" : "+a"(ret) : : "memory");
+  return ret;
+#else
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+int usage() {
+  std::fprintf(stderr, "probe-payload: unknown or incomplete sub-command\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  const std::string cmd = argv[1];
+  std::vector<std::string> a(argv + 2, argv + argc);
+  auto need = [&](std::size_t n) { return a.size() >= n; };
+
+  // --- files
+  if (cmd == "read" && need(1)) {
+    int fd = open(a[0].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      char c;
+      if (read(fd, &c, 1) < 0 && errno != EISDIR) return report(-1);
+    }
+    return report(fd);
+  }
+  if (cmd == "list" && need(1)) return report(open(a[0].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (cmd == "write" && need(1)) {
+    int fd = open(a[0].c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0 && write(fd, "x", 1) != 1) return report(-1);
+    return report(fd);
+  }
+  if (cmd == "append" && need(1)) return report(open(a[0].c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+  if (cmd == "truncate" && need(1)) return report(truncate(a[0].c_str(), 0));
+  if (cmd == "mkdir" && need(1)) return report(mkdir(a[0].c_str(), 0755));
+  if (cmd == "unlink" && need(1)) return report(unlink(a[0].c_str()));
+  if (cmd == "rename" && need(2)) return report(rename(a[0].c_str(), a[1].c_str()));
+  if (cmd == "link" && need(2)) return report(link(a[0].c_str(), a[1].c_str()));
+  if (cmd == "symlink" && need(2)) return report(symlink(a[0].c_str(), a[1].c_str()));
+  if (cmd == "mkfifo" && need(1)) return report(mkfifo(a[0].c_str(), 0644));
+  if (cmd == "exec" && need(1)) {
+    // Runs PATH with no arguments in a child and reports whether execve succeeded.
+    pid_t pid = fork();
+    if (pid == 0) {
+      char* args[] = {const_cast<char*>(a[0].c_str()), nullptr};
+      execv(a[0].c_str(), args);
+      _exit(100 + errno);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) >= 100) {
+      errno = WEXITSTATUS(status) - 100;
+      return report(-1);
+    }
+    return report(0);
+  }
+  if (cmd == "copy-exec" && need(2)) {
+    // Copies file A to B (in a writable directory), makes it executable, and executes it.
+    int in = open(a[0].c_str(), O_RDONLY | O_CLOEXEC);
+    int out = open(a[1].c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+    if (in < 0 || out < 0) return report(-1);
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0) {
+      if (write(out, buf, static_cast<size_t>(n)) != n) return report(-1);
+    }
+    close(in);
+    close(out);
+    pid_t pid = fork();
+    if (pid == 0) {
+      char* args[] = {const_cast<char*>(a[1].c_str()), const_cast<char*>("true"), nullptr};
+      execv(a[1].c_str(), args);
+      _exit(100 + errno);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) >= 100) {
+      errno = WEXITSTATUS(status) - 100;
+      return report(-1);
+    }
+    return report(0);
+  }
+  if (cmd == "true") return 0;
+
+  // --- sockets
+  if (cmd == "socket" && need(2)) {
+    int proto = need(3) ? static_cast<int>(std::strtol(a[2].c_str(), nullptr, 0)) : 0;
+    return report(socket(family_from(a[0]), type_from(a[1]), proto));
+  }
+  if (cmd == "socket-raw-family" && need(1)) {
+    // socket() with a 64-bit family argument: the kernel reads an int.
+    return report(syscall(SYS_socket, std::strtoull(a[0].c_str(), nullptr, 0), SOCK_STREAM, 0));
+  }
+  if (cmd == "socketpair" && need(1)) {
+    int sv[2];
+    return report(socketpair(family_from(a[0]), SOCK_STREAM, 0, sv));
+  }
+  if (cmd == "listen") return report(listen(-1, 1));  // allowed: EBADF; refused: EPERM
+  if (cmd == "listen-unix") {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0) return report(-1);
+    return report(listen(fd, 1));
+  }
+  if (cmd == "connect" && need(2)) {
+    int fd = tcp_socket_for(a[0]);
+    if (fd < 0) return report(-1);
+    socklen_t len = 0;
+    auto addr = inet_address(a[0], std::atoi(a[1].c_str()), len);
+    return report(connect(fd, reinterpret_cast<sockaddr*>(&addr), len));
+  }
+  if (cmd == "bind" && need(2)) {
+    int fd = tcp_socket_for(a[0]);
+    if (fd < 0) return report(-1);
+    socklen_t len = 0;
+    auto addr = inet_address(a[0], std::atoi(a[1].c_str()), len);
+    return report(bind(fd, reinterpret_cast<sockaddr*>(&addr), len));
+  }
+  if ((cmd == "sendto-fastopen" || cmd == "sendmsg-fastopen") && need(2)) {
+    int fd = tcp_socket_for(a[0]);
+    if (fd < 0) return report(-1);
+    socklen_t len = 0;
+    auto addr = inet_address(a[0], std::atoi(a[1].c_str()), len);
+    char byte = 'x';
+    if (cmd == "sendto-fastopen") {
+      return report(sendto(fd, &byte, 1, MSG_FASTOPEN, reinterpret_cast<sockaddr*>(&addr), len));
+    }
+    iovec iov{&byte, 1};
+    msghdr msg{};
+    msg.msg_name = &addr;
+    msg.msg_namelen = len;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    return report(sendmsg(fd, &msg, MSG_FASTOPEN));
+  }
+  if (cmd == "connect-unix" && need(1)) {
+    // A path, or "@name" for an abstract socket.
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0) return report(-1);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    socklen_t len = sizeof(sa_family_t) + a[0].size();
+    std::memcpy(addr.sun_path, a[0].c_str(), a[0].size());
+    if (a[0][0] == '@') addr.sun_path[0] = '\0';
+    return report(connect(fd, reinterpret_cast<sockaddr*>(&addr), len));
+  }
+
+  // --- namespaces, mounts, processes, kernel
+  if (cmd == "unshare" && need(1)) return report(unshare(static_cast<int>(std::strtol(a[0].c_str(), nullptr, 0))));
+  if (cmd == "setns") return report(setns(-1, 0));  // allowed: EBADF
+  if (cmd == "mount") return report(mount(nullptr, nullptr, nullptr, 0, nullptr));  // allowed: EFAULT/EPERM
+  if (cmd == "chroot") return report(syscall(SYS_chroot, nullptr));
+  if (cmd == "open_tree") return report(syscall(SYS_open_tree, -1, nullptr, 0));
+  if (cmd == "fsopen") return report(syscall(SYS_fsopen, nullptr, 0));
+  if (cmd == "clone" && need(1)) {
+    // Raw clone with the given flags; the child exits at once.
+    unsigned long flags = std::strtoul(a[0].c_str(), nullptr, 0) | SIGCHLD;
+    long pid = syscall(SYS_clone, flags, nullptr, nullptr, nullptr, nullptr);
+    if (pid == 0) _exit(0);
+    if (pid > 0) waitpid(static_cast<pid_t>(pid), nullptr, 0);
+    return report(pid);
+  }
+  if (cmd == "clone3") return report(syscall(SYS_clone3, nullptr, 0));  // allowed: EINVAL/EFAULT
+  if (cmd == "fork") {
+    pid_t pid = fork();
+    if (pid == 0) _exit(0);
+    if (pid > 0) waitpid(pid, nullptr, 0);
+    return report(pid);
+  }
+  if (cmd == "ptrace") return report(ptrace(PTRACE_ATTACH, getppid(), nullptr, nullptr));
+  if (cmd == "ptrace-traceme") return report(ptrace(PTRACE_TRACEME, 0, nullptr, nullptr));
+  if (cmd == "process_vm_readv") return report(syscall(SYS_process_vm_readv, getppid(), nullptr, 0, nullptr, 0, 0));
+  if (cmd == "pidfd_getfd") return report(syscall(SYS_pidfd_getfd, -1, 0, 0));
+  if (cmd == "bpf") return report(syscall(SYS_bpf, BPF_PROG_LOAD, nullptr, 0));
+  if (cmd == "keyctl") return report(syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0));
+  if (cmd == "add_key") return report(syscall(SYS_add_key, nullptr, nullptr, nullptr, 0, 0));
+  if (cmd == "request_key") return report(syscall(SYS_request_key, nullptr, nullptr, nullptr, 0));
+  if (cmd == "init_module") return report(syscall(SYS_init_module, nullptr, 0, nullptr));
+  if (cmd == "finit_module") return report(syscall(SYS_finit_module, -1, nullptr, 0));
+  if (cmd == "delete_module") return report(syscall(SYS_delete_module, nullptr, 0));
+  if (cmd == "io_uring_setup") return report(syscall(SYS_io_uring_setup, 0, nullptr));
+  if (cmd == "userfaultfd") return report(syscall(SYS_userfaultfd, 0));
+  if (cmd == "perf_event_open") return report(syscall(SYS_perf_event_open, nullptr, 0, -1, -1, 0));
+  if (cmd == "open_by_handle_at") return report(syscall(SYS_open_by_handle_at, -1, nullptr, 0));
+  if (cmd == "shmget") return report(shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600));
+  if (cmd == "msgget") return report(msgget(IPC_PRIVATE, IPC_CREAT | 0600));
+  if (cmd == "mq_open") return report(syscall(SYS_mq_open, nullptr, 0, 0, nullptr));
+  if (cmd == "kill" && need(2)) return report(kill(std::atoi(a[0].c_str()), std::atoi(a[1].c_str())));
+  if (cmd == "kill-parent") return report(kill(getppid(), 0));
+  if (cmd == "tiocsti" && need(1)) {
+    char c = 'x';
+    return report(ioctl(std::atoi(a[0].c_str()), TIOCSTI, &c));
+  }
+  if (cmd == "tiocsti-high-bits" && need(1)) {
+    // The same command with the upper 32 bits set: the kernel reads only the low 32.
+    char c = 'x';
+    return report(syscall(SYS_ioctl, std::atoi(a[0].c_str()), 0xffffffff00000000UL | TIOCSTI, &c));
+  }
+  if (cmd == "int80-getpid") return report(int80_getpid());
+  if (cmd == "x32-getpid") return report(syscall(0x40000000 | SYS_getpid));
+  if (cmd == "syscall" && need(1)) return report(syscall(std::strtol(a[0].c_str(), nullptr, 0), 0, 0, 0, 0, 0, 0));
+  if (cmd == "memfd_create") return report(syscall(SYS_memfd_create, "x", 0));
+
+  // --- what the process is
+  if (cmd == "fd-open" && need(1)) {
+    std::printf("%s\n", fcntl(std::atoi(a[0].c_str()), F_GETFD) != -1 ? "open" : "closed");
+    return 0;
+  }
+  if (cmd == "open-fds") {
+    // Prints the open descriptors, space-separated (from 0 to 1023).
+    std::string out;
+    for (int fd = 0; fd < 1024; ++fd) {
+      if (fcntl(fd, F_GETFD) != -1) out += (out.empty() ? "" : " ") + std::to_string(fd);
+    }
+    std::printf("%s\n", out.c_str());
+    return 0;
+  }
+  if (cmd == "env" && need(1)) {
+    const char* value = std::getenv(a[0].c_str());
+    std::printf("%s\n", value != nullptr ? value : "(unset)");
+    return 0;
+  }
+  if (cmd == "status") {
+    // The lines of /proc/self/status the parent verifies.
+    FILE* f = std::fopen("/proc/self/status", "r");
+    if (f == nullptr) return report(-1);
+    char line[512];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::strncmp(line, "Uid:", 4) == 0 || std::strncmp(line, "Gid:", 4) == 0 ||
+          std::strncmp(line, "Groups:", 7) == 0 || std::strncmp(line, "Cap", 3) == 0 ||
+          std::strncmp(line, "NoNewPrivs:", 11) == 0 || std::strncmp(line, "Seccomp:", 8) == 0) {
+        std::fputs(line, stdout);
+      }
+    }
+    std::fclose(f);
+    return 0;
+  }
+  if (cmd == "exit" && need(1)) return std::atoi(a[0].c_str());
+  return usage();
+}
