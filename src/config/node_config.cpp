@@ -82,16 +82,34 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
       }
     } else if (key == "proxy_listen") {
       const auto& text_value = r.string(value, pointer);
-      auto colon = text_value.rfind(':');
-      std::string host = colon == std::string::npos ? "" : text_value.substr(0, colon);
-      if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-      std::array<unsigned char, 16> buf{};
-      if (colon == std::string::npos ||
-          (inet_pton(AF_INET, host.c_str(), buf.data()) != 1 &&
-           inet_pton(AF_INET6, host.c_str(), buf.data()) != 1)) {
-        r.fail(pointer, "must be IP:PORT, e.g. \"127.0.0.1:3128\" or \"[::1]:3128\"");
+      const std::string form = "must be IP:PORT, e.g. \"127.0.0.1:3128\" or \"[::1]:3128\"";
+      // A NUL would end the C string inet_pton reads: "127.0.0.1\0junk:3128" must not pass.
+      for (unsigned char c : text_value) {
+        if (c < 0x20 || c == 0x7f) r.fail(pointer, "contains a control character");
       }
-      const std::string port_text = text_value.substr(colon + 1);
+      std::string host;
+      std::string port_text;
+      std::array<unsigned char, 16> buf{};
+      if (!text_value.empty() && text_value.front() == '[') {
+        auto close = text_value.find(']');
+        if (close == std::string::npos || close + 1 >= text_value.size() || text_value[close + 1] != ':') {
+          r.fail(pointer, form);
+        }
+        host = text_value.substr(1, close - 1);
+        port_text = text_value.substr(close + 2);
+        if (inet_pton(AF_INET6, host.c_str(), buf.data()) != 1) {
+          r.fail(pointer, "not an IPv6 address between the brackets; " + form);
+        }
+      } else {
+        auto colon = text_value.rfind(':');
+        if (colon == std::string::npos) r.fail(pointer, form);
+        host = text_value.substr(0, colon);
+        port_text = text_value.substr(colon + 1);
+        if (host.find(':') != std::string::npos) {
+          r.fail(pointer, "an IPv6 address must be written in brackets, e.g. \"[::1]:3128\"");
+        }
+        if (inet_pton(AF_INET, host.c_str(), buf.data()) != 1) r.fail(pointer, form);
+      }
       if (port_text.empty() || port_text.size() > 5 ||
           port_text.find_first_not_of("0123456789") != std::string::npos ||
           std::stoul(port_text) == 0 || std::stoul(port_text) > 65535) {

@@ -1,6 +1,7 @@
 #include "policy/egress.hpp"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <array>
 #include <charconv>
@@ -76,6 +77,13 @@ std::string EgressDestination::to_string() const {
 std::optional<EgressDestination> parse_egress_destination(std::string_view text,
                                                           std::string& problem) {
   EgressDestination dest;
+  // A NUL would end the C string inet_pton reads: "192.0.2.7\0.evil:443" must not pass as an IP.
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      problem = "contains a control character";
+      return std::nullopt;
+    }
+  }
   std::string_view host_part;
   std::string_view port_part;
   if (!text.empty() && text.front() == '[') {
@@ -109,14 +117,19 @@ std::optional<EgressDestination> parse_egress_destination(std::string_view text,
       return std::nullopt;
     }
     std::string host = lower_ascii(host_part);
-    if (host.size() > 2 && host.starts_with("*.")) {
+    if (host.starts_with("*.")) {
       dest.any_subdomain = true;
       host.erase(0, 2);
-    } else if (host.find('*') != std::string::npos) {
+    }
+    if (host.find('*') != std::string::npos) {
       problem = "a wildcard is only allowed as a leading '*.'";
       return std::nullopt;
     }
     if (!host.empty() && host.back() == '.') host.pop_back();
+    if (host.empty()) {
+      problem = "empty host";
+      return std::nullopt;
+    }
     std::array<unsigned char, 4> buf{};
     if (inet_pton(AF_INET, host.c_str(), buf.data()) == 1) {
       if (dest.any_subdomain) {
@@ -125,10 +138,18 @@ std::optional<EgressDestination> parse_egress_destination(std::string_view text,
       }
       dest.is_ip = true;
     } else {
+      // "256.1.1.1", "127.1", and the forms the resolver reads as IPv4 although they are not
+      // dotted decimal ("0x7f.0.0.1", "017.0.0.1"): getaddrinfo would connect to an address
+      // the policy does not show.
+      bool has_digit = false;
       bool all_numeric = true;
-      for (char c : host) all_numeric = all_numeric && ((c >= '0' && c <= '9') || c == '.');
-      if (all_numeric) {
-        problem = "not a valid IPv4 address";
+      for (char c : host) {
+        has_digit = has_digit || (c >= '0' && c <= '9');
+        all_numeric = all_numeric && ((c >= '0' && c <= '9') || c == '.');
+      }
+      in_addr legacy{};
+      if ((has_digit && all_numeric) || inet_aton(host.c_str(), &legacy) != 0) {
+        problem = "not a valid IPv4 address (write four decimal numbers, e.g. 192.0.2.7)";
         return std::nullopt;
       }
       if (!valid_dns_name(host, problem)) return std::nullopt;

@@ -21,6 +21,11 @@ std::optional<std::string> normalize_policy_path(std::string_view path, std::str
       return std::nullopt;
     }
   }
+  // Before the trailing slash is dropped: "//" must not become "/".
+  if (path.find("//") != std::string_view::npos) {
+    problem = "has an empty component (\"//\")";
+    return std::nullopt;
+  }
   std::string out(path);
   if (out.size() > 1 && out.back() == '/') out.pop_back();
   std::size_t start = 1;

@@ -108,11 +108,17 @@ std::uint64_t get_memory(const json& value, const std::string& pointer) {
       }
     }
     if (multiplier == 0) fail(pointer, "must be bytes as an integer, or a string like \"512Mi\" (Ki, Mi or Gi)");
-    if (digits.empty() || digits.size() > 12 ||
-        digits.find_first_not_of("0123456789") != std::string::npos) {
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) {
       fail(pointer, "must be a whole number followed by Ki, Mi or Gi");
     }
-    bytes = std::stoull(digits) * multiplier;
+    // At most 19 digits fit std::stoull; the product must not wrap around.
+    if (auto first = digits.find_first_not_of('0'); first != std::string::npos &&
+                                                    digits.size() - first > 19) {
+      fail(pointer, "is more memory than any node has");
+    }
+    const std::uint64_t number = std::stoull(digits);
+    if (number > kMax / multiplier) fail(pointer, "is more memory than any node has");
+    bytes = number * multiplier;
   } else {
     fail(pointer, "must be bytes as an integer, or a string like \"512Mi\", not " +
                       std::string(json_type_name(value)));

@@ -97,6 +97,12 @@ bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_dep
                      std::to_string(max_bytes)};
     return false;
   }
+  // nlohmann's lexer takes a NUL byte for the end of the input, so "{...}\0anything" would
+  // parse as "{...}". No JSON text contains a raw NUL byte: refuse it here.
+  if (auto nul = text.find('\0'); nul != std::string_view::npos) {
+    error = {"", "malformed JSON: a NUL byte at offset " + std::to_string(nul)};
+    return false;
+  }
   StrictCallback callback(max_depth);
   try {
     out = nlohmann::json::parse(
@@ -109,7 +115,8 @@ bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_dep
   } catch (const Abort& abort) {
     error = abort.error;
     return false;
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // Not only parse_error: a number too large for a double ("1e400") is out_of_range 406.
     // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
     std::string message = e.what();
     if (auto pos = message.find("] "); pos != std::string::npos) message.erase(0, pos + 2);

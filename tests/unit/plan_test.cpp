@@ -1,0 +1,335 @@
+// The plan, per Landlock ABI: golden --explain documents, refusals, and the rule shapes the
+// kernel requires (file rules narrowed to file rights, rights within the handled set).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "plan/landlock_rights.hpp"
+#include "plan/plan.hpp"
+#include "plan/plan_json.hpp"
+#include "sys/error.hpp"
+#include "sys/landlock_abi.hpp"
+
+namespace oarbank {
+namespace {
+
+class FakePaths : public PathOracle {
+ public:
+  FakePaths() {
+    for (const auto& path : base_read_execute_paths()) kinds_[path] = PathKind::Directory;
+    kinds_.erase("/lib32");  // missing on this imaginary node: skipped silently
+    for (const auto& path : base_device_paths()) kinds_[path] = PathKind::File;
+    for (const char* dir : {"/srv/mod", "/opt/python", "/jobs/1/work", "/jobs/1/tmp", "/datasets/a",
+                            "/dev/dri"}) {
+      kinds_[dir] = PathKind::Directory;
+    }
+    for (const char* file : {"/usr/bin/ffmpeg", "/dev/nvidia0"}) kinds_[file] = PathKind::File;
+  }
+  [[nodiscard]] PathKind kind(const std::string& path) const override {
+    auto it = kinds_.find(path);
+    return it == kinds_.end() ? PathKind::Missing : it->second;
+  }
+  std::map<std::string, PathKind> kinds_;
+};
+
+KernelFeatures features_with_abi(int abi) {
+  KernelFeatures features;
+  features.kernel_release = "golden";
+  features.landlock = abi > 0 ? LandlockState::Present : LandlockState::NotBuilt;
+  features.landlock_abi = abi;
+  features.seccomp_filter = true;
+  features.running_as_root = true;
+  features.gpu_device_nodes = {"/dev/dri", "/dev/nvidia0"};
+  return features;
+}
+
+Policy filesystem_policy() {
+  return parse_policy(R"({
+    "bundle": "/srv/mod", "runtime": ["/opt/python"], "tools": ["/usr/bin/ffmpeg"],
+    "work": "/jobs/1/work", "data": ["/datasets/a"], "temp": "/jobs/1/tmp",
+    "devices": {"gpu": "compute"}, "ipc_isolation": "best-effort"})");
+}
+
+Policy egress_policy() {
+  return parse_policy(R"({
+    "bundle": "/srv/mod", "work": "/jobs/1/work", "temp": "/jobs/1/tmp", "exec_writable": true,
+    "net": "egress-allowlist", "egress": ["api.example.com:443", "*.example.org:443"],
+    "broker": true})");
+}
+
+LaunchRequest request() {
+  LaunchRequest r;
+  r.argv = {"/srv/mod/run", "--flag"};
+  r.setenv = {{"MODULE_ID", "7f3a"}};
+  r.keep_fds = {5};
+  return r;
+}
+
+void check_golden(const std::string& name, const nlohmann::json& actual) {
+  const std::string path = std::string(OARBANK_GOLDEN_DIR) + "/" + name + ".json";
+  const std::string text = actual.dump(2) + "\n";
+  if (const char* update = std::getenv("OARBANK_UPDATE_GOLDEN"); update != nullptr && *update == '1') {
+    std::ofstream(path) << text;
+    return;
+  }
+  std::ifstream file(path);
+  ASSERT_TRUE(file) << "missing golden file " << path << " (run with OARBANK_UPDATE_GOLDEN=1)";
+  std::stringstream expected;
+  expected << file.rdbuf();
+  EXPECT_EQ(expected.str(), text) << "golden file " << path
+                                  << " differs (if intended, run with OARBANK_UPDATE_GOLDEN=1)";
+}
+
+class PlanPerAbi : public ::testing::TestWithParam<int> {};
+
+TEST_P(PlanPerAbi, FilesystemPolicyGolden) {
+  const int abi = GetParam();
+  FakePaths paths;
+  const auto features = features_with_abi(abi);
+  const NodeConfig config;
+  const Policy policy = filesystem_policy();
+  const Plan plan = make_plan(policy, features, config, paths, request());
+  check_golden("explain-filesystem-abi" + std::to_string(abi),
+               explain_plan(plan, policy, features, config));
+}
+
+TEST_P(PlanPerAbi, RulesStayWithinWhatTheKernelAccepts) {
+  const int abi = GetParam();
+  FakePaths paths;
+  const Plan plan = make_plan(filesystem_policy(), features_with_abi(abi), NodeConfig{}, paths, request());
+  EXPECT_EQ(plan.landlock.abi, abi);
+  EXPECT_EQ(plan.landlock.handled_fs, landlock::fs_rights_for_abi(abi));
+  for (const auto& rule : plan.landlock.path_rules) {
+    EXPECT_EQ(rule.access & ~plan.landlock.handled_fs, 0U) << rule.path;
+    if (!rule.is_directory) {
+      EXPECT_EQ(rule.access & ~landlock::file_rights(), 0U) << rule.path;
+    }
+  }
+  // /lib32 is missing on this node: a base path, so skipped rather than refused.
+  for (const auto& rule : plan.landlock.path_rules) EXPECT_NE(rule.path, "/lib32");
+}
+
+TEST_P(PlanPerAbi, WritableDirectoriesGetNoExecuteUnlessExecWritable) {
+  const int abi = GetParam();
+  FakePaths paths;
+  const Plan plan = make_plan(filesystem_policy(), features_with_abi(abi), NodeConfig{}, paths, request());
+  for (const auto& rule : plan.landlock.path_rules) {
+    if (rule.path == "/jobs/1/work" || rule.path == "/jobs/1/tmp" || rule.path == "/datasets/a") {
+      EXPECT_EQ(rule.access & LANDLOCK_ACCESS_FS_EXECUTE, 0U) << rule.path;
+      EXPECT_NE(rule.access & LANDLOCK_ACCESS_FS_MAKE_REG, 0U) << rule.path;
+    }
+    if (rule.path == "/srv/mod") {
+      EXPECT_EQ(rule.access, landlock::read_execute_rights());
+    }
+  }
+}
+
+TEST_P(PlanPerAbi, GpuNodesGetDeviceIoctlsFromAbi5) {
+  const int abi = GetParam();
+  FakePaths paths;
+  const Plan plan = make_plan(filesystem_policy(), features_with_abi(abi), NodeConfig{}, paths, request());
+  bool found = false;
+  for (const auto& rule : plan.landlock.path_rules) {
+    if (rule.path == "/dev/nvidia0") {
+      found = true;
+      EXPECT_EQ((rule.access & LANDLOCK_ACCESS_FS_IOCTL_DEV) != 0, abi >= 5);
+      EXPECT_FALSE(rule.is_directory);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+INSTANTIATE_TEST_SUITE_P(Abi, PlanPerAbi, ::testing::Values(3, 4, 5, 6, 7));
+
+class EgressPlanPerAbi : public ::testing::TestWithParam<int> {};
+
+TEST_P(EgressPlanPerAbi, EgressPolicyGolden) {
+  const int abi = GetParam();
+  FakePaths paths;
+  const auto features = features_with_abi(abi);
+  const NodeConfig config;
+  const Policy policy = egress_policy();
+  const Plan plan = make_plan(policy, features, config, paths, request());
+  ASSERT_EQ(plan.landlock.port_rules.size(), 1U);
+  EXPECT_EQ(plan.landlock.port_rules[0].port, config.proxy_port);
+  EXPECT_EQ(plan.landlock.port_rules[0].access, LANDLOCK_ACCESS_NET_CONNECT_TCP);
+  EXPECT_EQ(plan.landlock.handled_net, LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP);
+  EXPECT_TRUE(plan.filter.inet);
+  EXPECT_TRUE(plan.filter.unix_sockets);
+  check_golden("explain-egress-abi" + std::to_string(abi), explain_plan(plan, policy, features, config));
+}
+
+INSTANTIATE_TEST_SUITE_P(Abi, EgressPlanPerAbi, ::testing::Values(6, 7));
+
+// For every ABI from none to the newest, the plan refuses exactly the policies whose rows the
+// capability table says this node cannot enforce.
+TEST(PlanRefusals, MatchTheCapabilityTableForEveryAbi) {
+  const std::vector<std::string> policies = {
+      R"({"bundle": "/srv/mod", "ipc_isolation": "best-effort"})",
+      R"({"bundle": "/srv/mod"})",
+      R"({"bundle": "/srv/mod", "net": "egress-allowlist", "ipc_isolation": "best-effort"})",
+      R"({"bundle": "/srv/mod", "net": "egress-allowlist"})",
+      R"({"bundle": "/srv/mod", "net": "egress-any", "ipc_isolation": "best-effort"})",
+  };
+  // Expected "can run" per ABI 0..7, per policy above.
+  const std::vector<std::vector<bool>> expected = {
+      {false, false, false, true, true, true, true, true},
+      {false, false, false, false, false, false, true, true},
+      {false, false, false, false, true, true, true, true},
+      {false, false, false, false, false, false, true, true},
+      {false, false, false, false, false, false, false, false},
+  };
+  FakePaths paths;
+  for (std::size_t p = 0; p < policies.size(); ++p) {
+    const Policy policy = parse_policy(policies[p]);
+    for (int abi = 0; abi <= 7; ++abi) {
+      const auto features = features_with_abi(abi);
+      const bool table_says_runnable = unmet_capabilities(policy, features, NodeConfig{}).empty();
+      bool planned = true;
+      try {
+        (void)make_plan(policy, features, NodeConfig{}, paths, request());
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Unenforceable);
+        planned = false;
+      }
+      EXPECT_EQ(planned, table_says_runnable) << policies[p] << " at ABI " << abi;
+      EXPECT_EQ(planned, expected[p][static_cast<std::size_t>(abi)]) << policies[p] << " at ABI " << abi;
+    }
+  }
+}
+
+TEST(PlanRefusals, TheNodeCapLowersTheAbiAndSaysSo) {
+  FakePaths paths;
+  NodeConfig config;
+  config.landlock_abi_max = 3;
+  const Policy policy = parse_policy(R"({"bundle": "/srv/mod", "net": "egress-allowlist", "ipc_isolation": "best-effort"})");
+  try {
+    (void)make_plan(policy, features_with_abi(7), config, paths, request());
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unenforceable);
+    EXPECT_NE(std::string(e.what()).find("net.egress-allowlist"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("caps Landlock at ABI 3"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PlanRefusals, DisabledLandlockIsToldApartFromMissing) {
+  FakePaths paths;
+  KernelFeatures features = features_with_abi(0);
+  features.landlock = LandlockState::Disabled;
+  const Policy policy = parse_policy(R"({"bundle": "/srv/mod", "ipc_isolation": "best-effort"})");
+  try {
+    (void)make_plan(policy, features, NodeConfig{}, paths, request());
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("disabled at boot"), std::string::npos) << e.what();
+  }
+  features.landlock = LandlockState::NotBuilt;
+  try {
+    (void)make_plan(policy, features, NodeConfig{}, paths, request());
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no Landlock"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PlanRefusals, NoSeccompMeansNothingRuns) {
+  FakePaths paths;
+  KernelFeatures features = features_with_abi(7);
+  features.seccomp_filter = false;
+  EXPECT_THROW((void)make_plan(parse_policy(R"({"bundle": "/srv/mod"})"), features, NodeConfig{}, paths, request()),
+               Error);
+}
+
+TEST(PlanRefusals, MissingPolicyPathIsNamedWithItsPointer) {
+  FakePaths paths;
+  const Policy policy = parse_policy(R"({"bundle": "/srv/mod", "data": ["/datasets/a", "/nowhere"]})");
+  try {
+    (void)make_plan(policy, features_with_abi(7), NodeConfig{}, paths, request());
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unenforceable);
+    EXPECT_EQ(std::string(e.what()), "policy /data/1: /nowhere does not exist on this node");
+  }
+}
+
+TEST(PlanRefusals, GpuComputeWithoutDeviceNodes) {
+  FakePaths paths;
+  KernelFeatures features = features_with_abi(7);
+  features.gpu_device_nodes.clear();
+  try {
+    (void)make_plan(filesystem_policy(), features, NodeConfig{}, paths, request());
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unenforceable);
+    EXPECT_NE(std::string(e.what()).find("/devices/gpu"), std::string::npos);
+  }
+}
+
+TEST(PlanIdentity, RootBecomesTheModuleUserAndOthersStayThemselves) {
+  FakePaths paths;
+  NodeConfig config;
+  config.module_uid = 4242;
+  config.module_gid = 4343;
+  const Policy policy = parse_policy(R"({"bundle": "/srv/mod"})");
+  auto features = features_with_abi(7);
+  Plan plan = make_plan(policy, features, config, paths, request());
+  EXPECT_TRUE(plan.identity.change);
+  EXPECT_EQ(plan.identity.uid, 4242U);
+  EXPECT_EQ(plan.identity.gid, 4343U);
+  features.running_as_root = false;
+  plan = make_plan(policy, features, config, paths, request());
+  EXPECT_FALSE(plan.identity.change);
+}
+
+TEST(PlanEnvironment, CleanWithSandboxVariables) {
+  const Policy policy = egress_policy();
+  NodeConfig config;
+  config.proxy_port = 8118;
+  const auto env = module_environment(policy, config, request());
+  auto has = [&](const std::string& entry) { return std::find(env.begin(), env.end(), entry) != env.end(); };
+  EXPECT_TRUE(has("TMPDIR=/jobs/1/tmp"));
+  EXPECT_TRUE(has("HOME=/jobs/1/work"));
+  EXPECT_TRUE(has("https_proxy=http://127.0.0.1:8118"));
+  EXPECT_TRUE(has("HTTPS_PROXY=http://127.0.0.1:8118"));
+  EXPECT_TRUE(has("http_proxy=http://127.0.0.1:8118"));
+  EXPECT_TRUE(has("HTTP_PROXY=http://127.0.0.1:8118"));
+  EXPECT_TRUE(has("NODE_USE_ENV_PROXY=1"));
+  EXPECT_TRUE(has("OARBANK_BROKER=/run/oarbank/broker.sock"));
+  EXPECT_TRUE(has("MODULE_ID=7f3a"));
+  for (const auto& entry : env) {
+    EXPECT_FALSE(entry.starts_with("NO_PROXY=") || entry.starts_with("no_proxy=") ||
+                 entry.starts_with("ALL_PROXY=") || entry.starts_with("all_proxy="))
+        << entry;
+  }
+}
+
+TEST(PlanEnvironment, NoProxyVariablesWithoutEgressAndNoBrokerWithoutGrant) {
+  const auto env = module_environment(parse_policy(R"({"bundle": "/srv/mod"})"), NodeConfig{}, LaunchRequest{});
+  for (const auto& entry : env) {
+    EXPECT_EQ(entry.find("proxy"), std::string::npos) << entry;
+    EXPECT_EQ(entry.find("PROXY"), std::string::npos) << entry;
+    EXPECT_FALSE(entry.starts_with("OARBANK_BROKER=")) << entry;
+    EXPECT_FALSE(entry.starts_with("TMPDIR=")) << entry;
+  }
+}
+
+TEST(PlanEnvironment, TheCallerCannotOverrideWhatTheSandboxSets) {
+  LaunchRequest r;
+  r.setenv = {{"TMPDIR", "/tmp"}};
+  EXPECT_THROW((void)module_environment(egress_policy(), NodeConfig{}, r), Error);
+  r.setenv = {{"NO_PROXY", "*"}};
+  EXPECT_THROW((void)module_environment(egress_policy(), NodeConfig{}, r), Error);
+  r.setenv = {{"https_proxy", "http://evil:1"}};
+  EXPECT_THROW((void)module_environment(egress_policy(), NodeConfig{}, r), Error);
+  r.setenv = {{"PATH", "/srv/mod/bin:/usr/bin"}};
+  const auto env = module_environment(egress_policy(), NodeConfig{}, r);
+  EXPECT_EQ(std::count(env.begin(), env.end(), std::string("PATH=/srv/mod/bin:/usr/bin")), 1);
+  EXPECT_EQ(std::count_if(env.begin(), env.end(), [](const std::string& e) { return e.starts_with("PATH="); }), 1);
+}
+
+}  // namespace
+}  // namespace oarbank
