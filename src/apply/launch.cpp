@@ -56,43 +56,44 @@ PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const Open
 
 namespace {
 
-int step_failed(const char* program, const char* step, const std::string& what, int err,
-                int code = kExitSoftware) {
+// After the first irreversible step the process is half-sandboxed: it leaves with _exit, so
+// no destructor or atexit handler (a sanitizer's leak check needs ptrace) runs in that state.
+[[noreturn]] void step_failed(const char* program, const char* step, const std::string& what, int err) {
   std::fprintf(stderr, "%s: step %s failed: %s: %s\n", program, step, what.c_str(), errno_text(err).c_str());
-  return code;
+  ::_exit(kExitSoftware);
 }
 
 }  // namespace
 
-int launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
+void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   StepError error;
   detach_controlling_terminal();
-  if (!close_on_exec_except(plan.keep_fds, error)) return step_failed(program, "descriptors", error.what, error.err);
-  if (!apply_identity(plan.identity, error)) return step_failed(program, "identity", error.what, error.err);
-  if (::chdir(prepared.working_directory.c_str()) != 0) {
-    return step_failed(program, "identity", "chdir(" + prepared.working_directory + ")", errno);
-  }
+  if (!close_on_exec_except(plan.keep_fds, error)) step_failed(program, "descriptors", error.what, error.err);
+  if (!apply_identity(plan.identity, error)) step_failed(program, "identity", error.what, error.err);
   // The module user must be able to use its writable directories (contract.md: a directory
   // the module user cannot use is refused with 70, named).
   for (const auto& dir : plan.writable_dirs) {
     if (::faccessat(AT_FDCWD, dir.c_str(), R_OK | W_OK | X_OK, AT_EACCESS) != 0) {
-      return step_failed(program, "identity", "the module user cannot use " + dir, errno);
+      step_failed(program, "identity", "the module user cannot use " + dir, errno);
     }
   }
+  if (::chdir(prepared.working_directory.c_str()) != 0) {
+    step_failed(program, "identity", "chdir(" + prepared.working_directory + ")", errno);
+  }
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    return step_failed(program, "no_new_privs", "prctl(PR_SET_NO_NEW_PRIVS)", errno);
+    step_failed(program, "no_new_privs", "prctl(PR_SET_NO_NEW_PRIVS)", errno);
   }
   if (int err = restrict_self(prepared.ruleset); err != 0) {
-    return step_failed(program, "landlock", "landlock_restrict_self", err);
+    step_failed(program, "landlock", "landlock_restrict_self", err);
   }
   prepared.ruleset.reset();
   if (int err = load_seccomp_filter(plan.filter); err != 0) {
-    return step_failed(program, "seccomp", "seccomp(SECCOMP_SET_MODE_FILTER, " + plan.filter.name() + ")", err);
+    step_failed(program, "seccomp", "seccomp(SECCOMP_SET_MODE_FILTER, " + plan.filter.name() + ")", err);
   }
   ::execve(prepared.executable.c_str(), prepared.argv.data(), prepared.envp.data());
   const int err = errno;
   std::fprintf(stderr, "%s: execve %s failed: %s\n", program, prepared.executable.c_str(), errno_text(err).c_str());
-  return kExitOsErr;
+  ::_exit(kExitOsErr);
 }
 
 }  // namespace oarbank

@@ -25,9 +25,9 @@ struct PreparedLaunch {
 // Throws Error(StepFailed) if the ruleset cannot be built.
 PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const OpenedPaths& paths);
 
-// Runs the irreversible steps and execs the module. Returns only on failure, with the exit
-// code (70: a step could not be applied in full; 71: execve failed) after printing one line.
-int launch(const Plan& plan, PreparedLaunch& prepared, const char* program_name);
+// Runs the irreversible steps and execs the module. Never returns: on failure it prints one
+// line and exits 70 (a step could not be applied in full) or 71 (execve failed).
+[[noreturn]] void launch(const Plan& plan, PreparedLaunch& prepared, const char* program_name);
 
 // Finds `name` in the colon-separated `path_list` as execvp does, for the module's PATH.
 std::string resolve_executable(const std::string& name, const std::string& path_list);

@@ -67,7 +67,7 @@ int run(const ExecOptions& options) {
       return 0;
     }
     PreparedLaunch prepared = prepare_launch(plan, policy, paths);
-    return launch(plan, prepared, "oarbank-agent sandbox-exec");
+    launch(plan, prepared, "oarbank-agent sandbox-exec");
   } catch (const PolicyError& e) {
     print_error(kCommand, std::string("invalid policy ") + options.policy_path + ": " + e.what());
     return kExitUsage;

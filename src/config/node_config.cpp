@@ -13,8 +13,9 @@
 namespace oarbank {
 
 ConfigError::ConfigError(std::string source, std::string pointer, std::string problem)
-    : std::runtime_error("configuration " + source + ": " +
-                         (pointer.empty() ? std::string("(document)") : pointer) + ": " + problem),
+    : std::runtime_error("configuration " + printable(source) + ": " +
+                         (pointer.empty() ? std::string("(document)") : printable(pointer)) + ": " +
+                         printable(problem)),
       pointer_(std::move(pointer)) {}
 
 namespace {

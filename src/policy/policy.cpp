@@ -1,5 +1,7 @@
 #include "oarbank/policy.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -12,7 +14,8 @@
 namespace oarbank {
 
 PolicyError::PolicyError(std::string pointer, std::string problem)
-    : std::runtime_error((pointer.empty() ? std::string("(document)") : pointer) + ": " + problem),
+    : std::runtime_error((pointer.empty() ? std::string("(document)") : printable(pointer)) + ": " +
+                         printable(problem)),
       pointer_(std::move(pointer)),
       problem_(std::move(problem)) {}
 
@@ -76,15 +79,14 @@ Enum get_enum(const json& value, const std::string& pointer,
               const std::pair<std::string_view, Enum> (&choices)[N]) {
   std::string expected;
   for (std::size_t i = 0; i < N; ++i) {
-    expected += (i == 0 ? "" : (i + 1 == N ? " or " : ", "));
-    expected += "\"" + std::string(choices[i].first) + "\"";
+    expected += fmt::format("{}\"{}\"", i == 0 ? "" : (i + 1 == N ? " or " : ", "), choices[i].first);
   }
-  require_type(value, json::value_t::string, "one of " + expected, pointer);
+  require_type(value, json::value_t::string, fmt::format("one of {}", expected), pointer);
   const auto& text = value.get_ref<const std::string&>();
   for (const auto& [name, enumerator] : choices) {
     if (text == name) return enumerator;
   }
-  fail(pointer, "must be " + expected);
+  fail(pointer, fmt::format("must be {}", expected));
 }
 
 // "512Mi", "2Gi", "64Ki", or an integer number of bytes.

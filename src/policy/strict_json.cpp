@@ -176,6 +176,22 @@ std::string json_pointer_append(const std::string& base, std::size_t index) {
   return base + "/" + std::to_string(index);
 }
 
+std::string printable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\u00";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 std::string_view json_type_name(const nlohmann::json& value) {
   switch (value.type()) {
     case nlohmann::json::value_t::null:

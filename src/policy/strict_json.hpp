@@ -27,6 +27,10 @@ bool read_small_file(const std::string& path, std::size_t max_bytes, std::string
 std::string json_pointer_append(const std::string& base, std::string_view key);
 std::string json_pointer_append(const std::string& base, std::size_t index);
 
+// The text for a one-line message: control characters (from a key such as "a\nb") written as
+// \u000a, so an error stays one line and cannot drive the terminal it is printed on.
+std::string printable(std::string_view text);
+
 // "an object", "a string", ...: the JSON type of a value, for messages.
 std::string_view json_type_name(const nlohmann::json& value);
 

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is needed, builds, runs the unit and integration tests
+# on this machine's kernel, then again under AddressSanitizer and UndefinedBehaviorSanitizer,
+# then the policy parser's fuzzer briefly. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+jobs=$(nproc)
+
+echo "=== build (Release, static launcher)"
+./scripts/build.sh
+echo "=== tests"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "=== build (ASan + UBSan)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOARBANK_SANITIZE=ON -DOARBANK_BENCH=OFF >/dev/null
+ninja -C build-asan
+echo "=== tests under ASan + UBSan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+if [[ -x scripts/run-fuzz.sh ]]; then
+  echo "=== fuzzing the policy parser"
+  ./scripts/run-fuzz.sh "${OARBANK_FUZZ_SECONDS:-30}"
+fi
+echo "=== all tests passed"
