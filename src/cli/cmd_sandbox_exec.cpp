@@ -58,8 +58,11 @@ int run(const ExecOptions& options) {
     const LaunchRequest request = make_request(options);
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
-    const KernelFeatures features =
-        probe_kernel(ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute});
+    // Probe only what this policy's rows depend on: the launch path stays short.
+    const bool hard_limits = config.hard_limits && (policy.reservations.cpu || policy.reservations.memory_bytes);
+    const KernelFeatures features = probe_kernel(
+        config, ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute, .cgroup = hard_limits,
+                           .network_namespaces = false});
     OpenedPaths paths;
     const Plan plan = make_plan(policy, features, config, paths, request);
     if (options.explain) {

@@ -20,36 +20,53 @@ std::string_view to_string(LandlockState state) {
   return "?";
 }
 
-std::string_view row_key(CapabilityRow row) {
-  switch (row) {
-    case CapabilityRow::Filesystem:
-      return "filesystem";
-    case CapabilityRow::EgressAllowlist:
-      return "net.egress-allowlist";
-    case CapabilityRow::Ipc:
-      return "ipc";
-    case CapabilityRow::EgressAny:
-      return "net.egress-any";
-    case CapabilityRow::StatHiding:
-      return "stat-hiding";
+namespace {
+
+struct RowInfo {
+  CapabilityRow row;
+  std::string_view key;
+  std::string_view title;
+};
+
+constexpr RowInfo kRows[] = {
+    {CapabilityRow::Filesystem, "filesystem", "filesystem, net.none, exec_writable deny, GPU"},
+    {CapabilityRow::EgressAllowlist, "net.egress-allowlist", "net.egress-allowlist, no loopback, no link-local"},
+    {CapabilityRow::Ipc, "ipc", "IPC"},
+    {CapabilityRow::EgressAny, "net.egress-any", "net.egress-any"},
+    {CapabilityRow::StatHiding, "stat-hiding", "hiding which files exist"},
+    {CapabilityRow::GpuDevices, "devices.gpu", "GPU device nodes (/dev/dri, /dev/nvidia*, /dev/kfd)"},
+    {CapabilityRow::CgroupContainer, "container.cgroup", "process container: cgroup v2 leaf (else process group only)"},
+    {CapabilityRow::LimitCpu, "limit.cpu", "hard limit: cpu.max"},
+    {CapabilityRow::LimitMemory, "limit.memory", "hard limit: memory.max"},
+    {CapabilityRow::LimitPids, "limit.pids", "hard limit: pids.max"},
+    {CapabilityRow::EgressNetns, "egress.netns", "egress confinement: network namespace (else port only)"},
+    {CapabilityRow::ExecWritableScope, "known-limit.exec-writable",
+     "exec_writable deny also stops interpreters, ld.so, mmap(PROT_EXEC) and memfd"},
+    {CapabilityRow::MetadataCalls, "known-limit.metadata",
+     "chmod, chown, utimes and xattrs governed outside the writable directories"},
+    {CapabilityRow::BrokerSockets, "known-limit.broker-sockets",
+     "the broker grant reaches the broker's socket alone"},
+};
+
+const RowInfo& info(CapabilityRow row) {
+  for (const auto& entry : kRows) {
+    if (entry.row == row) return entry;
   }
-  return "?";
+  return kRows[0];
 }
 
-std::string_view row_title(CapabilityRow row) {
-  switch (row) {
-    case CapabilityRow::Filesystem:
-      return "filesystem, net.none, exec_writable deny, GPU";
-    case CapabilityRow::EgressAllowlist:
-      return "net.egress-allowlist, no loopback, no link-local";
-    case CapabilityRow::Ipc:
-      return "IPC";
-    case CapabilityRow::EgressAny:
-      return "net.egress-any";
-    case CapabilityRow::StatHiding:
-      return "hiding which files exist";
-  }
-  return "?";
+}  // namespace
+
+std::string_view row_key(CapabilityRow row) { return info(row).key; }
+std::string_view row_title(CapabilityRow row) { return info(row).title; }
+
+const std::vector<CapabilityRow>& all_rows() {
+  static const std::vector<CapabilityRow> rows = [] {
+    std::vector<CapabilityRow> out;
+    for (const auto& entry : kRows) out.push_back(entry.row);
+    return out;
+  }();
+  return rows;
 }
 
 std::string_view to_string(CapabilityStatus status) {
@@ -73,20 +90,16 @@ int effective_landlock_abi(const KernelFeatures& features, const NodeConfig& con
 
 namespace {
 
-// The row's Landlock floor; 0 for rows that no ABI makes enforced.
+// The Landlock floor of the rows Landlock decides.
 int min_abi(CapabilityRow row) {
   switch (row) {
-    case CapabilityRow::Filesystem:
-      return landlock::kFilesystemFloorAbi;
     case CapabilityRow::EgressAllowlist:
-      return 4;
+      return 4;  // TCP port rules
     case CapabilityRow::Ipc:
-      return 6;
-    case CapabilityRow::EgressAny:
-    case CapabilityRow::StatHiding:
-      return 0;
+      return 6;  // scopes: abstract unix sockets and signals
+    default:
+      return landlock::kFilesystemFloorAbi;  // truncate is governed from ABI 3
   }
-  return 0;
 }
 
 std::string landlock_shortfall(int needed, const KernelFeatures& features, const NodeConfig& config) {
@@ -104,17 +117,13 @@ std::string landlock_shortfall(int needed, const KernelFeatures& features, const
 
 }  // namespace
 
-CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& features,
-                                      const NodeConfig& config) {
-  switch (row) {
-    case CapabilityRow::EgressAny:
-      return {row, CapabilityStatus::Unavailable,
-              "Landlock filters ports, not addresses, so loopback and link-local cannot be refused"};
-    case CapabilityRow::StatHiding:
-      return {row, CapabilityStatus::NotPromised, "Landlock does not restrict stat"};
-    default:
-      break;
-  }
+namespace {
+
+bool has_controller(const CgroupFacts& cgroup, std::string_view name) {
+  return std::find(cgroup.controllers.begin(), cgroup.controllers.end(), name) != cgroup.controllers.end();
+}
+
+CapabilityVerdict landlock_row(CapabilityRow row, const KernelFeatures& features, const NodeConfig& config) {
   const int needed = min_abi(row);
   const int abi = effective_landlock_abi(features, config);
   if (abi < needed) return {row, CapabilityStatus::Unavailable, landlock_shortfall(needed, features, config)};
@@ -125,21 +134,111 @@ CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& f
           fmt::format("Landlock ABI {} (needs {}) and seccomp filters", abi, needed)};
 }
 
+CapabilityVerdict container_row(const KernelFeatures& features) {
+  const auto& cg = features.cgroup;
+  const CapabilityRow row = CapabilityRow::CgroupContainer;
+  if (!cg.probed) return {row, CapabilityStatus::Unavailable, "cgroups were not probed"};
+  if (!cg.mounted) return {row, CapabilityStatus::Unavailable, "no cgroup2 file system is mounted: process group only"};
+  if (!cg.parent_writable) {
+    return {row, CapabilityStatus::Unavailable,
+            fmt::format("{} is not delegated to the agent (not writable): process group only", cg.parent)};
+  }
+  if (!cg.kill_file && !cg.freeze_file) {
+    return {row, CapabilityStatus::Unavailable, "this kernel's cgroup2 has neither cgroup.kill nor cgroup.freeze"};
+  }
+  return {row, CapabilityStatus::Enforced,
+          fmt::format("leaves under {}{}", cg.parent,
+                      cg.kill_file ? "" : " (no cgroup.kill: freeze, kill each, thaw)")};
+}
+
+CapabilityVerdict limit_row(CapabilityRow row, std::string_view controller, const KernelFeatures& features) {
+  auto container = container_row(features);
+  if (container.status != CapabilityStatus::Enforced) {
+    return {row, CapabilityStatus::Unavailable, "no cgroup v2 container: " + container.reason};
+  }
+  if (!has_controller(features.cgroup, controller)) {
+    return {row, CapabilityStatus::Unavailable,
+            fmt::format("the {} controller is not available in {} (cgroup.controllers); on a hybrid "
+                        "layout it is bound to cgroup v1",
+                        controller, features.cgroup.parent)};
+  }
+  return {row, CapabilityStatus::Enforced, fmt::format("the {} controller is available", controller)};
+}
+
+}  // namespace
+
+CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& features,
+                                      const NodeConfig& config) {
+  switch (row) {
+    case CapabilityRow::Filesystem:
+    case CapabilityRow::EgressAllowlist:
+    case CapabilityRow::Ipc:
+      return landlock_row(row, features, config);
+    case CapabilityRow::EgressAny:
+      return {row, CapabilityStatus::Unavailable,
+              "Landlock filters ports, not addresses, so loopback and link-local cannot be refused"};
+    case CapabilityRow::StatHiding:
+      return {row, CapabilityStatus::NotPromised, "Landlock does not restrict stat"};
+    case CapabilityRow::GpuDevices: {
+      auto fs = landlock_row(CapabilityRow::Filesystem, features, config);
+      if (fs.status != CapabilityStatus::Enforced) return {row, fs.status, fs.reason};
+      if (features.gpu_device_nodes.empty()) {
+        return {row, CapabilityStatus::Unavailable, "this node has no GPU device node (/dev/dri, /dev/nvidia*, /dev/kfd)"};
+      }
+      std::string nodes;
+      for (const auto& node : features.gpu_device_nodes) nodes += (nodes.empty() ? "" : ", ") + node;
+      return {row, CapabilityStatus::Enforced,
+              effective_landlock_abi(features, config) >= 5
+                  ? "device nodes " + nodes + "; device ioctls governed (Landlock ABI 5)"
+                  : "device nodes " + nodes + "; device ioctls not governed below Landlock ABI 5"};
+    }
+    case CapabilityRow::CgroupContainer:
+      return container_row(features);
+    case CapabilityRow::LimitCpu:
+      return limit_row(row, "cpu", features);
+    case CapabilityRow::LimitMemory:
+      return limit_row(row, "memory", features);
+    case CapabilityRow::LimitPids:
+      return limit_row(row, "pids", features);
+    case CapabilityRow::EgressNetns:
+      // sandbox-run does not create network namespaces yet (the proxy's issue): say so rather
+      // than infer from what the kernel could do.
+      return {row, CapabilityStatus::Unavailable,
+              features.network_namespaces
+                  ? "port only: this node can create network namespaces, but the agent does not yet "
+                    "confine modules in one; a module can reach any host on the proxy's port"
+                  : "port only: a module can reach any host that listens on the proxy's port"};
+    case CapabilityRow::ExecWritableScope:
+      return {row, CapabilityStatus::NotPromised,
+              "exec_writable deny refuses execve of written files; interpreters, the dynamic loader, "
+              "mmap(PROT_EXEC) and memfd still run code the module wrote"};
+    case CapabilityRow::MetadataCalls:
+      return {row, CapabilityStatus::NotPromised,
+              "Landlock does not govern chmod, chown, utimes or xattrs; the module user's file "
+              "permissions do"};
+    case CapabilityRow::BrokerSockets:
+      return {row, CapabilityStatus::NotPromised,
+              "Landlock does not govern connect to pathname unix sockets: with the broker grant a "
+              "module reaches any socket its user may write to"};
+  }
+  return {row, CapabilityStatus::Unavailable, "unknown row"};
+}
+
 std::vector<CapabilityVerdict> evaluate_capabilities(const KernelFeatures& features,
                                                      const NodeConfig& config) {
   std::vector<CapabilityVerdict> out;
-  for (auto row : {CapabilityRow::Filesystem, CapabilityRow::EgressAllowlist, CapabilityRow::Ipc,
-                   CapabilityRow::EgressAny, CapabilityRow::StatHiding}) {
-    out.push_back(evaluate_capability(row, features, config));
-  }
+  for (auto row : all_rows()) out.push_back(evaluate_capability(row, features, config));
   return out;
 }
 
-std::vector<CapabilityRow> rows_needed_by(const Policy& policy) {
+std::vector<CapabilityRow> rows_needed_by(const Policy& policy, const NodeConfig& config) {
   std::vector<CapabilityRow> rows{CapabilityRow::Filesystem};
   if (policy.net == NetMode::EgressAllowlist) rows.push_back(CapabilityRow::EgressAllowlist);
   if (policy.net == NetMode::EgressAny) rows.push_back(CapabilityRow::EgressAny);
   if (policy.ipc_isolation == IpcIsolation::Required) rows.push_back(CapabilityRow::Ipc);
+  if (policy.gpu == GpuMode::Compute) rows.push_back(CapabilityRow::GpuDevices);
+  if (config.hard_limits && policy.reservations.cpu) rows.push_back(CapabilityRow::LimitCpu);
+  if (config.hard_limits && policy.reservations.memory_bytes) rows.push_back(CapabilityRow::LimitMemory);
   return rows;
 }
 

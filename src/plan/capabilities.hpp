@@ -1,9 +1,8 @@
-// The capability table: the rows of the page's "Enforcement report", and what each needs.
-// The plan refuses a policy with the same evaluation the report prints, so the launcher and
-// the report can never disagree about what this node enforces.
+// The capability table: the rows of the page's "Enforcement report" and the rows contract.md
+// adds, and what each needs. The plan refuses a policy with the same evaluation the report
+// prints, so the launcher, sandbox-check and the report can never disagree.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,11 +14,23 @@
 namespace oarbank {
 
 enum class CapabilityRow {
+  // The page's rows.
   Filesystem,       // "filesystem, net.none, exec_writable deny, GPU"
   EgressAllowlist,  // "net.egress-allowlist, no loopback, no link-local"
   Ipc,              // "IPC"
   EgressAny,        // "net.egress-any"
   StatHiding,       // "hiding which files exist"
+  // Rows contract.md adds.
+  GpuDevices,       // the GPU part of the filesystem row: device nodes must exist
+  CgroupContainer,  // process container: a cgroup v2 leaf
+  LimitCpu,         // cpu.max
+  LimitMemory,      // memory.max
+  LimitPids,        // pids.max
+  EgressNetns,      // egress confinement by network namespace (else port only)
+  // Known limits, documented in docs/launcher.md.
+  ExecWritableScope,
+  MetadataCalls,
+  BrokerSockets,
 };
 
 enum class CapabilityStatus { Enforced, Unavailable, NotPromised };
@@ -27,25 +38,26 @@ enum class CapabilityStatus { Enforced, Unavailable, NotPromised };
 struct CapabilityVerdict {
   CapabilityRow row;
   CapabilityStatus status;
-  std::string reason;  // why, in words: "needs Landlock ABI 4 (Linux 6.7); this kernel has ABI 3"
+  std::string reason;  // "needs Landlock ABI 4 (Linux 6.7); this kernel has ABI 3"
 };
 
 std::string_view row_key(CapabilityRow row);    // "filesystem", "net.egress-allowlist", ...
 std::string_view row_title(CapabilityRow row);  // the page's wording
 std::string_view to_string(CapabilityStatus status);
+const std::vector<CapabilityRow>& all_rows();
 
 // The Landlock ABI the launcher uses: the kernel's, capped by the node's configuration and
 // by the newest ABI this build knows. 0 when Landlock is missing or disabled.
 int effective_landlock_abi(const KernelFeatures& features, const NodeConfig& config);
 
-// Every row, evaluated for this node.
 std::vector<CapabilityVerdict> evaluate_capabilities(const KernelFeatures& features,
                                                      const NodeConfig& config);
 CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& features,
                                       const NodeConfig& config);
 
-// The rows a policy relies on: filesystem always, its net mode's row, IPC when
-// ipc_isolation is required.
-std::vector<CapabilityRow> rows_needed_by(const Policy& policy);
+// The rows a policy relies on (contract.md, "The report"): filesystem always; its net mode's
+// row; IPC when ipc_isolation is required; GPU when devices.gpu is compute; each hard limit
+// when it has that reservation and the node turns reservations into hard limits.
+std::vector<CapabilityRow> rows_needed_by(const Policy& policy, const NodeConfig& config);
 
 }  // namespace oarbank

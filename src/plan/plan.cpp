@@ -26,7 +26,7 @@ const std::vector<std::string>& base_device_paths() {
 std::vector<CapabilityVerdict> unmet_capabilities(const Policy& policy, const KernelFeatures& features,
                                                   const NodeConfig& config) {
   std::vector<CapabilityVerdict> unmet;
-  for (auto row : rows_needed_by(policy)) {
+  for (auto row : rows_needed_by(policy, config)) {
     auto verdict = evaluate_capability(row, features, config);
     if (verdict.status != CapabilityStatus::Enforced) unmet.push_back(std::move(verdict));
   }
@@ -121,14 +121,9 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
                 fmt::format("this node cannot enforce \"{}\" ({}), which the policy needs: {}",
                             row_key(first.row), row_title(first.row), first.reason));
   }
-  if (policy.gpu == GpuMode::Compute && features.gpu_device_nodes.empty()) {
-    throw Error(ErrorKind::Unenforceable,
-                "policy /devices/gpu: \"compute\" but this node has no GPU device node "
-                "(/dev/dri, /dev/nvidia*, /dev/kfd)");
-  }
 
   Plan plan;
-  for (auto row : rows_needed_by(policy)) plan.relies_on.push_back(evaluate_capability(row, features, config));
+  for (auto row : rows_needed_by(policy, config)) plan.relies_on.push_back(evaluate_capability(row, features, config));
 
   LandlockPlan& ll = plan.landlock;
   ll.abi = effective_landlock_abi(features, config);

@@ -1,5 +1,5 @@
-// What the running kernel offers, as plain data. probe.cpp fills it by asking the kernel;
-// tests build it by hand to cover every ABI on any machine.
+// What the running kernel and this node offer, as plain data. probe.cpp fills it by asking the
+// kernel; tests build it by hand to cover every ABI and cgroup layout on any machine.
 #pragma once
 
 #include <string>
@@ -13,6 +13,19 @@ enum class LandlockState {
   Present,
 };
 
+struct CgroupFacts {
+  bool probed = false;
+  bool mounted = false;         // a cgroup2 file system is mounted
+  std::string mount_point;      // "/sys/fs/cgroup", or "/sys/fs/cgroup/unified" (hybrid)
+  std::string own_cgroup;       // this process's cgroup, from /proc/self/cgroup ("0::/...")
+  std::string parent;           // the directory module leaves are made in
+  bool parent_writable = false;  // leaves can be made there (delegated to us, or we are root)
+  bool delegated = false;       // systemd marked it delegated (trusted.delegate or user.delegate)
+  std::vector<std::string> controllers;  // cgroup.controllers of the parent
+  bool kill_file = false;       // cgroup.kill (Linux 5.14)
+  bool freeze_file = false;     // cgroup.freeze (Linux 5.2)
+};
+
 struct KernelFeatures {
   std::string kernel_release;  // uname -r; a fact for the report, never used to decide
   LandlockState landlock = LandlockState::NotBuilt;
@@ -20,6 +33,9 @@ struct KernelFeatures {
   bool seccomp_filter = false;  // seccomp(2) filters with SECCOMP_RET_ERRNO and KILL_PROCESS
   bool running_as_root = false;  // effective uid 0
   std::vector<std::string> gpu_device_nodes;  // /dev/dri, /dev/nvidia*, /dev/kfd that exist
+  CgroupFacts cgroup;
+  bool network_namespaces_probed = false;
+  bool network_namespaces = false;  // this process can create a network namespace
 };
 
 std::string_view to_string(LandlockState state);

@@ -1,6 +1,8 @@
 #include "probe/probe.hpp"
 
 #include <dirent.h>
+#include <sched.h>
+#include <sys/wait.h>
 #include <linux/seccomp.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -11,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "probe/cgroup_facts.hpp"
 #include "sys/landlock_abi.hpp"
 
 namespace oarbank {
@@ -54,7 +57,23 @@ std::vector<std::string> find_gpu_device_nodes(const std::string& dev_root) {
   return nodes;
 }
 
-KernelFeatures probe_kernel(ProbeScope scope) {
+namespace {
+
+// A child tries unshare(CLONE_NEWNET): the only side-effect-free way to learn whether this
+// process may create network namespaces (root, and not refused by a filter or LSM).
+bool probe_network_namespaces() {
+  pid_t pid = ::fork();
+  if (pid < 0) return false;
+  if (pid == 0) ::_exit(::unshare(CLONE_NEWNET) == 0 ? 0 : 1);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+}  // namespace
+
+KernelFeatures probe_kernel(const NodeConfig& config, ProbeScope scope) {
   KernelFeatures features;
   struct utsname uts {};
   if (::uname(&uts) == 0) features.kernel_release = uts.release;
@@ -62,6 +81,11 @@ KernelFeatures probe_kernel(ProbeScope scope) {
   features.seccomp_filter = probe_seccomp_filter();
   features.running_as_root = ::geteuid() == 0;
   if (scope.gpu_devices) features.gpu_device_nodes = find_gpu_device_nodes("/dev");
+  if (scope.cgroup) features.cgroup = probe_cgroup(config);
+  if (scope.network_namespaces) {
+    features.network_namespaces_probed = true;
+    features.network_namespaces = probe_network_namespaces();
+  }
   return features;
 }
 
