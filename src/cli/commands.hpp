@@ -12,6 +12,10 @@ namespace oarbank::cli {
 using Runner = std::function<int()>;
 
 Runner add_sandbox_exec(CLI::App& app);
+Runner add_sandbox_report(CLI::App& app);
+Runner add_sandbox_check(CLI::App& app);
+// Hidden: the operations sandbox-report --verify runs inside the sandbox.
+Runner add_sandbox_probe(CLI::App& app);
 
 // Prints "oarbank-agent COMMAND: MESSAGE" as one line of printable ASCII: a hostile policy
 // cannot put a newline or a terminal escape sequence on the operator's screen.

@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Print help for every sub-command");
   std::map<std::string, cli::Runner> runners;
   runners["sandbox-exec"] = cli::add_sandbox_exec(app);
+  runners["sandbox-report"] = cli::add_sandbox_report(app);
+  runners["sandbox-check"] = cli::add_sandbox_check(app);
+  runners["sandbox-probe"] = cli::add_sandbox_probe(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

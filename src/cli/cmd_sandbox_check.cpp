@@ -1,0 +1,80 @@
+// sandbox-check POLICY.json: can this node run this policy? 0 yes, 70 no (one line per missing
+// capability or path), 64 invalid policy, 78 invalid configuration.
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "cli/commands.hpp"
+#include "config/node_config.hpp"
+#include "plan/plan.hpp"
+#include "probe/path_facts.hpp"
+#include "probe/probe.hpp"
+#include "sys/error.hpp"
+
+namespace oarbank::cli {
+namespace {
+
+struct CheckOptions {
+  std::string policy_path;
+  std::optional<std::string> config_path;
+};
+
+constexpr const char* kCommand = "sandbox-check";
+
+// Every path the policy names, with its JSON Pointer.
+std::vector<std::pair<std::string, std::string>> policy_paths(const Policy& policy) {
+  std::vector<std::pair<std::string, std::string>> out{{"/bundle", policy.bundle}};
+  for (std::size_t i = 0; i < policy.runtime.size(); ++i) out.emplace_back("/runtime/" + std::to_string(i), policy.runtime[i]);
+  for (std::size_t i = 0; i < policy.tools.size(); ++i) out.emplace_back("/tools/" + std::to_string(i), policy.tools[i]);
+  if (policy.work) out.emplace_back("/work", *policy.work);
+  for (std::size_t i = 0; i < policy.data.size(); ++i) out.emplace_back("/data/" + std::to_string(i), policy.data[i]);
+  if (policy.temp) out.emplace_back("/temp", *policy.temp);
+  return out;
+}
+
+int run(const CheckOptions& options) {
+  try {
+    const NodeConfig config = load_node_config(options.config_path);
+    const Policy policy = load_policy_file(options.policy_path);
+    const KernelFeatures features = probe_kernel(config, ProbeScope{.network_namespaces = false});
+    int missing = 0;
+    for (const auto& verdict : unmet_capabilities(policy, features, config)) {
+      print_error(kCommand, std::string("cannot enforce \"") + std::string(row_key(verdict.row)) + "\" (" +
+                                std::string(row_title(verdict.row)) + "): " + verdict.reason);
+      ++missing;
+    }
+    OpenedPaths paths;
+    for (const auto& [pointer, path] : policy_paths(policy)) {
+      if (paths.kind(path) == PathKind::Missing) {
+        print_error(kCommand, "policy " + pointer + ": " + path + " does not exist on this node");
+        ++missing;
+      }
+    }
+    if (missing > 0) return kExitSoftware;
+    std::cout << "this node can run " << options.policy_path << '\n';
+    return 0;
+  } catch (const PolicyError& e) {
+    print_error(kCommand, std::string("invalid policy ") + options.policy_path + ": " + e.what());
+    return kExitUsage;
+  } catch (const ConfigError& e) {
+    print_error(kCommand, e.what());
+    return kExitConfig;
+  } catch (const Error& e) {
+    print_error(kCommand, e.what());
+    return exit_code_for(e.kind());
+  }
+}
+
+}  // namespace
+
+Runner add_sandbox_check(CLI::App& app) {
+  auto options = std::make_shared<CheckOptions>();
+  auto* sub = app.add_subcommand(kCommand,
+                                 "Can this node run this policy? Exit 0 yes, 70 no (naming each missing "
+                                 "capability), 64 invalid policy.");
+  sub->add_option("policy", options->policy_path, "The policy (the SDK's Policy as JSON)")->required();
+  sub->add_option("--config", options->config_path, "Node configuration file");
+  return [options] { return run(*options); };
+}
+
+}  // namespace oarbank::cli

@@ -1,0 +1,76 @@
+// sandbox-probe OP [ARGS]: hidden. The module that sandbox-report --verify runs under the real
+// launcher. Prints "ok" or "errno ENAME" for one operation; exits 0, 2 on a bad request.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "cli/commands.hpp"
+
+namespace oarbank::cli {
+namespace {
+
+int report(long rc) {
+  if (rc < 0) {
+    const char* name = strerrorname_np(errno);
+    std::printf("errno %s\n", name != nullptr ? name : "?");
+  } else {
+    std::printf("ok\n");
+  }
+  return 0;
+}
+
+int run(const std::vector<std::string>& args) {
+  if (args.empty()) return 2;
+  const std::string& op = args[0];
+  const std::string arg = args.size() > 1 ? args[1] : "";
+  if (op == "read") return report(::open(arg.c_str(), O_RDONLY | O_CLOEXEC));
+  if (op == "write") return report(::open(arg.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  if (op == "listen") return report(::listen(-1, 1));  // allowed: EBADF; refused: EPERM
+  if (op == "socket") {
+    if (arg == "inet") return report(::socket(AF_INET, SOCK_STREAM, 0));
+    if (arg == "udp") return report(::socket(AF_INET, SOCK_DGRAM, 0));
+    if (arg == "unix") return report(::socket(AF_UNIX, SOCK_STREAM, 0));
+    return 2;
+  }
+  if (op == "connect") {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return report(-1);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(std::stoi(arg)));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return report(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
+  }
+  if (op == "connect-abstract") {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0) return report(-1);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path + 1, arg.data(), std::min(arg.size(), sizeof addr.sun_path - 1));
+    return report(::connect(fd, reinterpret_cast<sockaddr*>(&addr),
+                            static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + arg.size())));
+  }
+  if (op == "kill") return report(::kill(std::stoi(arg), 0));
+  return 2;
+}
+
+}  // namespace
+
+Runner add_sandbox_probe(CLI::App& app) {
+  auto args = std::make_shared<std::vector<std::string>>();
+  auto* sub = app.add_subcommand("sandbox-probe", "");  // empty description: hidden from --help
+  sub->group("");
+  sub->add_option("args", *args)->required();
+  return [args] { return run(*args); };
+}
+
+}  // namespace oarbank::cli
