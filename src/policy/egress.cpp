@@ -153,6 +153,12 @@ std::optional<EgressDestination> parse_egress_destination(std::string_view text,
         return std::nullopt;
       }
       if (!valid_dns_name(host, problem)) return std::nullopt;
+      // "*.com" would allow every name under a top-level domain: a wildcard needs a
+      // registrable name (two labels at least) under it.
+      if (dest.any_subdomain && host.find('.') == std::string::npos) {
+        problem = "a wildcard must stand above a name of two labels at least (\"*.example.com\", not \"*.com\")";
+        return std::nullopt;
+      }
     }
     dest.host = std::move(host);
   }
@@ -163,7 +169,7 @@ std::optional<EgressDestination> parse_egress_destination(std::string_view text,
   unsigned port = 0;
   auto [ptr, ec] = std::from_chars(port_part.data(), port_part.data() + port_part.size(), port);
   if (ec != std::errc() || ptr != port_part.data() + port_part.size() || port == 0 ||
-      port > 65535 || port_part.front() == '+') {
+      port > 65535 || port_part.front() == '+' || port_part.front() == '0') {
     problem = "port must be a number from 1 to 65535";
     return std::nullopt;
   }

@@ -128,7 +128,9 @@ bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_dep
 
 bool read_small_file(const std::string& path, std::size_t max_bytes, std::string& out,
                      std::string& problem) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  // O_NONBLOCK: a FIFO named as a policy must not hang the launcher (it is refused below as
+  // not a regular file); on a regular file the flag changes nothing.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (!fd.valid()) {
     problem = "cannot open " + path + ": " + errno_text(errno);
     return false;

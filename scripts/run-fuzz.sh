@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer target with clang (ASan + UBSan) in build-fuzz and fuzzes the policy,
+# node configuration and egress parsers for SECONDS (default 60), starting from fuzz/corpus.
+# Exits non-zero on a finding (a crash, a sanitizer report, an unexpected exception, a broken
+# round trip); the reproducer is left in build-fuzz/findings/.
+#
+#   scripts/run-fuzz.sh [SECONDS]
+#   OARBANK_FUZZ_JOBS=N   parallel fuzzing processes (default 1)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1)); then
+  echo "usage: $0 [SECONDS]" >&2
+  exit 64
+fi
+jobs=${OARBANK_FUZZ_JOBS:-1}
+build=build-fuzz
+
+cc=${CC_FUZZ:-clang}
+cxx=${CXX_FUZZ:-clang++}
+command -v "$cxx" >/dev/null || { echo "$0: $cxx not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 69; }
+
+cmake -S . -B "$build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DOARBANK_FUZZ=ON -DOARBANK_STATIC=OFF -DOARBANK_TESTS=OFF -DOARBANK_BENCH=OFF >/dev/null
+ninja -C "$build" oarbank-policy-fuzz
+
+# The working corpus grows in the build directory; fuzz/corpus (the seeds) is only read.
+corpus=$build/corpus
+findings=$build/findings
+mkdir -p "$corpus" "$findings"
+cat >"$build/policy.dict" <<'DICT'
+"\"version\""
+"\"bundle\""
+"\"runtime\""
+"\"tools\""
+"\"work\""
+"\"data\""
+"\"temp\""
+"\"exec_writable\""
+"\"net\""
+"\"egress\""
+"\"broker\""
+"\"devices\""
+"\"gpu\""
+"\"reservations\""
+"\"cpu\""
+"\"memory\""
+"\"ipc_isolation\""
+"\"none\""
+"\"egress-allowlist\""
+"\"egress-any\""
+"\"compute\""
+"\"required\""
+"\"best-effort\""
+"\"module_user\""
+"\"uid\""
+"\"gid\""
+"\"proxy_listen\""
+"\"broker_socket\""
+"\"hard_limits\""
+"\"pids_max\""
+"\"cgroup_parent\""
+"\"landlock_abi_max\""
+"Ki"
+"Mi"
+"Gi"
+"*."
+":443"
+"[::1]"
+"\\u0000"
+"/../"
+"//"
+"true"
+"false"
+"null"
+"1e400"
+"18446744073709551615"
+DICT
+
+log=$build/fuzz.log
+parallel=()
+if ((jobs > 1)); then parallel=(-jobs="$jobs" -workers="$jobs"); fi
+status=0
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+  "$build/fuzz/oarbank-policy-fuzz" \
+  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+  -dict="$build/policy.dict" -artifact_prefix="$findings/" -print_final_stats=1 \
+  "${parallel[@]}" \
+  "$corpus" fuzz/corpus 2>&1 | tee "$log" || status=$?
+if ((jobs > 1)); then cat fuzz-*.log >>"$log" 2>/dev/null && rm -f fuzz-*.log; fi
+
+if ((status != 0)) || ls "$findings"/* >/dev/null 2>&1; then
+  echo "$0: FINDING: see $log and $findings/" >&2
+  ls -l "$findings" >&2 || true
+  exit 1
+fi
+grep -E '^stat::number_of_executed_units' "$log" | awk '{s += $2} END {if (NR) print "executions: " s}' || true
+echo "$0: no finding in ${seconds}s"
