@@ -4,12 +4,11 @@
 // survive its own canonical form is a finding.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
@@ -29,7 +28,8 @@ void fuzz_policy(std::string_view text) {
   } catch (const oarbank::PolicyError& e) {
     // The message names a pointer and a problem, on one line.
     if (e.problem().empty()) finding("empty problem", e.what());
-    if (std::string_view(e.what()).find('\n') != std::string_view::npos) finding("two-line message", e.what());
+    if (std::string_view(e.what()).find('\n') != std::string_view::npos)
+      finding("two-line message", e.what());
     return;
   }
   // Accepted: the canonical form must parse back to the same policy.
@@ -48,10 +48,12 @@ void fuzz_node_config(std::string_view text) {
   try {
     config = oarbank::parse_node_config(text, "fuzz");
   } catch (const oarbank::ConfigError& e) {
-    if (std::string_view(e.what()).find('\n') != std::string_view::npos) finding("two-line message", e.what());
+    if (std::string_view(e.what()).find('\n') != std::string_view::npos)
+      finding("two-line message", e.what());
     return;
   }
-  if (config.module_uid == 0 || config.module_gid == 0) finding("uid or gid 0 accepted", std::string(text));
+  if (config.module_uid == 0 || config.module_gid == 0)
+    finding("uid or gid 0 accepted", std::string(text));
   const std::string canonical = oarbank::node_config_to_json(config).dump();
   oarbank::NodeConfig again;
   try {
@@ -69,7 +71,8 @@ void fuzz_egress(std::string_view text) {
     if (problem.empty()) finding("egress refused without a problem", std::string(text));
     return;
   }
-  if (dest->port == 0 || dest->host.empty()) finding("egress port 0 or empty host", std::string(text));
+  if (dest->port == 0 || dest->host.empty())
+    finding("egress port 0 or empty host", std::string(text));
   const std::string canonical = dest->to_string();
   std::string problem2;
   auto again = oarbank::parse_egress_destination(canonical, problem2);

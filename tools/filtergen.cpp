@@ -1,10 +1,10 @@
 // Build-time tool: compiles every filter variant with libseccomp and writes them as C++ arrays,
 // so the launcher loads a ready program instead of compiling one on every module start.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <exception>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "plan/seccomp_compile.hpp"
 

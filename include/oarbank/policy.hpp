@@ -4,9 +4,8 @@
 // JSON form and every field's meaning: docs/policy.md (contract.md, "The Policy").
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -22,7 +21,7 @@ enum class IpcIsolation { Required, BestEffort };
 // One entry of `egress`: "api.example.com:443", "*.example.com:443", "192.0.2.7:80",
 // "[2001:db8::1]:443". Hosts are stored lower-case without a trailing dot.
 struct EgressDestination {
-  std::string host;       // without the "*." prefix and without brackets
+  std::string host;  // without the "*." prefix and without brackets
   std::uint16_t port = 0;
   bool any_subdomain = false;  // "*.example.com": subdomains only, not the apex
   bool is_ip = false;          // an IPv4 or IPv6 literal
@@ -31,8 +30,8 @@ struct EgressDestination {
 };
 
 struct Reservations {
-  std::optional<double> cpu;                   // CPUs, > 0
-  std::optional<std::uint64_t> memory_bytes;   // bytes, > 0
+  std::optional<double> cpu;                  // CPUs, > 0
+  std::optional<std::uint64_t> memory_bytes;  // bytes, > 0
   friend bool operator==(const Reservations&, const Reservations&) = default;
 };
 

@@ -27,7 +27,8 @@ std::string resolve_executable(const std::string& name, const std::string& path_
     if (dir.empty()) dir = ".";
     std::string candidate = dir + "/" + name;
     struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
     start = end + 1;
@@ -50,7 +51,9 @@ PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const Open
   for (auto& env : prepared.envp_storage) prepared.envp.push_back(env.data());
   prepared.envp.push_back(nullptr);
   // The module starts in its work directory, like systemd's WorkingDirectory=.
-  prepared.working_directory = policy.work ? *policy.work : policy.temp ? *policy.temp : policy.bundle;
+  prepared.working_directory = policy.work   ? *policy.work
+                               : policy.temp ? *policy.temp
+                                             : policy.bundle;
   return prepared;
 }
 
@@ -58,8 +61,10 @@ namespace {
 
 // After the first irreversible step the process is half-sandboxed: it leaves with _exit, so
 // no destructor or atexit handler (a sanitizer's leak check needs ptrace) runs in that state.
-[[noreturn]] void step_failed(const char* program, const char* step, const std::string& what, int err) {
-  std::fprintf(stderr, "%s: step %s failed: %s: %s\n", program, step, what.c_str(), errno_text(err).c_str());
+[[noreturn]] void step_failed(const char* program, const char* step, const std::string& what,
+                              int err) {
+  std::fprintf(stderr, "%s: step %s failed: %s: %s\n", program, step, what.c_str(),
+               errno_text(err).c_str());
   ::_exit(kExitSoftware);
 }
 
@@ -68,8 +73,10 @@ namespace {
 void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   StepError error;
   detach_controlling_terminal();
-  if (!close_on_exec_except(plan.keep_fds, error)) step_failed(program, "descriptors", error.what, error.err);
-  if (!apply_identity(plan.identity, error)) step_failed(program, "identity", error.what, error.err);
+  if (!close_on_exec_except(plan.keep_fds, error))
+    step_failed(program, "descriptors", error.what, error.err);
+  if (!apply_identity(plan.identity, error))
+    step_failed(program, "identity", error.what, error.err);
   // The module user must be able to use its writable directories (contract.md: a directory
   // the module user cannot use is refused with 70, named).
   for (const auto& dir : plan.writable_dirs) {
@@ -88,11 +95,13 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   }
   prepared.ruleset.reset();
   if (int err = load_seccomp_filter(plan.filter); err != 0) {
-    step_failed(program, "seccomp", "seccomp(SECCOMP_SET_MODE_FILTER, " + plan.filter.name() + ")", err);
+    step_failed(program, "seccomp", "seccomp(SECCOMP_SET_MODE_FILTER, " + plan.filter.name() + ")",
+                err);
   }
   ::execve(prepared.executable.c_str(), prepared.argv.data(), prepared.envp.data());
   const int err = errno;
-  std::fprintf(stderr, "%s: execve %s failed: %s\n", program, prepared.executable.c_str(), errno_text(err).c_str());
+  std::fprintf(stderr, "%s: execve %s failed: %s\n", program, prepared.executable.c_str(),
+               errno_text(err).c_str());
   ::_exit(kExitOsErr);
 }
 

@@ -24,10 +24,13 @@ constexpr const char* kCommand = "sandbox-check";
 // Every path the policy names, with its JSON Pointer.
 std::vector<std::pair<std::string, std::string>> policy_paths(const Policy& policy) {
   std::vector<std::pair<std::string, std::string>> out{{"/bundle", policy.bundle}};
-  for (std::size_t i = 0; i < policy.runtime.size(); ++i) out.emplace_back("/runtime/" + std::to_string(i), policy.runtime[i]);
-  for (std::size_t i = 0; i < policy.tools.size(); ++i) out.emplace_back("/tools/" + std::to_string(i), policy.tools[i]);
+  for (std::size_t i = 0; i < policy.runtime.size(); ++i)
+    out.emplace_back("/runtime/" + std::to_string(i), policy.runtime[i]);
+  for (std::size_t i = 0; i < policy.tools.size(); ++i)
+    out.emplace_back("/tools/" + std::to_string(i), policy.tools[i]);
   if (policy.work) out.emplace_back("/work", *policy.work);
-  for (std::size_t i = 0; i < policy.data.size(); ++i) out.emplace_back("/data/" + std::to_string(i), policy.data[i]);
+  for (std::size_t i = 0; i < policy.data.size(); ++i)
+    out.emplace_back("/data/" + std::to_string(i), policy.data[i]);
   if (policy.temp) out.emplace_back("/temp", *policy.temp);
   return out;
 }
@@ -39,8 +42,9 @@ int run(const CheckOptions& options) {
     const KernelFeatures features = probe_kernel(config, ProbeScope{.network_namespaces = false});
     int missing = 0;
     for (const auto& verdict : unmet_capabilities(policy, features, config)) {
-      print_error(kCommand, std::string("cannot enforce \"") + std::string(row_key(verdict.row)) + "\" (" +
-                                std::string(row_title(verdict.row)) + "): " + verdict.reason);
+      print_error(kCommand, std::string("cannot enforce \"") + std::string(row_key(verdict.row)) +
+                                "\" (" + std::string(row_title(verdict.row)) +
+                                "): " + verdict.reason);
       ++missing;
     }
     OpenedPaths paths;
@@ -69,10 +73,12 @@ int run(const CheckOptions& options) {
 
 Runner add_sandbox_check(CLI::App& app) {
   auto options = std::make_shared<CheckOptions>();
-  auto* sub = app.add_subcommand(kCommand,
-                                 "Can this node run this policy? Exit 0 yes, 70 no (naming each missing "
-                                 "capability), 64 invalid policy.");
-  sub->add_option("policy", options->policy_path, "The policy (the SDK's Policy as JSON)")->required();
+  auto* sub =
+      app.add_subcommand(kCommand,
+                         "Can this node run this policy? Exit 0 yes, 70 no (naming each missing "
+                         "capability), 64 invalid policy.");
+  sub->add_option("policy", options->policy_path, "The policy (the SDK's Policy as JSON)")
+      ->required();
   sub->add_option("--config", options->config_path, "Node configuration file");
   return [options] { return run(*options); };
 }

@@ -39,8 +39,11 @@ LaunchRequest make_request(const ExecOptions& options) {
     request.setenv.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
   }
   for (int fd : options.keep_fds) {
-    if (fd < 3) throw Error(ErrorKind::Usage, "--keep-fd " + std::to_string(fd) + ": 0, 1 and 2 are always kept");
-    if (!descriptor_is_open(fd)) throw Error(ErrorKind::Usage, "--keep-fd " + std::to_string(fd) + ": not an open descriptor");
+    if (fd < 3)
+      throw Error(ErrorKind::Usage,
+                  "--keep-fd " + std::to_string(fd) + ": 0, 1 and 2 are always kept");
+    if (!descriptor_is_open(fd))
+      throw Error(ErrorKind::Usage, "--keep-fd " + std::to_string(fd) + ": not an open descriptor");
     request.keep_fds.push_back(fd);
   }
   return request;
@@ -50,7 +53,8 @@ int run(const ExecOptions& options) {
   StepError std_error;
   // Before anything is opened: a closed 0, 1 or 2 would otherwise be reused by our own files.
   if (!ensure_standard_descriptors(std_error)) {
-    print_error(kCommand, "step descriptors failed: " + std_error.what + ": " + errno_text(std_error.err));
+    print_error(kCommand,
+                "step descriptors failed: " + std_error.what + ": " + errno_text(std_error.err));
     return kExitSoftware;
   }
   try {
@@ -59,10 +63,12 @@ int run(const ExecOptions& options) {
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
     // Probe only what this policy's rows depend on: the launch path stays short.
-    const bool hard_limits = config.hard_limits && (policy.reservations.cpu || policy.reservations.memory_bytes);
-    const KernelFeatures features = probe_kernel(
-        config, ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute, .cgroup = hard_limits,
-                           .network_namespaces = false});
+    const bool hard_limits =
+        config.hard_limits && (policy.reservations.cpu || policy.reservations.memory_bytes);
+    const KernelFeatures features =
+        probe_kernel(config, ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute,
+                                        .cgroup = hard_limits,
+                                        .network_namespaces = false});
     OpenedPaths paths;
     const Plan plan = make_plan(policy, features, config, paths, request);
     if (options.explain) {
@@ -87,17 +93,21 @@ int run(const ExecOptions& options) {
 
 Runner add_sandbox_exec(CLI::App& app) {
   auto options = std::make_shared<ExecOptions>();
-  auto* sub = app.add_subcommand(kCommand,
-                                 "Apply the policy to this process (no_new_privs, Landlock, seccomp) "
-                                 "and exec ARGV. Exit 64 usage or invalid policy, 70 a step cannot be "
-                                 "applied in full, 71 the exec failed.");
-  sub->add_option("policy", options->policy_path, "The policy (the SDK's Policy as JSON)")->required();
+  auto* sub =
+      app.add_subcommand(kCommand,
+                         "Apply the policy to this process (no_new_privs, Landlock, seccomp) "
+                         "and exec ARGV. Exit 64 usage or invalid policy, 70 a step cannot be "
+                         "applied in full, 71 the exec failed.");
+  sub->add_option("policy", options->policy_path, "The policy (the SDK's Policy as JSON)")
+      ->required();
   sub->add_option("argv", options->argv, "The module's command, after --");
-  sub->add_option("--config", options->config_path,
-                  "Node configuration file (default: $OARBANK_AGENT_CONFIG, else /etc/oarbank/agent.json)");
+  sub->add_option(
+      "--config", options->config_path,
+      "Node configuration file (default: $OARBANK_AGENT_CONFIG, else /etc/oarbank/agent.json)");
   sub->add_option("--setenv", options->setenv, "Add NAME=VALUE to the module's environment")
       ->allow_extra_args(false);
-  sub->add_option("--keep-fd", options->keep_fds, "Pass this open descriptor to the module (repeatable)")
+  sub->add_option("--keep-fd", options->keep_fds,
+                  "Pass this open descriptor to the module (repeatable)")
       ->allow_extra_args(false);
   sub->add_flag("--explain", options->explain, "Print the compiled plan as JSON and run nothing");
   return [options] { return run(*options); };

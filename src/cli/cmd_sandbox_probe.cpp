@@ -56,8 +56,9 @@ int run(const std::vector<std::string>& args) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::memcpy(addr.sun_path + 1, arg.data(), std::min(arg.size(), sizeof addr.sun_path - 1));
-    return report(::connect(fd, reinterpret_cast<sockaddr*>(&addr),
-                            static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + arg.size())));
+    return report(
+        ::connect(fd, reinterpret_cast<sockaddr*>(&addr),
+                  static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + arg.size())));
   }
   if (op == "kill") return report(::kill(std::stoi(arg), 0));
   return 2;

@@ -37,7 +37,8 @@ int run(const ReportOptions& options) {
     }
     std::cout.flush();
     if (any_verification_failed(report)) {
-      print_error(kCommand, "a probe under the real launcher got through: a row marked enforced is not");
+      print_error(kCommand,
+                  "a probe under the real launcher got through: a row marked enforced is not");
       return kExitSoftware;
     }
     return 0;
@@ -54,16 +55,20 @@ int run(const ReportOptions& options) {
 
 Runner add_sandbox_report(CLI::App& app) {
   auto options = std::make_shared<ReportOptions>();
-  auto* sub = app.add_subcommand(kCommand,
-                                 "Print this node's enforcement report, computed by probing the running "
-                                 "kernel and cgroup setup. Exit 0 (70 when --verify catches a row that "
-                                 "is not enforced).");
+  auto* sub =
+      app.add_subcommand(kCommand,
+                         "Print this node's enforcement report, computed by probing the running "
+                         "kernel and cgroup setup. Exit 0 (70 when --verify catches a row that "
+                         "is not enforced).");
   sub->add_option("--config", options->config_path, "Node configuration file");
   sub->add_flag("--json", options->json, "Same as --format json");
-  sub->add_option("--format", options->format, "table (default), json, or nfd (a Kubernetes Node Feature Discovery feature file)")
+  sub->add_option(
+         "--format", options->format,
+         "table (default), json, or nfd (a Kubernetes Node Feature Discovery feature file)")
       ->check(CLI::IsMember({"table", "json", "nfd"}));
   sub->add_flag("--verify", options->verify,
-                "Prove each enforced row by launching probes under the real launcher that try the forbidden thing");
+                "Prove each enforced row by launching probes under the real launcher that try the "
+                "forbidden thing");
   return [options] { return run(*options); };
 }
 

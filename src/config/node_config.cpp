@@ -33,9 +33,10 @@ struct Reader {
   }
   std::uint64_t unsigned_int(const json& value, const std::string& pointer, std::uint64_t min,
                              std::uint64_t max) const {
-    if (!value.is_number_integer() || (!value.is_number_unsigned() && value.get<std::int64_t>() < 0)) {
-      fail(pointer, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max) +
-                        ", not " + std::string(json_type_name(value)));
+    if (!value.is_number_integer() ||
+        (!value.is_number_unsigned() && value.get<std::int64_t>() < 0)) {
+      fail(pointer, "must be an integer from " + std::to_string(min) + " to " +
+                        std::to_string(max) + ", not " + std::string(json_type_name(value)));
     }
     auto number = value.get<std::uint64_t>();
     if (number < min || number > max) {
@@ -44,7 +45,8 @@ struct Reader {
     return number;
   }
   const std::string& string(const json& value, const std::string& pointer) const {
-    if (!value.is_string()) fail(pointer, "must be a string, not " + std::string(json_type_name(value)));
+    if (!value.is_string())
+      fail(pointer, "must be a string, not " + std::string(json_type_name(value)));
     return value.get_ref<const std::string&>();
   }
   std::string path(const json& value, const std::string& pointer) const {
@@ -74,9 +76,11 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
         const std::string sub = json_pointer_append(pointer, field);
         // uid 0 is refused: a uid-0 module owns most of the system's files.
         if (field == "uid") {
-          config.module_uid = static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 4294967294U));
+          config.module_uid =
+              static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 4294967294U));
         } else if (field == "gid") {
-          config.module_gid = static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 4294967294U));
+          config.module_gid =
+              static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 4294967294U));
         } else {
           r.fail(sub, "unknown field");
         }
@@ -93,7 +97,8 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
       std::array<unsigned char, 16> buf{};
       if (!text_value.empty() && text_value.front() == '[') {
         auto close = text_value.find(']');
-        if (close == std::string::npos || close + 1 >= text_value.size() || text_value[close + 1] != ':') {
+        if (close == std::string::npos || close + 1 >= text_value.size() ||
+            text_value[close + 1] != ':') {
           r.fail(pointer, form);
         }
         host = text_value.substr(1, close - 1);
@@ -121,7 +126,8 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
     } else if (key == "broker_socket") {
       config.broker_socket = r.path(value, pointer);
       // sun_path holds 108 bytes with the terminating NUL.
-      if (config.broker_socket.size() > 107) r.fail(pointer, "is longer than a unix socket path can be (107 bytes)");
+      if (config.broker_socket.size() > 107)
+        r.fail(pointer, "is longer than a unix socket path can be (107 bytes)");
     } else if (key == "hard_limits") {
       if (!value.is_boolean()) r.fail(pointer, "must be true or false");
       config.hard_limits = value.get<bool>();
@@ -132,8 +138,9 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
       config.cgroup_parent = value.is_null() ? std::nullopt : std::optional(r.path(value, pointer));
     } else if (key == "landlock_abi_max") {
       config.landlock_abi_max =
-          value.is_null() ? std::nullopt
-                          : std::optional(static_cast<int>(r.unsigned_int(value, pointer, 0, kNewestKnownAbi)));
+          value.is_null()
+              ? std::nullopt
+              : std::optional(static_cast<int>(r.unsigned_int(value, pointer, 0, kNewestKnownAbi)));
     } else {
       r.fail(pointer, "unknown key");
     }
@@ -171,7 +178,8 @@ json node_config_to_json(const NodeConfig& config) {
       {"hard_limits", config.hard_limits},
       {"pids_max", config.pids_max ? json(*config.pids_max) : json(nullptr)},
       {"cgroup_parent", config.cgroup_parent ? json(*config.cgroup_parent) : json(nullptr)},
-      {"landlock_abi_max", config.landlock_abi_max ? json(*config.landlock_abi_max) : json(nullptr)},
+      {"landlock_abi_max",
+       config.landlock_abi_max ? json(*config.landlock_abi_max) : json(nullptr)},
   };
 }
 

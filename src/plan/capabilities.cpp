@@ -30,16 +30,20 @@ struct RowInfo {
 
 constexpr RowInfo kRows[] = {
     {CapabilityRow::Filesystem, "filesystem", "filesystem, net.none, exec_writable deny, GPU"},
-    {CapabilityRow::EgressAllowlist, "net.egress-allowlist", "net.egress-allowlist, no loopback, no link-local"},
+    {CapabilityRow::EgressAllowlist, "net.egress-allowlist",
+     "net.egress-allowlist, no loopback, no link-local"},
     {CapabilityRow::Ipc, "ipc", "IPC"},
     {CapabilityRow::EgressAny, "net.egress-any", "net.egress-any"},
     {CapabilityRow::StatHiding, "stat-hiding", "hiding which files exist"},
-    {CapabilityRow::GpuDevices, "devices.gpu", "GPU device nodes (/dev/dri, /dev/nvidia*, /dev/kfd)"},
-    {CapabilityRow::CgroupContainer, "container.cgroup", "process container: cgroup v2 leaf (else process group only)"},
+    {CapabilityRow::GpuDevices, "devices.gpu",
+     "GPU device nodes (/dev/dri, /dev/nvidia*, /dev/kfd)"},
+    {CapabilityRow::CgroupContainer, "container.cgroup",
+     "process container: cgroup v2 leaf (else process group only)"},
     {CapabilityRow::LimitCpu, "limit.cpu", "hard limit: cpu.max"},
     {CapabilityRow::LimitMemory, "limit.memory", "hard limit: memory.max"},
     {CapabilityRow::LimitPids, "limit.pids", "hard limit: pids.max"},
-    {CapabilityRow::EgressNetns, "egress.netns", "egress confinement: network namespace (else port only)"},
+    {CapabilityRow::EgressNetns, "egress.netns",
+     "egress confinement: network namespace (else port only)"},
     {CapabilityRow::ExecWritableScope, "known-limit.exec-writable",
      "exec_writable deny also stops interpreters, ld.so, mmap(PROT_EXEC) and memfd"},
     {CapabilityRow::MetadataCalls, "known-limit.metadata",
@@ -102,15 +106,18 @@ int min_abi(CapabilityRow row) {
   }
 }
 
-std::string landlock_shortfall(int needed, const KernelFeatures& features, const NodeConfig& config) {
-  std::string need = fmt::format("needs Landlock ABI {} ({})", needed, landlock::linux_release_for_abi(needed));
+std::string landlock_shortfall(int needed, const KernelFeatures& features,
+                               const NodeConfig& config) {
+  std::string need =
+      fmt::format("needs Landlock ABI {} ({})", needed, landlock::linux_release_for_abi(needed));
   if (features.landlock == LandlockState::NotBuilt) return need + "; this kernel has no Landlock";
   if (features.landlock == LandlockState::Disabled) {
     return need + "; Landlock is built into this kernel but disabled at boot (lsm=)";
   }
   if (config.landlock_abi_max && *config.landlock_abi_max < features.landlock_abi) {
-    return fmt::format("{}; this node's configuration caps Landlock at ABI {} (the kernel has ABI {})",
-                       need, *config.landlock_abi_max, features.landlock_abi);
+    return fmt::format(
+        "{}; this node's configuration caps Landlock at ABI {} (the kernel has ABI {})", need,
+        *config.landlock_abi_max, features.landlock_abi);
   }
   return fmt::format("{}; this kernel has ABI {}", need, features.landlock_abi);
 }
@@ -120,13 +127,16 @@ std::string landlock_shortfall(int needed, const KernelFeatures& features, const
 namespace {
 
 bool has_controller(const CgroupFacts& cgroup, std::string_view name) {
-  return std::find(cgroup.controllers.begin(), cgroup.controllers.end(), name) != cgroup.controllers.end();
+  return std::find(cgroup.controllers.begin(), cgroup.controllers.end(), name) !=
+         cgroup.controllers.end();
 }
 
-CapabilityVerdict landlock_row(CapabilityRow row, const KernelFeatures& features, const NodeConfig& config) {
+CapabilityVerdict landlock_row(CapabilityRow row, const KernelFeatures& features,
+                               const NodeConfig& config) {
   const int needed = min_abi(row);
   const int abi = effective_landlock_abi(features, config);
-  if (abi < needed) return {row, CapabilityStatus::Unavailable, landlock_shortfall(needed, features, config)};
+  if (abi < needed)
+    return {row, CapabilityStatus::Unavailable, landlock_shortfall(needed, features, config)};
   if (!features.seccomp_filter) {
     return {row, CapabilityStatus::Unavailable, "needs seccomp filters; this kernel has none"};
   }
@@ -138,31 +148,38 @@ CapabilityVerdict container_row(const KernelFeatures& features) {
   const auto& cg = features.cgroup;
   const CapabilityRow row = CapabilityRow::CgroupContainer;
   if (!cg.probed) return {row, CapabilityStatus::Unavailable, "cgroups were not probed"};
-  if (!cg.mounted) return {row, CapabilityStatus::Unavailable, "no cgroup2 file system is mounted: process group only"};
+  if (!cg.mounted)
+    return {row, CapabilityStatus::Unavailable,
+            "no cgroup2 file system is mounted: process group only"};
   if (!cg.parent_writable) {
     return {row, CapabilityStatus::Unavailable,
-            fmt::format("{} is not delegated to the agent (not writable): process group only", cg.parent)};
+            fmt::format("{} is not delegated to the agent (not writable): process group only",
+                        cg.parent)};
   }
   if (!cg.kill_file && !cg.freeze_file) {
-    return {row, CapabilityStatus::Unavailable, "this kernel's cgroup2 has neither cgroup.kill nor cgroup.freeze"};
+    return {row, CapabilityStatus::Unavailable,
+            "this kernel's cgroup2 has neither cgroup.kill nor cgroup.freeze"};
   }
   return {row, CapabilityStatus::Enforced,
           fmt::format("leaves under {}{}", cg.parent,
                       cg.kill_file ? "" : " (no cgroup.kill: freeze, kill each, thaw)")};
 }
 
-CapabilityVerdict limit_row(CapabilityRow row, std::string_view controller, const KernelFeatures& features) {
+CapabilityVerdict limit_row(CapabilityRow row, std::string_view controller,
+                            const KernelFeatures& features) {
   auto container = container_row(features);
   if (container.status != CapabilityStatus::Enforced) {
     return {row, CapabilityStatus::Unavailable, "no cgroup v2 container: " + container.reason};
   }
   if (!has_controller(features.cgroup, controller)) {
-    return {row, CapabilityStatus::Unavailable,
-            fmt::format("the {} controller is not available in {} (cgroup.controllers); on a hybrid "
-                        "layout it is bound to cgroup v1",
-                        controller, features.cgroup.parent)};
+    return {
+        row, CapabilityStatus::Unavailable,
+        fmt::format("the {} controller is not available in {} (cgroup.controllers); on a hybrid "
+                    "layout it is bound to cgroup v1",
+                    controller, features.cgroup.parent)};
   }
-  return {row, CapabilityStatus::Enforced, fmt::format("the {} controller is available", controller)};
+  return {row, CapabilityStatus::Enforced,
+          fmt::format("the {} controller is available", controller)};
 }
 
 }  // namespace
@@ -175,18 +192,21 @@ CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& f
     case CapabilityRow::Ipc:
       return landlock_row(row, features, config);
     case CapabilityRow::EgressAny:
-      return {row, CapabilityStatus::Unavailable,
-              "Landlock filters ports, not addresses, so loopback and link-local cannot be refused"};
+      return {
+          row, CapabilityStatus::Unavailable,
+          "Landlock filters ports, not addresses, so loopback and link-local cannot be refused"};
     case CapabilityRow::StatHiding:
       return {row, CapabilityStatus::NotPromised, "Landlock does not restrict stat"};
     case CapabilityRow::GpuDevices: {
       auto fs = landlock_row(CapabilityRow::Filesystem, features, config);
       if (fs.status != CapabilityStatus::Enforced) return {row, fs.status, fs.reason};
       if (features.gpu_device_nodes.empty()) {
-        return {row, CapabilityStatus::Unavailable, "this node has no GPU device node (/dev/dri, /dev/nvidia*, /dev/kfd)"};
+        return {row, CapabilityStatus::Unavailable,
+                "this node has no GPU device node (/dev/dri, /dev/nvidia*, /dev/kfd)"};
       }
       std::string nodes;
-      for (const auto& node : features.gpu_device_nodes) nodes += (nodes.empty() ? "" : ", ") + node;
+      for (const auto& node : features.gpu_device_nodes)
+        nodes += (nodes.empty() ? "" : ", ") + node;
       return {row, CapabilityStatus::Enforced,
               effective_landlock_abi(features, config) >= 5
                   ? "device nodes " + nodes + "; device ioctls governed (Landlock ABI 5)"
@@ -203,15 +223,17 @@ CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& f
     case CapabilityRow::EgressNetns:
       // sandbox-run does not create network namespaces yet (the proxy's issue): say so rather
       // than infer from what the kernel could do.
-      return {row, CapabilityStatus::Unavailable,
-              features.network_namespaces
-                  ? "port only: this node can create network namespaces, but the agent does not yet "
-                    "confine modules in one; a module can reach any host on the proxy's port"
-                  : "port only: a module can reach any host that listens on the proxy's port"};
+      return {
+          row, CapabilityStatus::Unavailable,
+          features.network_namespaces
+              ? "port only: this node can create network namespaces, but the agent does not yet "
+                "confine modules in one; a module can reach any host on the proxy's port"
+              : "port only: a module can reach any host that listens on the proxy's port"};
     case CapabilityRow::ExecWritableScope:
-      return {row, CapabilityStatus::NotPromised,
-              "exec_writable deny refuses execve of written files; interpreters, the dynamic loader, "
-              "mmap(PROT_EXEC) and memfd still run code the module wrote"};
+      return {
+          row, CapabilityStatus::NotPromised,
+          "exec_writable deny refuses execve of written files; interpreters, the dynamic loader, "
+          "mmap(PROT_EXEC) and memfd still run code the module wrote"};
     case CapabilityRow::MetadataCalls:
       return {row, CapabilityStatus::NotPromised,
               "Landlock does not govern chmod, chown, utimes or xattrs; the module user's file "
@@ -238,7 +260,8 @@ std::vector<CapabilityRow> rows_needed_by(const Policy& policy, const NodeConfig
   if (policy.ipc_isolation == IpcIsolation::Required) rows.push_back(CapabilityRow::Ipc);
   if (policy.gpu == GpuMode::Compute) rows.push_back(CapabilityRow::GpuDevices);
   if (config.hard_limits && policy.reservations.cpu) rows.push_back(CapabilityRow::LimitCpu);
-  if (config.hard_limits && policy.reservations.memory_bytes) rows.push_back(CapabilityRow::LimitMemory);
+  if (config.hard_limits && policy.reservations.memory_bytes)
+    rows.push_back(CapabilityRow::LimitMemory);
   return rows;
 }
 

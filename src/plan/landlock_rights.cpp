@@ -8,22 +8,14 @@ namespace oarbank::landlock {
 namespace {
 
 constexpr std::pair<std::uint64_t, const char*> kFsRights[] = {
-    {LANDLOCK_ACCESS_FS_EXECUTE, "execute"},
-    {LANDLOCK_ACCESS_FS_WRITE_FILE, "write_file"},
-    {LANDLOCK_ACCESS_FS_READ_FILE, "read_file"},
-    {LANDLOCK_ACCESS_FS_READ_DIR, "read_dir"},
-    {LANDLOCK_ACCESS_FS_REMOVE_DIR, "remove_dir"},
-    {LANDLOCK_ACCESS_FS_REMOVE_FILE, "remove_file"},
-    {LANDLOCK_ACCESS_FS_MAKE_CHAR, "make_char"},
-    {LANDLOCK_ACCESS_FS_MAKE_DIR, "make_dir"},
-    {LANDLOCK_ACCESS_FS_MAKE_REG, "make_reg"},
-    {LANDLOCK_ACCESS_FS_MAKE_SOCK, "make_sock"},
-    {LANDLOCK_ACCESS_FS_MAKE_FIFO, "make_fifo"},
-    {LANDLOCK_ACCESS_FS_MAKE_BLOCK, "make_block"},
-    {LANDLOCK_ACCESS_FS_MAKE_SYM, "make_sym"},
-    {LANDLOCK_ACCESS_FS_REFER, "refer"},
-    {LANDLOCK_ACCESS_FS_TRUNCATE, "truncate"},
-    {LANDLOCK_ACCESS_FS_IOCTL_DEV, "ioctl_dev"},
+    {LANDLOCK_ACCESS_FS_EXECUTE, "execute"},       {LANDLOCK_ACCESS_FS_WRITE_FILE, "write_file"},
+    {LANDLOCK_ACCESS_FS_READ_FILE, "read_file"},   {LANDLOCK_ACCESS_FS_READ_DIR, "read_dir"},
+    {LANDLOCK_ACCESS_FS_REMOVE_DIR, "remove_dir"}, {LANDLOCK_ACCESS_FS_REMOVE_FILE, "remove_file"},
+    {LANDLOCK_ACCESS_FS_MAKE_CHAR, "make_char"},   {LANDLOCK_ACCESS_FS_MAKE_DIR, "make_dir"},
+    {LANDLOCK_ACCESS_FS_MAKE_REG, "make_reg"},     {LANDLOCK_ACCESS_FS_MAKE_SOCK, "make_sock"},
+    {LANDLOCK_ACCESS_FS_MAKE_FIFO, "make_fifo"},   {LANDLOCK_ACCESS_FS_MAKE_BLOCK, "make_block"},
+    {LANDLOCK_ACCESS_FS_MAKE_SYM, "make_sym"},     {LANDLOCK_ACCESS_FS_REFER, "refer"},
+    {LANDLOCK_ACCESS_FS_TRUNCATE, "truncate"},     {LANDLOCK_ACCESS_FS_IOCTL_DEV, "ioctl_dev"},
 };
 constexpr std::pair<std::uint64_t, const char*> kNetRights[] = {
     {LANDLOCK_ACCESS_NET_BIND_TCP, "bind_tcp"},
@@ -35,7 +27,8 @@ constexpr std::pair<std::uint64_t, const char*> kScopes[] = {
 };
 
 template <std::size_t N>
-std::vector<std::string> names(std::uint64_t bits, const std::pair<std::uint64_t, const char*> (&table)[N]) {
+std::vector<std::string> names(std::uint64_t bits,
+                               const std::pair<std::uint64_t, const char*> (&table)[N]) {
   std::vector<std::string> out;
   for (const auto& [bit, name] : table) {
     if ((bits & bit) != 0) out.emplace_back(name);

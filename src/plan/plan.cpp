@@ -12,8 +12,8 @@ namespace oarbank {
 
 const std::vector<std::string>& base_read_execute_paths() {
   static const std::vector<std::string> kPaths = {
-      "/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt", "/proc",
-      "/sys/devices/system/cpu"};
+      "/usr",  "/lib", "/lib32", "/lib64", "/bin",
+      "/sbin", "/etc", "/opt",   "/proc",  "/sys/devices/system/cpu"};
   return kPaths;
 }
 
@@ -23,7 +23,8 @@ const std::vector<std::string>& base_device_paths() {
   return kPaths;
 }
 
-std::vector<CapabilityVerdict> unmet_capabilities(const Policy& policy, const KernelFeatures& features,
+std::vector<CapabilityVerdict> unmet_capabilities(const Policy& policy,
+                                                  const KernelFeatures& features,
                                                   const NodeConfig& config) {
   std::vector<CapabilityVerdict> unmet;
   for (auto row : rows_needed_by(policy, config)) {
@@ -103,10 +104,13 @@ std::vector<std::string> module_environment(const Policy& policy, const NodeConf
     if (name == "PATH" || name == "LANG" || name == "HOME") {
       // The caller may choose these; replace the default.
       std::erase_if(env, [&](const std::string& e) { return e.starts_with(name + "="); });
-    } else if (sandbox_sets({env.begin(), env.begin() + static_cast<std::ptrdiff_t>(sandbox_count)}, name) ||
-               name == "no_proxy" || name == "NO_PROXY" || name == "ALL_PROXY" || name == "all_proxy") {
-      throw Error(ErrorKind::Usage,
-                  fmt::format("--setenv {}: the sandbox sets or withholds this variable itself", name));
+    } else if (sandbox_sets({env.begin(), env.begin() + static_cast<std::ptrdiff_t>(sandbox_count)},
+                            name) ||
+               name == "no_proxy" || name == "NO_PROXY" || name == "ALL_PROXY" ||
+               name == "all_proxy") {
+      throw Error(
+          ErrorKind::Usage,
+          fmt::format("--setenv {}: the sandbox sets or withholds this variable itself", name));
     }
     env.push_back(name + "=" + value);
   }
@@ -123,7 +127,8 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
   }
 
   Plan plan;
-  for (auto row : rows_needed_by(policy, config)) plan.relies_on.push_back(evaluate_capability(row, features, config));
+  for (auto row : rows_needed_by(policy, config))
+    plan.relies_on.push_back(evaluate_capability(row, features, config));
 
   LandlockPlan& ll = plan.landlock;
   ll.abi = effective_landlock_abi(features, config);
@@ -138,10 +143,12 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
   RuleBuilder rules(paths, ll);
   rules.required("/bundle", policy.bundle, read_exec, "bundle: read and execute");
   for (std::size_t i = 0; i < policy.runtime.size(); ++i) {
-    rules.required(fmt::format("/runtime/{}", i), policy.runtime[i], read_exec, "runtime: read and execute");
+    rules.required(fmt::format("/runtime/{}", i), policy.runtime[i], read_exec,
+                   "runtime: read and execute");
   }
   for (std::size_t i = 0; i < policy.tools.size(); ++i) {
-    rules.required(fmt::format("/tools/{}", i), policy.tools[i], read_exec, "tools: read and execute");
+    rules.required(fmt::format("/tools/{}", i), policy.tools[i], read_exec,
+                   "tools: read and execute");
   }
   const std::string writable_why =
       policy.exec_writable ? "every file right (exec_writable)" : "every file right but execute";
@@ -165,20 +172,22 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
   }
   if (policy.gpu == GpuMode::Compute) {
     // Device ioctls are governed from ABI 5 (Linux 6.10); GPU compute needs them.
-    const std::uint64_t gpu = landlock::device_rw_rights() | LANDLOCK_ACCESS_FS_READ_DIR |
-                              LANDLOCK_ACCESS_FS_IOCTL_DEV;
+    const std::uint64_t gpu =
+        landlock::device_rw_rights() | LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_IOCTL_DEV;
     for (const auto& node : features.gpu_device_nodes) {
       rules.optional(node, gpu, "devices.gpu compute: read, write and device ioctls");
     }
   }
 
   if (policy.net == NetMode::EgressAllowlist) {
-    ll.port_rules.push_back(LandlockPortRule{config.proxy_port, LANDLOCK_ACCESS_NET_CONNECT_TCP,
-                                             "egress-allowlist: TCP connect to the agent's proxy port alone"});
+    ll.port_rules.push_back(
+        LandlockPortRule{config.proxy_port, LANDLOCK_ACCESS_NET_CONNECT_TCP,
+                         "egress-allowlist: TCP connect to the agent's proxy port alone"});
   }
 
   plan.filter = seccomp::variant_for(policy);
-  if (features.running_as_root) plan.identity = IdentityPlan{true, config.module_uid, config.module_gid};
+  if (features.running_as_root)
+    plan.identity = IdentityPlan{true, config.module_uid, config.module_gid};
   plan.environment = module_environment(policy, config, request);
   plan.argv = request.argv;
   plan.keep_fds = request.keep_fds;

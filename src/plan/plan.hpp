@@ -78,7 +78,8 @@ const std::vector<std::string>& base_read_execute_paths();
 const std::vector<std::string>& base_device_paths();
 
 // The rows this policy needs and this node does not enforce (empty: the node can run it).
-std::vector<CapabilityVerdict> unmet_capabilities(const Policy& policy, const KernelFeatures& features,
+std::vector<CapabilityVerdict> unmet_capabilities(const Policy& policy,
+                                                  const KernelFeatures& features,
                                                   const NodeConfig& config);
 
 // Throws Error(Unenforceable) naming the report row, missing path or missing device, and

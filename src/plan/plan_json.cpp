@@ -29,8 +29,9 @@ json explain_plan(const Plan& plan, const Policy& policy, const KernelFeatures& 
   }
   json port_rules = json::array();
   for (const auto& rule : plan.landlock.port_rules) {
-    port_rules.push_back(
-        {{"port", rule.port}, {"access", landlock::net_right_names(rule.access)}, {"why", rule.why}});
+    port_rules.push_back({{"port", rule.port},
+                          {"access", landlock::net_right_names(rule.access)},
+                          {"why", rule.why}});
   }
   json seccomp_rules = json::array();
   for (const auto& rule : seccomp::rules_for(plan.filter)) {
@@ -69,11 +70,15 @@ json explain_plan(const Plan& plan, const Policy& policy, const KernelFeatures& 
         {"syscalls_above", seccomp::kHighestReviewedSyscallX86_64},
         {"syscalls_above_errno", "ENOSYS"},
         {"rules", seccomp_rules}}},
-      {"identity",
-       plan.identity.change
-           ? json{{"change", true}, {"uid", plan.identity.uid}, {"gid", plan.identity.gid},
-                  {"supplementary_groups", json::array()}, {"capabilities", "none in any set"}}
-           : json{{"change", false}, {"capabilities", "none in the effective, permitted, inheritable and ambient sets"}}},
+      {"identity", plan.identity.change
+                       ? json{{"change", true},
+                              {"uid", plan.identity.uid},
+                              {"gid", plan.identity.gid},
+                              {"supplementary_groups", json::array()},
+                              {"capabilities", "none in any set"}}
+                       : json{{"change", false},
+                              {"capabilities",
+                               "none in the effective, permitted, inheritable and ambient sets"}}},
       {"environment", plan.environment},
       {"argv", plan.argv},
       {"file_descriptors", fds},

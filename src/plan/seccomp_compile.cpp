@@ -75,10 +75,12 @@ std::vector<sock_filter> compile(const FilterVariant& variant) {
     }
     std::vector<scmp_arg_cmp> args;
     for (const auto& check : rule.args) args.push_back(to_libseccomp(check));
-    int rc = seccomp_rule_add_array(ctx.get(), SCMP_ACT_ERRNO(static_cast<std::uint32_t>(rule.errno_value)),
+    int rc = seccomp_rule_add_array(ctx.get(),
+                                    SCMP_ACT_ERRNO(static_cast<std::uint32_t>(rule.errno_value)),
                                     nr, static_cast<unsigned>(args.size()), args.data());
     if (rc != 0) {
-      throw std::runtime_error(fmt::format("libseccomp refused the rule for {}: {}", rule.syscall, rc));
+      throw std::runtime_error(
+          fmt::format("libseccomp refused the rule for {}: {}", rule.syscall, rc));
     }
   }
   // Export through a pipe-free path: seccomp_export_bpf writes to a file descriptor.
@@ -91,7 +93,8 @@ std::vector<sock_filter> compile(const FilterVariant& variant) {
   std::vector<sock_filter> program = ceiling_prefix();
   rewind(file.get());
   sock_filter instruction{};
-  while (fread(&instruction, sizeof instruction, 1, file.get()) == 1) program.push_back(instruction);
+  while (fread(&instruction, sizeof instruction, 1, file.get()) == 1)
+    program.push_back(instruction);
   if (program.size() > BPF_MAXINSNS) throw std::runtime_error("filter longer than BPF_MAXINSNS");
   return program;
 }

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 #include <linux/sched.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
 
 #include <cerrno>
 #include <cstring>
@@ -99,10 +99,12 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
       // would escape them.
       for (std::uint64_t type = 0; type <= kSockTypeMask; ++type) {
         if (type == SOCK_STREAM) continue;
-        rules.push_back(Rule{"socket", -1, EPROTONOSUPPORT,
-                             {{0, Compare::Equal, family, 0},
-                              {1, Compare::MaskedEqual, type, kSockTypeMask}},
-                             "egress-allowlist: stream sockets only (Landlock governs TCP alone)"});
+        rules.push_back(
+            Rule{"socket",
+                 -1,
+                 EPROTONOSUPPORT,
+                 {{0, Compare::Equal, family, 0}, {1, Compare::MaskedEqual, type, kSockTypeMask}},
+                 "egress-allowlist: stream sockets only (Landlock governs TCP alone)"});
       }
       // SOCK_STREAM with IPPROTO_SCTP or IPPROTO_MPTCP is not TCP to Landlock either.
       refuse_unless_in(rules, "socket", 2, {0, IPPROTO_TCP}, IPPROTO_TCP, EPROTONOSUPPORT,
@@ -115,12 +117,21 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
     // so clients fall back to connect().
     const char* tfo_why =
         "MSG_FASTOPEN connects without passing Landlock's connect check (landlock-lsm/linux#41)";
-    rules.push_back(Rule{"sendto", -1, EOPNOTSUPP,
-                         {{3, Compare::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}}, tfo_why});
-    rules.push_back(Rule{"sendmsg", -1, EOPNOTSUPP,
-                         {{2, Compare::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}}, tfo_why});
-    rules.push_back(Rule{"sendmmsg", -1, EOPNOTSUPP,
-                         {{3, Compare::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}}, tfo_why});
+    rules.push_back(Rule{"sendto",
+                         -1,
+                         EOPNOTSUPP,
+                         {{3, Compare::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}},
+                         tfo_why});
+    rules.push_back(Rule{"sendmsg",
+                         -1,
+                         EOPNOTSUPP,
+                         {{2, Compare::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}},
+                         tfo_why});
+    rules.push_back(Rule{"sendmmsg",
+                         -1,
+                         EOPNOTSUPP,
+                         {{3, Compare::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}},
+                         tfo_why});
   }
   refuse_unless_in(rules, "socketpair", 0, {AF_UNIX}, kHighestFamily, EAFNOSUPPORT, {},
                    "socketpair stays for unix pairs (event loops need it); other families "
@@ -139,15 +150,22 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
        {std::uint64_t{CLONE_NEWNS}, std::uint64_t{CLONE_NEWCGROUP}, std::uint64_t{CLONE_NEWUTS},
         std::uint64_t{CLONE_NEWIPC}, std::uint64_t{CLONE_NEWUSER}, std::uint64_t{CLONE_NEWPID},
         std::uint64_t{CLONE_NEWNET}}) {
-    rules.push_back(Rule{"clone", -1, EPERM, {{0, Compare::MaskedEqual, flag, flag}},
+    rules.push_back(Rule{"clone",
+                         -1,
+                         EPERM,
+                         {{0, Compare::MaskedEqual, flag, flag}},
                          fmt::format("namespace flag {:#x} on clone", flag)});
   }
   add(rules, {"clone3"}, ENOSYS,
       "clone3's flags are in memory the filter cannot read; ENOSYS makes libc fall back to clone");
-  add(rules, {"mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
-              "move_mount", "open_tree", "mount_setattr"},
+  add(rules,
+      {"mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
+       "move_mount", "open_tree", "mount_setattr"},
       EPERM, "mounting changes what paths the Landlock rules resolve to");
-  rules.push_back(Rule{"open_tree_attr", 467, EPERM, {},
+  rules.push_back(Rule{"open_tree_attr",
+                       467,
+                       EPERM,
+                       {},
                        "mounting changes what paths the Landlock rules resolve to (Linux 6.15)"});
 
   // --- Other processes and the kernel.
@@ -157,27 +175,36 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
   add(rules, {"bpf"}, EPERM, "bpf programs run in the kernel");
   add(rules, {"add_key", "request_key", "keyctl"}, EPERM,
       "keyrings are shared with the caller's session");
-  add(rules, {"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load"}, EPERM,
-      "kernel modules and kernels");
+  add(rules, {"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load"},
+      EPERM, "kernel modules and kernels");
   add(rules, {"userfaultfd"}, EPERM, "widens kernel races; no module needs it");
   add(rules, {"open_by_handle_at", "name_to_handle_at"}, EPERM,
       "file handles open files without a path walk, so around Landlock");
-  add(rules, {"reboot", "swapon", "swapoff", "acct", "iopl", "ioperm", "modify_ldt", "uselib",
-              "quotactl", "syslog", "vhangup"},
+  add(rules,
+      {"reboot", "swapon", "swapoff", "acct", "iopl", "ioperm", "modify_ldt", "uselib", "quotactl",
+       "syslog", "vhangup"},
       EPERM, "privileged machine operations");
 
   // --- Local IPC outside the broker (the page: "no local IPC except the broker").
-  add(rules, {"msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl",
-              "shmget", "shmat", "shmdt", "shmctl"},
+  add(rules,
+      {"msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl", "shmget",
+       "shmat", "shmdt", "shmctl"},
       EPERM, "System V IPC objects are shared by every process of the module user");
-  add(rules, {"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"},
+  add(rules,
+      {"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"},
       EPERM, "POSIX message queues are shared by every process of the module user");
 
   // --- A terminal it inherited: pushing input into it runs commands as the caller.
   // The kernel reads ioctl's command as 32 bits, so the upper half is masked off.
-  rules.push_back(Rule{"ioctl", -1, EPERM, {{1, Compare::MaskedEqual, TIOCSTI, 0xffffffffULL}},
+  rules.push_back(Rule{"ioctl",
+                       -1,
+                       EPERM,
+                       {{1, Compare::MaskedEqual, TIOCSTI, 0xffffffffULL}},
                        "TIOCSTI would inject input into an inherited terminal"});
-  rules.push_back(Rule{"ioctl", -1, EPERM, {{1, Compare::MaskedEqual, TIOCLINUX, 0xffffffffULL}},
+  rules.push_back(Rule{"ioctl",
+                       -1,
+                       EPERM,
+                       {{1, Compare::MaskedEqual, TIOCLINUX, 0xffffffffULL}},
                        "TIOCLINUX can paste into a virtual console"});
   return rules;
 }

@@ -16,8 +16,8 @@ namespace oarbank::seccomp {
 
 // The policy switches the filter depends on. Each combination is compiled once, at build time.
 struct FilterVariant {
-  bool inet = false;               // IPv4 and IPv6 sockets (net is not "none")
-  bool unix_sockets = false;       // the broker grant
+  bool inet = false;          // IPv4 and IPv6 sockets (net is not "none")
+  bool unix_sockets = false;  // the broker grant
   [[nodiscard]] int index() const { return (inet ? 2 : 0) | (unix_sockets ? 1 : 0); }
   [[nodiscard]] std::string name() const;
   friend bool operator==(const FilterVariant&, const FilterVariant&) = default;
@@ -37,10 +37,10 @@ struct ArgCheck {
 };
 
 struct Rule {
-  std::string syscall;          // name as libseccomp knows it
+  std::string syscall;             // name as libseccomp knows it
   int syscall_number_x86_64 = -1;  // for syscalls newer than Debian 12's libseccomp knows
-  int errno_value = 0;          // the refusal's errno
-  std::vector<ArgCheck> args;   // all must hold (AND)
+  int errno_value = 0;             // the refusal's errno
+  std::vector<ArgCheck> args;      // all must hold (AND)
   std::string why;
 };
 
@@ -49,7 +49,6 @@ struct Rule {
 // (as io_uring was for socket). Programs treat ENOSYS as "this kernel is too old" and fall
 // back. 469 is file_setattr (Linux 6.17), the newest syscall reviewed for x86_64.
 inline constexpr std::uint32_t kHighestReviewedSyscallX86_64 = 469;
-
 
 std::vector<Rule> rules_for(const FilterVariant& variant);
 

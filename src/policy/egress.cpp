@@ -9,9 +9,7 @@
 namespace oarbank {
 namespace {
 
-bool is_ldh(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-}
+bool is_ldh(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }
 
 // A DNS name in ASCII (IDNs in punycode): labels of letters, digits and hyphens, 1 to 63
 // characters, not starting or ending with a hyphen, 253 characters in all.
@@ -156,7 +154,9 @@ std::optional<EgressDestination> parse_egress_destination(std::string_view text,
       // "*.com" would allow every name under a top-level domain: a wildcard needs a
       // registrable name (two labels at least) under it.
       if (dest.any_subdomain && host.find('.') == std::string::npos) {
-        problem = "a wildcard must stand above a name of two labels at least (\"*.example.com\", not \"*.com\")";
+        problem =
+            "a wildcard must stand above a name of two labels at least (\"*.example.com\", not "
+            "\"*.com\")";
         return std::nullopt;
       }
     }

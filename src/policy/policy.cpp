@@ -48,8 +48,9 @@ void require_type(const json& value, json::value_t type, std::string_view expect
   bool ok = value.type() == type;
   if (type == json::value_t::number_integer) ok = value.is_number_integer();
   if (type == json::value_t::number_float) ok = value.is_number();
-  if (!ok) fail(pointer, std::string("must be ") + std::string(expected) + ", not " +
-                             std::string(json_type_name(value)));
+  if (!ok)
+    fail(pointer, std::string("must be ") + std::string(expected) + ", not " +
+                      std::string(json_type_name(value)));
 }
 
 std::string get_path(const json& value, const std::string& pointer) {
@@ -79,7 +80,8 @@ Enum get_enum(const json& value, const std::string& pointer,
               const std::pair<std::string_view, Enum> (&choices)[N]) {
   std::string expected;
   for (std::size_t i = 0; i < N; ++i) {
-    expected += fmt::format("{}\"{}\"", i == 0 ? "" : (i + 1 == N ? " or " : ", "), choices[i].first);
+    expected +=
+        fmt::format("{}\"{}\"", i == 0 ? "" : (i + 1 == N ? " or " : ", "), choices[i].first);
   }
   require_type(value, json::value_t::string, fmt::format("one of {}", expected), pointer);
   const auto& text = value.get_ref<const std::string&>();
@@ -102,20 +104,21 @@ std::uint64_t get_memory(const json& value, const std::string& pointer) {
     const auto& text = value.get_ref<const std::string&>();
     std::uint64_t multiplier = 0;
     std::string digits;
-    for (auto [suffix, factor] : {std::pair{"Ki", 1ULL << 10}, {"Mi", 1ULL << 20},
-                                  {"Gi", 1ULL << 30}}) {
+    for (auto [suffix, factor] :
+         {std::pair{"Ki", 1ULL << 10}, {"Mi", 1ULL << 20}, {"Gi", 1ULL << 30}}) {
       if (text.size() > 2 && text.ends_with(suffix)) {
         multiplier = factor;
         digits = text.substr(0, text.size() - 2);
       }
     }
-    if (multiplier == 0) fail(pointer, "must be bytes as an integer, or a string like \"512Mi\" (Ki, Mi or Gi)");
+    if (multiplier == 0)
+      fail(pointer, "must be bytes as an integer, or a string like \"512Mi\" (Ki, Mi or Gi)");
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) {
       fail(pointer, "must be a whole number followed by Ki, Mi or Gi");
     }
     // At most 19 digits fit std::stoull; the product must not wrap around.
-    if (auto first = digits.find_first_not_of('0'); first != std::string::npos &&
-                                                    digits.size() - first > 19) {
+    if (auto first = digits.find_first_not_of('0');
+        first != std::string::npos && digits.size() - first > 19) {
       fail(pointer, "is more memory than any node has");
     }
     const std::uint64_t number = std::stoull(digits);
@@ -131,7 +134,8 @@ std::uint64_t get_memory(const json& value, const std::string& pointer) {
 }
 
 double get_cpu(const json& value, const std::string& pointer) {
-  if (!value.is_number()) fail(pointer, "must be a number of CPUs, not " + std::string(json_type_name(value)));
+  if (!value.is_number())
+    fail(pointer, "must be a number of CPUs, not " + std::string(json_type_name(value)));
   double cpus = value.get<double>();
   // cpu.max takes a quota of at least 1 ms per 100 ms period.
   if (!std::isfinite(cpus) || cpus < 0.01) fail(pointer, "must be at least 0.01 CPUs");
@@ -164,10 +168,13 @@ Policy policy_from_json(const json& document) {
   auto bundle = document.find("bundle");
   if (bundle == document.end()) fail("/bundle", "is required");
   policy.bundle = get_path(*bundle, "/bundle");
-  if (auto it = document.find("runtime"); it != document.end()) policy.runtime = get_path_list(*it, "/runtime");
-  if (auto it = document.find("tools"); it != document.end()) policy.tools = get_path_list(*it, "/tools");
+  if (auto it = document.find("runtime"); it != document.end())
+    policy.runtime = get_path_list(*it, "/runtime");
+  if (auto it = document.find("tools"); it != document.end())
+    policy.tools = get_path_list(*it, "/tools");
   if (auto it = document.find("work"); it != document.end()) policy.work = get_path(*it, "/work");
-  if (auto it = document.find("data"); it != document.end()) policy.data = get_path_list(*it, "/data");
+  if (auto it = document.find("data"); it != document.end())
+    policy.data = get_path_list(*it, "/data");
   if (auto it = document.find("temp"); it != document.end()) policy.temp = get_path(*it, "/temp");
   if (auto it = document.find("exec_writable"); it != document.end()) {
     policy.exec_writable = get_bool(*it, "/exec_writable");
@@ -195,18 +202,20 @@ Policy policy_from_json(const json& document) {
       policy.egress.push_back(*dest);
     }
   }
-  if (auto it = document.find("broker"); it != document.end()) policy.broker = get_bool(*it, "/broker");
+  if (auto it = document.find("broker"); it != document.end())
+    policy.broker = get_bool(*it, "/broker");
   if (auto it = document.find("devices"); it != document.end()) {
     require_object(*it, "/devices", {"gpu"});
     if (auto gpu = it->find("gpu"); gpu != it->end()) {
-      static constexpr std::pair<std::string_view, GpuMode> kGpu[] = {{"none", GpuMode::None},
-                                                                      {"compute", GpuMode::Compute}};
+      static constexpr std::pair<std::string_view, GpuMode> kGpu[] = {
+          {"none", GpuMode::None}, {"compute", GpuMode::Compute}};
       policy.gpu = get_enum(*gpu, "/devices/gpu", kGpu);
     }
   }
   if (auto it = document.find("reservations"); it != document.end()) {
     require_object(*it, "/reservations", {"cpu", "memory"});
-    if (auto cpu = it->find("cpu"); cpu != it->end()) policy.reservations.cpu = get_cpu(*cpu, "/reservations/cpu");
+    if (auto cpu = it->find("cpu"); cpu != it->end())
+      policy.reservations.cpu = get_cpu(*cpu, "/reservations/cpu");
     if (auto mem = it->find("memory"); mem != it->end()) {
       policy.reservations.memory_bytes = get_memory(*mem, "/reservations/memory");
     }
@@ -242,18 +251,12 @@ json policy_to_json(const Policy& policy) {
   if (policy.reservations.cpu) reservations["cpu"] = *policy.reservations.cpu;
   if (policy.reservations.memory_bytes) reservations["memory"] = *policy.reservations.memory_bytes;
   json out = {
-      {"version", policy.version},
-      {"bundle", policy.bundle},
-      {"runtime", policy.runtime},
-      {"tools", policy.tools},
-      {"data", policy.data},
-      {"exec_writable", policy.exec_writable},
-      {"net", to_string(policy.net)},
-      {"egress", egress},
-      {"broker", policy.broker},
-      {"devices", {{"gpu", to_string(policy.gpu)}}},
-      {"reservations", reservations},
-      {"ipc_isolation", to_string(policy.ipc_isolation)},
+      {"version", policy.version},    {"bundle", policy.bundle},
+      {"runtime", policy.runtime},    {"tools", policy.tools},
+      {"data", policy.data},          {"exec_writable", policy.exec_writable},
+      {"net", to_string(policy.net)}, {"egress", egress},
+      {"broker", policy.broker},      {"devices", {{"gpu", to_string(policy.gpu)}}},
+      {"reservations", reservations}, {"ipc_isolation", to_string(policy.ipc_isolation)},
   };
   if (policy.work) out["work"] = *policy.work;
   if (policy.temp) out["temp"] = *policy.temp;

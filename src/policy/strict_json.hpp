@@ -2,9 +2,8 @@
 // limits, duplicate keys refused, errors as (JSON Pointer, problem).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 

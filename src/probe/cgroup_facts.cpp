@@ -89,8 +89,8 @@ CgroupFacts probe_cgroup(const NodeConfig& config, const std::string& proc_root)
   facts.parent = facts.mount_point + relative;
   facts.parent_writable = ::access(facts.parent.c_str(), W_OK) == 0 &&
                           ::access((facts.parent + "/cgroup.procs").c_str(), W_OK) == 0;
-  facts.delegated = xattr_is_one(facts.parent, "trusted.delegate") ||
-                    xattr_is_one(facts.parent, "user.delegate");
+  facts.delegated =
+      xattr_is_one(facts.parent, "trusted.delegate") || xattr_is_one(facts.parent, "user.delegate");
   std::istringstream controllers(read_text(facts.parent + "/cgroup.controllers"));
   for (std::string name; controllers >> name;) facts.controllers.push_back(name);
   // The root cgroup has neither cgroup.kill nor cgroup.freeze; a leaf does. Look in the

@@ -15,22 +15,22 @@ enum class LandlockState {
 
 struct CgroupFacts {
   bool probed = false;
-  bool mounted = false;         // a cgroup2 file system is mounted
-  std::string mount_point;      // "/sys/fs/cgroup", or "/sys/fs/cgroup/unified" (hybrid)
-  std::string own_cgroup;       // this process's cgroup, from /proc/self/cgroup ("0::/...")
-  std::string parent;           // the directory module leaves are made in
+  bool mounted = false;          // a cgroup2 file system is mounted
+  std::string mount_point;       // "/sys/fs/cgroup", or "/sys/fs/cgroup/unified" (hybrid)
+  std::string own_cgroup;        // this process's cgroup, from /proc/self/cgroup ("0::/...")
+  std::string parent;            // the directory module leaves are made in
   bool parent_writable = false;  // leaves can be made there (delegated to us, or we are root)
-  bool delegated = false;       // systemd marked it delegated (trusted.delegate or user.delegate)
+  bool delegated = false;        // systemd marked it delegated (trusted.delegate or user.delegate)
   std::vector<std::string> controllers;  // cgroup.controllers of the parent
-  bool kill_file = false;       // cgroup.kill (Linux 5.14)
-  bool freeze_file = false;     // cgroup.freeze (Linux 5.2)
+  bool kill_file = false;                // cgroup.kill (Linux 5.14)
+  bool freeze_file = false;              // cgroup.freeze (Linux 5.2)
 };
 
 struct KernelFeatures {
   std::string kernel_release;  // uname -r; a fact for the report, never used to decide
   LandlockState landlock = LandlockState::NotBuilt;
-  int landlock_abi = 0;  // the kernel's ABI when Present, else 0
-  bool seccomp_filter = false;  // seccomp(2) filters with SECCOMP_RET_ERRNO and KILL_PROCESS
+  int landlock_abi = 0;          // the kernel's ABI when Present, else 0
+  bool seccomp_filter = false;   // seccomp(2) filters with SECCOMP_RET_ERRNO and KILL_PROCESS
   bool running_as_root = false;  // effective uid 0
   std::vector<std::string> gpu_device_nodes;  // /dev/dri, /dev/nvidia*, /dev/kfd that exist
   CgroupFacts cgroup;

@@ -1,11 +1,11 @@
 #include "probe/probe.hpp"
 
 #include <dirent.h>
-#include <sched.h>
-#include <sys/wait.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,7 +34,8 @@ void probe_landlock(KernelFeatures& features) {
 // SECCOMP_GET_ACTION_AVAIL (Linux 4.14) answers 0 for each action the kernel implements;
 // ENOSYS or EINVAL: no seccomp(2), or no filter support.
 bool probe_seccomp_filter() {
-  for (std::uint32_t action : {std::uint32_t{SECCOMP_RET_ERRNO}, std::uint32_t{SECCOMP_RET_KILL_PROCESS}}) {
+  for (std::uint32_t action :
+       {std::uint32_t{SECCOMP_RET_ERRNO}, std::uint32_t{SECCOMP_RET_KILL_PROCESS}}) {
     if (::syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) != 0) return false;
   }
   return true;

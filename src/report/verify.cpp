@@ -1,6 +1,7 @@
 #include "report/verify.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -11,7 +12,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fmt/format.h>
 #include <fstream>
 
 #include "sys/unique_fd.hpp"
@@ -42,7 +42,8 @@ Listener listen_tcp() {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
   if (!l.fd.valid() || ::bind(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-      ::listen(l.fd.get(), 8) != 0 || ::getsockname(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ::listen(l.fd.get(), 8) != 0 ||
+      ::getsockname(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     throw std::runtime_error("cannot listen on 127.0.0.1 for the egress probe");
   }
   l.port = ntohs(addr.sin_port);
@@ -56,7 +57,8 @@ UniqueFd listen_abstract(const std::string& name) {
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path + 1, name.data(), name.size());
   const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  if (!fd.valid() || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd.get(), 8) != 0) {
+  if (!fd.valid() || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      ::listen(fd.get(), 8) != 0) {
     throw std::runtime_error("cannot listen on an abstract unix socket for the IPC probe");
   }
   return fd;
@@ -99,7 +101,8 @@ class VerifyTree {
     fs::permissions(agent(), fs::perms(0755));
     std::ofstream(root_ / "outside" / "secret") << "secret\n";
     fs::permissions(root_ / "outside" / "secret", fs::perms(0644));
-    if (::geteuid() == 0 && ::chown((root_ / "work").c_str(), config.module_uid, config.module_gid) != 0) {
+    if (::geteuid() == 0 &&
+        ::chown((root_ / "work").c_str(), config.module_uid, config.module_gid) != 0) {
       throw std::runtime_error("cannot chown the probe's work directory");
     }
     auto node = node_config_to_json(config);
@@ -118,15 +121,17 @@ class VerifyTree {
 
   fs::path write_policy(const std::string& name, const std::string& extra) const {
     fs::path file = root_ / (name + ".json");
-    std::ofstream(file) << fmt::format(R"({{"bundle": "{}", "work": "{}"{}}})", (root_ / "bundle").string(),
-                                       (root_ / "work").string(), extra);
+    std::ofstream(file) << fmt::format(R"({{"bundle": "{}", "work": "{}"{}}})",
+                                       (root_ / "bundle").string(), (root_ / "work").string(),
+                                       extra);
     return file;
   }
 
   // Runs `oarbank-agent sandbox-exec --config C POLICY -- AGENT sandbox-probe ARGS...`.
   ProbeResult probe(const fs::path& policy, const std::vector<std::string>& args) const {
-    std::vector<std::string> argv = {self_, "sandbox-exec", "--config", (root_ / "config.json").string(),
-                                     policy.string(), "--", agent().string(), "sandbox-probe"};
+    std::vector<std::string> argv = {
+        self_,           "sandbox-exec", "--config",       (root_ / "config.json").string(),
+        policy.string(), "--",           agent().string(), "sandbox-probe"};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> cargv;
     for (auto& a : argv) cargv.push_back(a.data());
@@ -178,8 +183,8 @@ RowVerification run_checks(CapabilityRow row, const VerifyTree& tree, const fs::
     for (const auto& a : check.args) what += (what.empty() ? "" : " ") + a;
     if (result.exit_code != 0 || result.output != check.expected) {
       v.passed = false;
-      v.detail = fmt::format("probe `{}` expected \"{}\", got \"{}\" (exit {})", what, check.expected,
-                             result.output, result.exit_code);
+      v.detail = fmt::format("probe `{}` expected \"{}\", got \"{}\" (exit {})", what,
+                             check.expected, result.output, result.exit_code);
       return v;
     }
     tried += (tried.empty() ? "" : "; ") + what + ": " + result.output;
@@ -216,7 +221,8 @@ std::vector<RowVerification> verify_report(const Report& report, const NodeConfi
                               {{"listen"}, "errno EPERM"}}));
   }
   if (enforced(report, CapabilityRow::EgressAllowlist)) {
-    auto policy = tree.write_policy("egress", R"(, "net": "egress-allowlist", "ipc_isolation": "best-effort")");
+    auto policy = tree.write_policy(
+        "egress", R"(, "net": "egress-allowlist", "ipc_isolation": "best-effort")");
     out.push_back(run_checks(CapabilityRow::EgressAllowlist, tree, policy,
                              {{{"connect", std::to_string(proxy.port)}, "ok"},
                               {{"connect", std::to_string(other.port)}, "errno EACCES"},

@@ -78,7 +78,8 @@ inline int create_ruleset(const RulesetAttr* attr, std::size_t size, std::uint32
   return static_cast<int>(::syscall(SYS_landlock_create_ruleset, attr, size, flags));
 }
 inline int add_rule(int ruleset_fd, int rule_type, const void* rule_attr, std::uint32_t flags) {
-  return static_cast<int>(::syscall(SYS_landlock_add_rule, ruleset_fd, rule_type, rule_attr, flags));
+  return static_cast<int>(
+      ::syscall(SYS_landlock_add_rule, ruleset_fd, rule_type, rule_attr, flags));
 }
 inline int restrict_self(int ruleset_fd, std::uint32_t flags) {
   return static_cast<int>(::syscall(SYS_landlock_restrict_self, ruleset_fd, flags));

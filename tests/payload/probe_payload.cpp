@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -109,12 +110,8 @@ int usage() {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc < 2) return usage();
-  const std::string cmd = argv[1];
-  std::vector<std::string> a(argv + 2, argv + argc);
+// One sub-command: prints its result and returns the exit status it wants.
+int run_one(const std::string& cmd, std::vector<std::string> a) {
   auto need = [&](std::size_t n) { return a.size() >= n; };
 
   // --- files
@@ -182,6 +179,50 @@ int main(int argc, char** argv) {
     }
     return report(0);
   }
+  if (cmd == "rmdir" && need(1)) return report(rmdir(a[0].c_str()));
+  if (cmd == "open-rw" && need(1)) {
+    // Opens an existing file read-write without creating it (devices), then reads one byte.
+    int fd = open(a[0].c_str(), O_RDWR | O_CLOEXEC);
+    if (fd >= 0) {
+      char c;
+      if (read(fd, &c, 1) < 0) return report(-1);
+    }
+    return report(fd);
+  }
+  if (cmd == "read-all" && need(1)) {
+    // Prints the file's first line (without the newline), or "errno NAME".
+    FILE* f = std::fopen(a[0].c_str(), "re");
+    if (f == nullptr) return report(-1);
+    char line[512] = {0};
+    if (std::fgets(line, sizeof line, f) == nullptr) line[0] = '\0';
+    std::fclose(f);
+    line[std::strcspn(line, "\n")] = '\0';
+    std::printf("%s\n", line);
+    return 0;
+  }
+  if (cmd == "spawn" && need(1)) {
+    // fork + execv(A[0], A): the child writes to the same stdout; then "exit N" or "signal N".
+    std::fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return report(-1);
+    if (pid == 0) {
+      std::vector<char*> args;
+      for (auto& arg : a) args.push_back(arg.data());
+      args.push_back(nullptr);
+      execv(a[0].c_str(), args.data());
+      std::printf("execv errno %s\n", strerrorname_np(errno));
+      std::fflush(stdout);
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) {
+      std::printf("signal %d\n", WTERMSIG(status));
+    } else {
+      std::printf("exit %d\n", WEXITSTATUS(status));
+    }
+    return 0;
+  }
   if (cmd == "true") return 0;
 
   // --- sockets
@@ -240,7 +281,7 @@ int main(int argc, char** argv) {
     if (fd < 0) return report(-1);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
-    socklen_t len = sizeof(sa_family_t) + a[0].size();
+    socklen_t len = static_cast<socklen_t>(sizeof(sa_family_t) + a[0].size());
     std::memcpy(addr.sun_path, a[0].c_str(), a[0].size());
     if (a[0][0] == '@') addr.sun_path[0] = '\0';
     return report(connect(fd, reinterpret_cast<sockaddr*>(&addr), len));
@@ -287,6 +328,34 @@ int main(int argc, char** argv) {
   if (cmd == "msgget") return report(msgget(IPC_PRIVATE, IPC_CREAT | 0600));
   if (cmd == "mq_open") return report(syscall(SYS_mq_open, nullptr, 0, 0, nullptr));
   if (cmd == "kill" && need(2)) return report(kill(std::atoi(a[0].c_str()), std::atoi(a[1].c_str())));
+  if (cmd == "kill-child") {
+    // Signals its own child (inside the same sandbox): the allowed side of signal scoping.
+    pid_t pid = fork();
+    if (pid < 0) return report(-1);
+    if (pid == 0) {
+      for (;;) pause();
+    }
+    long rc = kill(pid, SIGKILL);
+    int saved = errno;
+    waitpid(pid, nullptr, 0);
+    errno = saved;
+    return report(rc);
+  }
+  if (cmd == "abstract-pair" && need(1)) {
+    // Binds an abstract datagram socket "@name" and connects a second one to it, both inside
+    // the sandbox: the allowed side of abstract unix socket scoping.
+    int server = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (server < 0) return report(-1);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string name = a[0].substr(1);
+    std::memcpy(addr.sun_path + 1, name.c_str(), name.size());
+    auto len = static_cast<socklen_t>(sizeof(sa_family_t) + 1 + name.size());
+    if (bind(server, reinterpret_cast<sockaddr*>(&addr), len) != 0) return report(-1);
+    int client = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (client < 0) return report(-1);
+    return report(connect(client, reinterpret_cast<sockaddr*>(&addr), len));
+  }
   if (cmd == "kill-parent") return report(kill(getppid(), 0));
   if (cmd == "tiocsti" && need(1)) {
     char c = 'x';
@@ -297,6 +366,11 @@ int main(int argc, char** argv) {
     char c = 'x';
     return report(syscall(SYS_ioctl, std::atoi(a[0].c_str()), 0xffffffff00000000UL | TIOCSTI, &c));
   }
+  if (cmd == "tiocgwinsz" && need(1)) {
+    // An ordinary terminal ioctl: the allowed side of the TIOCSTI refusal.
+    winsize ws{};
+    return report(ioctl(std::atoi(a[0].c_str()), TIOCGWINSZ, &ws));
+  }
   if (cmd == "int80-getpid") return report(int80_getpid());
   if (cmd == "x32-getpid") return report(syscall(0x40000000 | SYS_getpid));
   if (cmd == "syscall" && need(1)) return report(syscall(std::strtol(a[0].c_str(), nullptr, 0), 0, 0, 0, 0, 0, 0));
@@ -305,6 +379,15 @@ int main(int argc, char** argv) {
   // --- what the process is
   if (cmd == "fd-open" && need(1)) {
     std::printf("%s\n", fcntl(std::atoi(a[0].c_str()), F_GETFD) != -1 ? "open" : "closed");
+    return 0;
+  }
+  if (cmd == "read-fd" && need(1)) {
+    // Reads up to one line from an inherited descriptor and prints it (without the newline).
+    char buf[256] = {0};
+    ssize_t n = read(std::atoi(a[0].c_str()), buf, sizeof buf - 1);
+    if (n < 0) return report(-1);
+    buf[std::strcspn(buf, "\n")] = '\0';
+    std::printf("%s\n", buf);
     return 0;
   }
   if (cmd == "open-fds") {
@@ -319,6 +402,20 @@ int main(int argc, char** argv) {
   if (cmd == "env" && need(1)) {
     const char* value = std::getenv(a[0].c_str());
     std::printf("%s\n", value != nullptr ? value : "(unset)");
+    return 0;
+  }
+  if (cmd == "environ") {
+    // The whole environment, one NAME=VALUE a line, sorted.
+    std::vector<std::string> entries;
+    for (char** e = environ; *e != nullptr; ++e) entries.emplace_back(*e);
+    std::sort(entries.begin(), entries.end());
+    for (const auto& entry : entries) std::printf("%s\n", entry.c_str());
+    return 0;
+  }
+  if (cmd == "cwd") {
+    char buf[4096];
+    if (getcwd(buf, sizeof buf) == nullptr) return report(-1);
+    std::printf("%s\n", buf);
     return 0;
   }
   if (cmd == "status") {
@@ -338,4 +435,30 @@ int main(int argc, char** argv) {
   }
   if (cmd == "exit" && need(1)) return std::atoi(a[0].c_str());
   return usage();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  const std::string cmd = argv[1];
+  if (cmd == "batch") {
+    // batch CMD ARGS... , CMD ARGS... , ...: runs each in turn in this one process (so in the
+    // same sandbox), each printing its own line(s). The exit status is the last one's.
+    int rc = 0;
+    std::vector<std::string> group;
+    for (int i = 2; i <= argc; ++i) {
+      if (i == argc || std::string(argv[i]) == ",") {
+        if (group.empty()) continue;
+        const std::string sub = group.front();
+        rc = run_one(sub, std::vector<std::string>(group.begin() + 1, group.end()));
+        std::fflush(stdout);
+        group.clear();
+      } else {
+        group.emplace_back(argv[i]);
+      }
+    }
+    return rc;
+  }
+  return run_one(cmd, std::vector<std::string>(argv + 2, argv + argc));
 }

@@ -96,9 +96,9 @@ TEST(Egress, HostNameShapes) {
 }
 
 TEST(Egress, RoundTripThroughToString) {
-  for (const char* text : {"api.example.com:443", "*.example.com:443", "192.0.2.7:80",
-                           "[2001:db8::1]:443", "[::ffff:192.0.2.7]:1", "localhost:65535",
-                           "*.a.b.c.d:8080"}) {
+  for (const char* text :
+       {"api.example.com:443", "*.example.com:443", "192.0.2.7:80", "[2001:db8::1]:443",
+        "[::ffff:192.0.2.7]:1", "localhost:65535", "*.a.b.c.d:8080"}) {
     SCOPED_TRACE(text);
     const auto d = parse_ok(text);
     EXPECT_EQ(d.to_string(), text);
@@ -141,7 +141,9 @@ TEST(Egress, Refusals) {
       {std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." +
            std::string(62, 'd') + ":443",
        "longer than 253"},
-      {"b\xc3\xbc" "cher.example:443", "punycode"},
+      {"b\xc3\xbc"
+       "cher.example:443",
+       "punycode"},
       {"exa mple.com:443", "punycode"},
       {"a..b:443", "empty label"},
       {"example.com..:443", "empty label"},

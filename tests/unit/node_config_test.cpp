@@ -42,7 +42,8 @@ TEST(NodeConfig, EveryKey) {
     "pids_max": 4096,
     "cgroup_parent": "/system.slice/oarbank-agent.service/modules/",
     "landlock_abi_max": 3
-  })", "test");
+  })",
+                                         "test");
   EXPECT_EQ(c.module_uid, 1000U);
   EXPECT_EQ(c.module_gid, 1001U);
   EXPECT_EQ(c.proxy_host, "10.0.0.1");
@@ -65,12 +66,15 @@ TEST(NodeConfig, NullsAndBounds) {
   EXPECT_EQ(parse_node_config(R"({"pids_max": 1})", "t").pids_max, 1U);
   EXPECT_EQ(parse_node_config(R"({"pids_max": 4194304})", "t").pids_max, 4194304U);
   EXPECT_EQ(parse_node_config(R"({"module_user": {"uid": 1}})", "t").module_uid, 1U);
-  EXPECT_EQ(parse_node_config(R"({"module_user": {"uid": 4294967294}})", "t").module_uid, 4294967294U);
-  EXPECT_EQ(parse_node_config(R"({"module_user": {"gid": 4294967294}})", "t").module_gid, 4294967294U);
+  EXPECT_EQ(parse_node_config(R"({"module_user": {"uid": 4294967294}})", "t").module_uid,
+            4294967294U);
+  EXPECT_EQ(parse_node_config(R"({"module_user": {"gid": 4294967294}})", "t").module_gid,
+            4294967294U);
   EXPECT_EQ(parse_node_config(R"({"hard_limits": false})", "t").hard_limits, false);
   // A socket path of exactly 107 bytes fits sun_path.
   const std::string sock107 = "/" + std::string(106, 's');
-  EXPECT_EQ(parse_node_config(R"({"broker_socket": ")" + sock107 + R"("})", "t").broker_socket, sock107);
+  EXPECT_EQ(parse_node_config(R"({"broker_socket": ")" + sock107 + R"("})", "t").broker_socket,
+            sock107);
 }
 
 TEST(NodeConfig, ProxyListenForms) {
@@ -100,8 +104,8 @@ TEST(NodeConfig, RoundTripThroughJson) {
   configs[2].broker_socket = "/tmp/b.sock";
   for (const auto& c : configs) {
     const json j = node_config_to_json(c);
-    for (const char* key : {"module_user", "proxy_listen", "broker_socket", "hard_limits", "pids_max",
-                            "cgroup_parent", "landlock_abi_max"}) {
+    for (const char* key : {"module_user", "proxy_listen", "broker_socket", "hard_limits",
+                            "pids_max", "cgroup_parent", "landlock_abi_max"}) {
       EXPECT_TRUE(j.contains(key)) << key;
     }
     EXPECT_EQ(parse_node_config(j.dump(), "round-trip"), c) << j.dump();
@@ -116,8 +120,9 @@ TEST(NodeConfig, ErrorNamesSourceAndPointer) {
     FAIL() << "accepted";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.pointer(), "/module_user/uid");
-    EXPECT_EQ(std::string(e.what()),
-              "configuration /etc/oarbank/agent.json: /module_user/uid: must be from 1 to 4294967294");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "configuration /etc/oarbank/agent.json: /module_user/uid: must be from 1 to 4294967294");
   }
   try {
     parse_node_config("[]", "x.json");
@@ -145,22 +150,30 @@ std::vector<InvalidConfig> invalid_configs() {
       {"NulThenGarbage", "{}\0{\"module_user\":{\"uid\":0}}"s, "", "NUL byte"},
       {"InvalidUtf8", "{\"cgroup_parent\": \"/a\xff\"}", "", "UTF-8"},
       {"NumberOverflow", R"({"pids_max": 1e999})", "", "number overflow"},
-      {"TooDeep", std::string(100, '['), "/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0", "nested deeper than 16"},
+      {"TooDeep", std::string(100, '['), "/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0",
+       "nested deeper than 16"},
       {"TopArray", "[]", "", "must be a JSON object"},
       {"TopNull", "null", "", "must be a JSON object"},
       {"UnknownKey", R"({"proxy": "127.0.0.1:3128"})", "/proxy", "unknown key"},
       {"UnknownKeyEscaped", R"({"module/user": 1})", "/module~1user", "unknown key"},
-      {"DuplicateKey", R"({"hard_limits": true, "hard_limits": false})", "/hard_limits", "duplicate key"},
-      {"DuplicateNested", R"({"module_user": {"uid": 5, "uid": 0}})", "/module_user/uid", "duplicate key"},
+      {"DuplicateKey", R"({"hard_limits": true, "hard_limits": false})", "/hard_limits",
+       "duplicate key"},
+      {"DuplicateNested", R"({"module_user": {"uid": 5, "uid": 0}})", "/module_user/uid",
+       "duplicate key"},
       // module_user.
       {"UserNotObject", R"({"module_user": 1000})", "/module_user", "must be an object"},
-      {"UserUnknownField", R"({"module_user": {"uid": 1000, "name": "nobody"}})", "/module_user/name",
-       "unknown field"},
-      {"Uid0", R"({"module_user": {"uid": 0, "gid": 1000}})", "/module_user/uid", "must be from 1 to 4294967294"},
-      {"Gid0", R"({"module_user": {"uid": 1000, "gid": 0}})", "/module_user/gid", "must be from 1 to 4294967294"},
-      {"UidNegative", R"({"module_user": {"uid": -1}})", "/module_user/uid", "must be an integer from 1"},
-      {"UidOverflow", R"({"module_user": {"uid": 4294967295}})", "/module_user/uid", "must be from 1"},
-      {"UidWrapsToZero", R"({"module_user": {"uid": 4294967296}})", "/module_user/uid", "must be from 1"},
+      {"UserUnknownField", R"({"module_user": {"uid": 1000, "name": "nobody"}})",
+       "/module_user/name", "unknown field"},
+      {"Uid0", R"({"module_user": {"uid": 0, "gid": 1000}})", "/module_user/uid",
+       "must be from 1 to 4294967294"},
+      {"Gid0", R"({"module_user": {"uid": 1000, "gid": 0}})", "/module_user/gid",
+       "must be from 1 to 4294967294"},
+      {"UidNegative", R"({"module_user": {"uid": -1}})", "/module_user/uid",
+       "must be an integer from 1"},
+      {"UidOverflow", R"({"module_user": {"uid": 4294967295}})", "/module_user/uid",
+       "must be from 1"},
+      {"UidWrapsToZero", R"({"module_user": {"uid": 4294967296}})", "/module_user/uid",
+       "must be from 1"},
       {"UidString", R"({"module_user": {"uid": "1000"}})", "/module_user/uid", "not a string"},
       {"UidFloat", R"({"module_user": {"uid": 1000.0}})", "/module_user/uid", "not a number"},
       {"UidBool", R"({"module_user": {"uid": true}})", "/module_user/uid", "not a boolean"},
@@ -169,25 +182,35 @@ std::vector<InvalidConfig> invalid_configs() {
       {"ProxyEmpty", R"({"proxy_listen": ""})", "/proxy_listen", "must be IP:PORT"},
       {"ProxyNoPort", R"({"proxy_listen": "127.0.0.1"})", "/proxy_listen", "must be IP:PORT"},
       {"ProxyOnlyPort", R"({"proxy_listen": ":3128"})", "/proxy_listen", "must be IP:PORT"},
-      {"ProxyHostName", R"({"proxy_listen": "localhost:3128"})", "/proxy_listen", "must be IP:PORT"},
-      {"ProxyPort0", R"({"proxy_listen": "127.0.0.1:0"})", "/proxy_listen", "port must be a number from 1 to 65535"},
+      {"ProxyHostName", R"({"proxy_listen": "localhost:3128"})", "/proxy_listen",
+       "must be IP:PORT"},
+      {"ProxyPort0", R"({"proxy_listen": "127.0.0.1:0"})", "/proxy_listen",
+       "port must be a number from 1 to 65535"},
       {"ProxyPort65536", R"({"proxy_listen": "127.0.0.1:65536"})", "/proxy_listen", "port must be"},
       {"ProxyPortEmpty", R"({"proxy_listen": "127.0.0.1:"})", "/proxy_listen", "port must be"},
-      {"ProxyPortLetters", R"({"proxy_listen": "127.0.0.1:31a8"})", "/proxy_listen", "port must be"},
-      {"ProxyPortHuge", R"({"proxy_listen": "127.0.0.1:99999999999999999999"})", "/proxy_listen", "port must be"},
-      {"ProxyIpv6NoBrackets", R"({"proxy_listen": "::1:3128"})", "/proxy_listen", "must be written in brackets"},
+      {"ProxyPortLetters", R"({"proxy_listen": "127.0.0.1:31a8"})", "/proxy_listen",
+       "port must be"},
+      {"ProxyPortHuge", R"({"proxy_listen": "127.0.0.1:99999999999999999999"})", "/proxy_listen",
+       "port must be"},
+      {"ProxyIpv6NoBrackets", R"({"proxy_listen": "::1:3128"})", "/proxy_listen",
+       "must be written in brackets"},
       {"ProxyIpv6NoPort", R"({"proxy_listen": "[::1]"})", "/proxy_listen", "must be IP:PORT"},
       {"ProxyIpv6Bad", R"({"proxy_listen": "[::g]:3128"})", "/proxy_listen", "not an IPv6 address"},
-      {"ProxyIpv4InBrackets", R"({"proxy_listen": "[127.0.0.1]:3128"})", "/proxy_listen", "not an IPv6 address"},
-      {"ProxyEmptyBrackets", R"({"proxy_listen": "[]:3128"})", "/proxy_listen", "not an IPv6 address"},
-      {"ProxyNul", R"({"proxy_listen": "127.0.0.1\u0000junk:3128"})", "/proxy_listen", "control character"},
-      {"ProxyNulIpv6", R"({"proxy_listen": "[::1\u0000junk]:3128"})", "/proxy_listen", "control character"},
+      {"ProxyIpv4InBrackets", R"({"proxy_listen": "[127.0.0.1]:3128"})", "/proxy_listen",
+       "not an IPv6 address"},
+      {"ProxyEmptyBrackets", R"({"proxy_listen": "[]:3128"})", "/proxy_listen",
+       "not an IPv6 address"},
+      {"ProxyNul", R"({"proxy_listen": "127.0.0.1\u0000junk:3128"})", "/proxy_listen",
+       "control character"},
+      {"ProxyNulIpv6", R"({"proxy_listen": "[::1\u0000junk]:3128"})", "/proxy_listen",
+       "control character"},
       // broker_socket.
-      {"BrokerRelative", R"({"broker_socket": "run/broker.sock"})", "/broker_socket", "must be an absolute path"},
+      {"BrokerRelative", R"({"broker_socket": "run/broker.sock"})", "/broker_socket",
+       "must be an absolute path"},
       {"BrokerEmpty", R"({"broker_socket": ""})", "/broker_socket", "must not be empty"},
       {"BrokerDotDot", R"({"broker_socket": "/run/../broker.sock"})", "/broker_socket", "\"..\""},
-      {"BrokerTooLong", R"({"broker_socket": "/)" + std::string(107, 's') + R"("})", "/broker_socket",
-       "longer than a unix socket path can be"},
+      {"BrokerTooLong", R"({"broker_socket": "/)" + std::string(107, 's') + R"("})",
+       "/broker_socket", "longer than a unix socket path can be"},
       {"BrokerNumber", R"({"broker_socket": 1})", "/broker_socket", "must be a string"},
       {"BrokerNull", R"({"broker_socket": null})", "/broker_socket", "must be a string, not null"},
       // hard_limits.
@@ -199,16 +222,19 @@ std::vector<InvalidConfig> invalid_configs() {
       {"PidsNegative", R"({"pids_max": -1})", "/pids_max", "must be an integer"},
       {"PidsString", R"({"pids_max": "1024"})", "/pids_max", "not a string"},
       // cgroup_parent.
-      {"CgroupRelative", R"({"cgroup_parent": "oarbank"})", "/cgroup_parent", "must be an absolute path"},
+      {"CgroupRelative", R"({"cgroup_parent": "oarbank"})", "/cgroup_parent",
+       "must be an absolute path"},
       {"CgroupEmpty", R"({"cgroup_parent": ""})", "/cgroup_parent", "must not be empty"},
       {"CgroupDotDot", R"({"cgroup_parent": "/a/../b"})", "/cgroup_parent", "\"..\""},
       {"CgroupDoubleSlash", R"({"cgroup_parent": "//"})", "/cgroup_parent", "empty component"},
       {"CgroupControl", R"({"cgroup_parent": "/a\nb"})", "/cgroup_parent", "control character"},
       {"CgroupBool", R"({"cgroup_parent": false})", "/cgroup_parent", "must be a string"},
       // landlock_abi_max.
-      {"AbiNegative", R"({"landlock_abi_max": -1})", "/landlock_abi_max", "must be an integer from 0 to 7"},
+      {"AbiNegative", R"({"landlock_abi_max": -1})", "/landlock_abi_max",
+       "must be an integer from 0 to 7"},
       {"AbiTooNew", R"({"landlock_abi_max": 8})", "/landlock_abi_max", "must be from 0 to 7"},
-      {"AbiHuge", R"({"landlock_abi_max": 4294967296})", "/landlock_abi_max", "must be from 0 to 7"},
+      {"AbiHuge", R"({"landlock_abi_max": 4294967296})", "/landlock_abi_max",
+       "must be from 0 to 7"},
       {"AbiString", R"({"landlock_abi_max": "3"})", "/landlock_abi_max", "not a string"},
       {"AbiFloat", R"({"landlock_abi_max": 3.0})", "/landlock_abi_max", "not a number"},
   };
@@ -224,14 +250,17 @@ TEST_P(InvalidNodeConfig, Refused) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.pointer(), c.pointer) << e.what();
     const std::string what = e.what();
-    EXPECT_NE(what.find(c.problem), std::string::npos) << what << "\nexpected to contain: " << c.problem;
+    EXPECT_NE(what.find(c.problem), std::string::npos)
+        << what << "\nexpected to contain: " << c.problem;
     EXPECT_EQ(what.rfind("configuration test.json: ", 0), 0U) << what;
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, InvalidNodeConfig, ::testing::ValuesIn(invalid_configs()),
-                         [](const ::testing::TestParamInfo<InvalidConfig>& case_info) { return case_info.param.name; });
+                         [](const ::testing::TestParamInfo<InvalidConfig>& case_info) {
+                           return case_info.param.name;
+                         });
 
 // ---- Which file is read ------------------------------------------------------------------
 
@@ -263,7 +292,8 @@ class ScopedEnv {
 class LoadNodeConfig : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (std::filesystem::temp_directory_path() / "oarbank-config-test-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "oarbank-config-test-XXXXXX").string();
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
   }
@@ -361,7 +391,8 @@ TEST_F(LoadNodeConfig, InvalidFileNamesItsPath) {
     FAIL() << "accepted";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.pointer(), "/module_user/uid");
-    EXPECT_NE(std::string(e.what()).find("configuration " + bad + ": "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("configuration " + bad + ": "), std::string::npos)
+        << e.what();
   }
 }
 

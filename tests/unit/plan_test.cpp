@@ -1,5 +1,7 @@
 // The plan, per Landlock ABI: golden --explain documents, refusals, and the rule shapes the
 // kernel requires (file rules narrowed to file rights, rights within the handled set).
+#include "plan/plan.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,7 +10,6 @@
 #include <sstream>
 
 #include "plan/landlock_rights.hpp"
-#include "plan/plan.hpp"
 #include "plan/plan_json.hpp"
 #include "sys/error.hpp"
 #include "sys/landlock_abi.hpp"
@@ -22,8 +23,8 @@ class FakePaths : public PathOracle {
     for (const auto& path : base_read_execute_paths()) kinds_[path] = PathKind::Directory;
     kinds_.erase("/lib32");  // missing on this imaginary node: skipped silently
     for (const auto& path : base_device_paths()) kinds_[path] = PathKind::File;
-    for (const char* dir : {"/srv/mod", "/opt/python", "/jobs/1/work", "/jobs/1/tmp", "/datasets/a",
-                            "/dev/dri"}) {
+    for (const char* dir :
+         {"/srv/mod", "/opt/python", "/jobs/1/work", "/jobs/1/tmp", "/datasets/a", "/dev/dri"}) {
       kinds_[dir] = PathKind::Directory;
     }
     for (const char* file : {"/usr/bin/ffmpeg", "/dev/nvidia0"}) kinds_[file] = PathKind::File;
@@ -71,7 +72,8 @@ LaunchRequest request() {
 void check_golden(const std::string& name, const nlohmann::json& actual) {
   const std::string path = std::string(OARBANK_GOLDEN_DIR) + "/" + name + ".json";
   const std::string text = actual.dump(2) + "\n";
-  if (const char* update = std::getenv("OARBANK_UPDATE_GOLDEN"); update != nullptr && *update == '1') {
+  if (const char* update = std::getenv("OARBANK_UPDATE_GOLDEN");
+      update != nullptr && *update == '1') {
     std::ofstream(path) << text;
     return;
   }
@@ -99,7 +101,8 @@ TEST_P(PlanPerAbi, FilesystemPolicyGolden) {
 TEST_P(PlanPerAbi, RulesStayWithinWhatTheKernelAccepts) {
   const int abi = GetParam();
   FakePaths paths;
-  const Plan plan = make_plan(filesystem_policy(), features_with_abi(abi), NodeConfig{}, paths, request());
+  const Plan plan =
+      make_plan(filesystem_policy(), features_with_abi(abi), NodeConfig{}, paths, request());
   EXPECT_EQ(plan.landlock.abi, abi);
   EXPECT_EQ(plan.landlock.handled_fs, landlock::fs_rights_for_abi(abi));
   for (const auto& rule : plan.landlock.path_rules) {
@@ -115,7 +118,8 @@ TEST_P(PlanPerAbi, RulesStayWithinWhatTheKernelAccepts) {
 TEST_P(PlanPerAbi, WritableDirectoriesGetNoExecuteUnlessExecWritable) {
   const int abi = GetParam();
   FakePaths paths;
-  const Plan plan = make_plan(filesystem_policy(), features_with_abi(abi), NodeConfig{}, paths, request());
+  const Plan plan =
+      make_plan(filesystem_policy(), features_with_abi(abi), NodeConfig{}, paths, request());
   for (const auto& rule : plan.landlock.path_rules) {
     if (rule.path == "/jobs/1/work" || rule.path == "/jobs/1/tmp" || rule.path == "/datasets/a") {
       EXPECT_EQ(rule.access & LANDLOCK_ACCESS_FS_EXECUTE, 0U) << rule.path;
@@ -130,7 +134,8 @@ TEST_P(PlanPerAbi, WritableDirectoriesGetNoExecuteUnlessExecWritable) {
 TEST_P(PlanPerAbi, GpuNodesGetDeviceIoctlsFromAbi5) {
   const int abi = GetParam();
   FakePaths paths;
-  const Plan plan = make_plan(filesystem_policy(), features_with_abi(abi), NodeConfig{}, paths, request());
+  const Plan plan =
+      make_plan(filesystem_policy(), features_with_abi(abi), NodeConfig{}, paths, request());
   bool found = false;
   for (const auto& rule : plan.landlock.path_rules) {
     if (rule.path == "/dev/nvidia0") {
@@ -156,10 +161,12 @@ TEST_P(EgressPlanPerAbi, EgressPolicyGolden) {
   ASSERT_EQ(plan.landlock.port_rules.size(), 1U);
   EXPECT_EQ(plan.landlock.port_rules[0].port, config.proxy_port);
   EXPECT_EQ(plan.landlock.port_rules[0].access, LANDLOCK_ACCESS_NET_CONNECT_TCP);
-  EXPECT_EQ(plan.landlock.handled_net, LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP);
+  EXPECT_EQ(plan.landlock.handled_net,
+            LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP);
   EXPECT_TRUE(plan.filter.inet);
   EXPECT_TRUE(plan.filter.unix_sockets);
-  check_golden("explain-egress-abi" + std::to_string(abi), explain_plan(plan, policy, features, config));
+  check_golden("explain-egress-abi" + std::to_string(abi),
+               explain_plan(plan, policy, features, config));
 }
 
 INSTANTIATE_TEST_SUITE_P(Abi, EgressPlanPerAbi, ::testing::Values(6, 7));
@@ -196,7 +203,8 @@ TEST(PlanRefusals, MatchTheCapabilityTableForEveryAbi) {
         planned = false;
       }
       EXPECT_EQ(planned, table_says_runnable) << policies[p] << " at ABI " << abi;
-      EXPECT_EQ(planned, expected[p][static_cast<std::size_t>(abi)]) << policies[p] << " at ABI " << abi;
+      EXPECT_EQ(planned, expected[p][static_cast<std::size_t>(abi)])
+          << policies[p] << " at ABI " << abi;
     }
   }
 }
@@ -205,7 +213,8 @@ TEST(PlanRefusals, TheNodeCapLowersTheAbiAndSaysSo) {
   FakePaths paths;
   NodeConfig config;
   config.landlock_abi_max = 3;
-  const Policy policy = parse_policy(R"({"bundle": "/srv/mod", "net": "egress-allowlist", "ipc_isolation": "best-effort"})");
+  const Policy policy = parse_policy(
+      R"({"bundle": "/srv/mod", "net": "egress-allowlist", "ipc_isolation": "best-effort"})");
   try {
     (void)make_plan(policy, features_with_abi(7), config, paths, request());
     FAIL() << "expected a refusal";
@@ -240,13 +249,15 @@ TEST(PlanRefusals, NoSeccompMeansNothingRuns) {
   FakePaths paths;
   KernelFeatures features = features_with_abi(7);
   features.seccomp_filter = false;
-  EXPECT_THROW((void)make_plan(parse_policy(R"({"bundle": "/srv/mod"})"), features, NodeConfig{}, paths, request()),
+  EXPECT_THROW((void)make_plan(parse_policy(R"({"bundle": "/srv/mod"})"), features, NodeConfig{},
+                               paths, request()),
                Error);
 }
 
 TEST(PlanRefusals, MissingPolicyPathIsNamedWithItsPointer) {
   FakePaths paths;
-  const Policy policy = parse_policy(R"({"bundle": "/srv/mod", "data": ["/datasets/a", "/nowhere"]})");
+  const Policy policy =
+      parse_policy(R"({"bundle": "/srv/mod", "data": ["/datasets/a", "/nowhere"]})");
   try {
     (void)make_plan(policy, features_with_abi(7), NodeConfig{}, paths, request());
     FAIL() << "expected a refusal";
@@ -290,7 +301,9 @@ TEST(PlanEnvironment, CleanWithSandboxVariables) {
   NodeConfig config;
   config.proxy_port = 8118;
   const auto env = module_environment(policy, config, request());
-  auto has = [&](const std::string& entry) { return std::find(env.begin(), env.end(), entry) != env.end(); };
+  auto has = [&](const std::string& entry) {
+    return std::find(env.begin(), env.end(), entry) != env.end();
+  };
   EXPECT_TRUE(has("TMPDIR=/jobs/1/tmp"));
   EXPECT_TRUE(has("HOME=/jobs/1/work"));
   EXPECT_TRUE(has("https_proxy=http://127.0.0.1:8118"));
@@ -308,7 +321,8 @@ TEST(PlanEnvironment, CleanWithSandboxVariables) {
 }
 
 TEST(PlanEnvironment, NoProxyVariablesWithoutEgressAndNoBrokerWithoutGrant) {
-  const auto env = module_environment(parse_policy(R"({"bundle": "/srv/mod"})"), NodeConfig{}, LaunchRequest{});
+  const auto env =
+      module_environment(parse_policy(R"({"bundle": "/srv/mod"})"), NodeConfig{}, LaunchRequest{});
   for (const auto& entry : env) {
     EXPECT_EQ(entry.find("proxy"), std::string::npos) << entry;
     EXPECT_EQ(entry.find("PROXY"), std::string::npos) << entry;
@@ -328,7 +342,9 @@ TEST(PlanEnvironment, TheCallerCannotOverrideWhatTheSandboxSets) {
   r.setenv = {{"PATH", "/srv/mod/bin:/usr/bin"}};
   const auto env = module_environment(egress_policy(), NodeConfig{}, r);
   EXPECT_EQ(std::count(env.begin(), env.end(), std::string("PATH=/srv/mod/bin:/usr/bin")), 1);
-  EXPECT_EQ(std::count_if(env.begin(), env.end(), [](const std::string& e) { return e.starts_with("PATH="); }), 1);
+  EXPECT_EQ(std::count_if(env.begin(), env.end(),
+                          [](const std::string& e) { return e.starts_with("PATH="); }),
+            1);
 }
 
 }  // namespace

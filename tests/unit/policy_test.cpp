@@ -4,9 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -180,7 +179,8 @@ TEST(Policy, RoundTripThroughCanonicalJson) {
 
 TEST(Policy, ErrorMessageFormat) {
   try {
-    parse_policy(R"({"bundle": "/m", "net": "egress-allowlist", "egress": ["a.com:443", "b.com"]})");
+    parse_policy(
+        R"({"bundle": "/m", "net": "egress-allowlist", "egress": ["a.com:443", "b.com"]})");
     FAIL() << "accepted";
   } catch (const PolicyError& e) {
     EXPECT_EQ(e.pointer(), "/egress/1");
@@ -267,8 +267,12 @@ std::string with(const std::string& extra) { return R"({"bundle": "/srv/m", )" +
 std::string egress(const std::string& list) {
   return with(R"("net": "egress-allowlist", "egress": [)" + list + "]");
 }
-std::string memory(const std::string& value) { return with(R"("reservations": {"memory": )" + value + "}"); }
-std::string cpu(const std::string& value) { return with(R"("reservations": {"cpu": )" + value + "}"); }
+std::string memory(const std::string& value) {
+  return with(R"("reservations": {"memory": )" + value + "}");
+}
+std::string cpu(const std::string& value) {
+  return with(R"("reservations": {"cpu": )" + value + "}");
+}
 
 std::string nested_arrays(std::size_t n) { return std::string(n, '[') + std::string(n, ']'); }
 std::string zeros(std::size_t n) {
@@ -281,8 +285,7 @@ std::vector<InvalidCase> invalid_cases() {
   const std::string label64(64, 'a');
   const std::string long_host = std::string(63, 'a') + "." + std::string(63, 'b') + "." +
                                 std::string(63, 'c') + "." + std::string(63, 'd');  // 255
-  const std::string over_limit =
-      R"({"bundle": "/m"})" + std::string(kMaxPolicyBytes, ' ');
+  const std::string over_limit = R"({"bundle": "/m"})" + std::string(kMaxPolicyBytes, ' ');
   std::vector<InvalidCase> cases = {
       // Malformed JSON: the whole document.
       {"Truncated", R"({"version": 1, "bundle": "/m")", "", "malformed JSON"},
@@ -306,9 +309,10 @@ std::vector<InvalidCase> invalid_cases() {
       {"NumberOverflow", cpu("1e400"), "", "number overflow"},
       {"TooLarge", over_limit, "", "more than the limit of 1048576"},
       {"DeepArraysAtTop", std::string(10000, '['), zeros(16), "nested deeper than 16 levels"},
-      {"DeepArraysInField", with(R"("runtime": )" + nested_arrays(10000)),
-       "/runtime" + zeros(15), "nested deeper than 16 levels"},
-      {"DeepObjects", [] {
+      {"DeepArraysInField", with(R"("runtime": )" + nested_arrays(10000)), "/runtime" + zeros(15),
+       "nested deeper than 16 levels"},
+      {"DeepObjects",
+       [] {
          std::string t;
          for (int i = 0; i < 10000; ++i) t += R"({"a":)";
          return t;
@@ -336,8 +340,8 @@ std::vector<InvalidCase> invalid_cases() {
       {"DuplicateTopLevel", R"({"bundle": "/a", "bundle": "/b"})", "/bundle", "duplicate key"},
       {"DuplicateAfterOthers", with(R"("net": "none", "broker": false, "net": "none")"), "/net",
        "duplicate key"},
-      {"DuplicateInDevices", with(R"("devices": {"gpu": "none", "gpu": "compute"})"), "/devices/gpu",
-       "duplicate key"},
+      {"DuplicateInDevices", with(R"("devices": {"gpu": "none", "gpu": "compute"})"),
+       "/devices/gpu", "duplicate key"},
       {"DuplicateInReservations", with(R"("reservations": {"cpu": 1, "memory": 1, "cpu": 2})"),
        "/reservations/cpu", "duplicate key"},
       {"DuplicateInsideArray", with(R"("runtime": ["/a", {"x": 1, "x": 2}])"), "/runtime/1/x",
@@ -353,7 +357,8 @@ std::vector<InvalidCase> invalid_cases() {
       // bundle.
       {"MissingBundle", R"({"version": 1})", "/bundle", "is required"},
       {"EmptyObject", "{}", "/bundle", "is required"},
-      {"BundleNumber", R"({"bundle": 5})", "/bundle", "must be an absolute path (a string), not an integer"},
+      {"BundleNumber", R"({"bundle": 5})", "/bundle",
+       "must be an absolute path (a string), not an integer"},
       {"BundleNull", R"({"bundle": null})", "/bundle", "not null"},
       {"BundleList", R"({"bundle": ["/m"]})", "/bundle", "not an array"},
       // Paths.
@@ -374,12 +379,14 @@ std::vector<InvalidCase> invalid_cases() {
       {"TempNewlineEscape", with(R"("temp": "/t\nx")"), "/temp", "control character"},
       {"DataDelEscape", with(R"("data": ["/d", "/d\u007f"])"), "/data/1", "control character"},
       {"RuntimeEmptyString", with(R"("runtime": [""])"), "/runtime/0", "must not be empty"},
-      {"DataRelative", with(R"("data": ["/ok", "datasets"])"), "/data/1", "must be an absolute path"},
+      {"DataRelative", with(R"("data": ["/ok", "datasets"])"), "/data/1",
+       "must be an absolute path"},
       {"WorkEmpty", with(R"("work": "")"), "/work", "must not be empty"},
       {"TempRelative", with(R"("temp": "tmp")"), "/temp", "must be an absolute path"},
       {"PathTooLong", R"({"bundle": "/)" + std::string(4095, 'a') + R"("})", "/bundle", "PATH_MAX"},
       // Wrong types, every other field.
-      {"RuntimeString", with(R"("runtime": "/opt")"), "/runtime", "must be a list of absolute paths, not a string"},
+      {"RuntimeString", with(R"("runtime": "/opt")"), "/runtime",
+       "must be a list of absolute paths, not a string"},
       {"RuntimeItemNumber", with(R"("runtime": [1])"), "/runtime/0", "not an integer"},
       {"ToolsObject", with(R"("tools": {})"), "/tools", "not an object"},
       {"ToolsItemNull", with(R"("tools": ["/a", null])"), "/tools/1", "not null"},
@@ -393,11 +400,14 @@ std::vector<InvalidCase> invalid_cases() {
       {"NetNull", with(R"("net": null)"), "/net", "not null"},
       {"EgressString", with(R"("net": "egress-allowlist", "egress": "a.com:443")"), "/egress",
        "must be a list of \"host:port\" strings, not a string"},
-      {"EgressItemNumber", egress("443"), "/egress/0", "must be a \"host:port\" string, not an integer"},
-      {"EgressItemObject", egress(R"("a.com:443", {"host": "b.com"})"), "/egress/1", "not an object"},
+      {"EgressItemNumber", egress("443"), "/egress/0",
+       "must be a \"host:port\" string, not an integer"},
+      {"EgressItemObject", egress(R"("a.com:443", {"host": "b.com"})"), "/egress/1",
+       "not an object"},
       {"BrokerString", with(R"("broker": "yes")"), "/broker", "must be true or false"},
       {"BrokerNull", with(R"("broker": null)"), "/broker", "not null"},
-      {"DevicesString", with(R"("devices": "none")"), "/devices", "must be an object, not a string"},
+      {"DevicesString", with(R"("devices": "none")"), "/devices",
+       "must be an object, not a string"},
       {"GpuBool", with(R"("devices": {"gpu": true})"), "/devices/gpu", "not a boolean"},
       {"ReservationsList", with(R"("reservations": [])"), "/reservations", "must be an object"},
       {"IpcBool", with(R"("ipc_isolation": false)"), "/ipc_isolation", "not a boolean"},
@@ -421,16 +431,19 @@ std::vector<InvalidCase> invalid_cases() {
       {"EgressNoPort", egress(R"("api.example.com:443", "api.example.org")"), "/egress/1",
        "expected host:port"},
       {"EgressEmptyString", egress(R"("")"), "/egress/0", "expected host:port"},
-      {"EgressEmptyPort", egress(R"("a.com:")"), "/egress/0", "port must be a number from 1 to 65535"},
+      {"EgressEmptyPort", egress(R"("a.com:")"), "/egress/0",
+       "port must be a number from 1 to 65535"},
       {"EgressPort0", egress(R"("a.com:0")"), "/egress/0", "port must be a number from 1 to 65535"},
-      {"EgressPort65536", egress(R"("a.com:65536")"), "/egress/0", "port must be a number from 1 to 65535"},
+      {"EgressPort65536", egress(R"("a.com:65536")"), "/egress/0",
+       "port must be a number from 1 to 65535"},
       {"EgressPortHuge", egress(R"("a.com:99999999999999999999")"), "/egress/0", "port must be"},
       {"EgressPortLetters", egress(R"("a.com:44a")"), "/egress/0", "port must be"},
       {"EgressPortName", egress(R"("a.com:https")"), "/egress/0", "port must be"},
       {"EgressPortNegative", egress(R"("a.com:-1")"), "/egress/0", "port must be"},
       {"EgressPortPlus", egress(R"("a.com:+443")"), "/egress/0", "port must be"},
       {"EgressPortSpace", egress(R"("a.com: 443")"), "/egress/0", "port must be"},
-      {"EgressIpv6NoBrackets", egress(R"("2001:db8::1:443")"), "/egress/0", "must be written in brackets"},
+      {"EgressIpv6NoBrackets", egress(R"("2001:db8::1:443")"), "/egress/0",
+       "must be written in brackets"},
       {"EgressIpv6NoPort", egress(R"("[2001:db8::1]")"), "/egress/0", "expected [IPv6]:port"},
       {"EgressIpv6NoColon", egress(R"("[2001:db8::1]443")"), "/egress/0", "expected [IPv6]:port"},
       {"EgressIpv6Unclosed", egress(R"("[2001:db8::1:443")"), "/egress/0", "expected [IPv6]:port"},
@@ -442,7 +455,8 @@ std::vector<InvalidCase> invalid_cases() {
       {"EgressWildcardNoDot", egress(R"("*example.com:443")"), "/egress/0", "wildcard"},
       {"EgressWildcardAlone", egress(R"("*:443")"), "/egress/0", "wildcard"},
       {"EgressDoubleWildcard", egress(R"("*.*.example.com:443")"), "/egress/0", "wildcard"},
-      {"EgressWildcardIp", egress(R"("*.192.0.2.7:443")"), "/egress/0", "wildcard cannot apply to an IP"},
+      {"EgressWildcardIp", egress(R"("*.192.0.2.7:443")"), "/egress/0",
+       "wildcard cannot apply to an IP"},
       {"EgressWildcardEmpty", egress(R"("*.:443")"), "/egress/0", "empty host"},
       {"EgressLabel64", egress("\"" + label64 + ".example.com:443\""), "/egress/0",
        "label longer than 63 characters"},
@@ -453,17 +467,20 @@ std::vector<InvalidCase> invalid_cases() {
       {"EgressDotHost", egress(R"(".:443")"), "/egress/0", "empty host"},
       {"EgressEmptyLabel", egress(R"("a..example.com:443")"), "/egress/0", "empty label"},
       {"EgressLeadingDot", egress(R"(".example.com:443")"), "/egress/0", "empty label"},
-      {"EgressHyphenLabel", egress(R"("-a.example.com:443")"), "/egress/0", "starts or ends with '-'"},
+      {"EgressHyphenLabel", egress(R"("-a.example.com:443")"), "/egress/0",
+       "starts or ends with '-'"},
       {"EgressBadIpv4", egress(R"("256.1.1.1:443")"), "/egress/0", "not a valid IPv4 address"},
       {"EgressShortIpv4", egress(R"("127.1:443")"), "/egress/0", "not a valid IPv4 address"},
       {"EgressHexIpv4", egress(R"("0x7f.0.0.1:443")"), "/egress/0", "not a valid IPv4 address"},
       {"EgressOctalIpv4", egress(R"("0177.0.0.1:443")"), "/egress/0", "not a valid IPv4 address"},
-      {"EgressNulInHost", egress(R"("192.0.2.7\u0000.evil.example:443")"), "/egress/0", "control character"},
+      {"EgressNulInHost", egress(R"("192.0.2.7\u0000.evil.example:443")"), "/egress/0",
+       "control character"},
       {"EgressNulInIpv6", egress(R"("[::1\u0000zz]:443")"), "/egress/0", "control character"},
       {"EgressDuplicate", egress(R"("api.example.com:443", "b.com:1", "api.example.com:443")"),
        "/egress/2", "duplicate destination"},
-      {"EgressDuplicateAfterNormalising", egress(R"("api.example.com:443", "API.Example.com.:443")"),
-       "/egress/1", "duplicate destination"},
+      {"EgressDuplicateAfterNormalising",
+       egress(R"("api.example.com:443", "API.Example.com.:443")"), "/egress/1",
+       "duplicate destination"},
       {"EgressDuplicateIpv6", egress(R"("[2001:db8::1]:443", "[2001:DB8:0::1]:443")"), "/egress/1",
        "duplicate destination"},
       // reservations.
@@ -475,7 +492,8 @@ std::vector<InvalidCase> invalid_cases() {
       {"CpuString", cpu(R"("1.5")"), "/reservations/cpu", "must be a number of CPUs, not a string"},
       {"CpuBool", cpu("true"), "/reservations/cpu", "not a boolean"},
       {"CpuNull", cpu("null"), "/reservations/cpu", "not null"},
-      {"MemoryNegative", memory("-1"), "/reservations/memory", "must be a positive number of bytes"},
+      {"MemoryNegative", memory("-1"), "/reservations/memory",
+       "must be a positive number of bytes"},
       {"MemoryZero", memory("0"), "/reservations/memory", "must be more than 0 bytes"},
       {"MemoryZeroMi", memory(R"("0Mi")"), "/reservations/memory", "must be more than 0 bytes"},
       {"MemoryMB", memory(R"("512MB")"), "/reservations/memory", "Ki, Mi or Gi"},
@@ -490,15 +508,18 @@ std::vector<InvalidCase> invalid_cases() {
       {"MemoryFloat", memory("1.5"), "/reservations/memory", "not a number"},
       {"MemoryExponent", memory("1e9"), "/reservations/memory", "not a number"},
       {"MemoryBool", memory("true"), "/reservations/memory", "not a boolean"},
-      {"MemoryOverKMax", memory("4611686018427387905"), "/reservations/memory", "more memory than any node has"},
+      {"MemoryOverKMax", memory("4611686018427387905"), "/reservations/memory",
+       "more memory than any node has"},
       {"MemoryMaxUint64", memory("18446744073709551615"), "/reservations/memory", "more memory"},
-      {"MemoryBeyondUint64", memory("18446744073709551616"), "/reservations/memory", "not a number"},
+      {"MemoryBeyondUint64", memory("18446744073709551616"), "/reservations/memory",
+       "not a number"},
       {"MemoryGiOverKMax", memory(R"("4294967297Gi")"), "/reservations/memory", "more memory"},
       // 2^34 Gi = 2^64 bytes: wrapped to 0 before the fix.
       {"MemoryGiWrapsToZero", memory(R"("17179869184Gi")"), "/reservations/memory", "more memory"},
       // 2^34 Gi + 1 Gi: wrapped to 1 GiB and was accepted before the fix.
       {"MemoryGiWrapsToOneGi", memory(R"("17179869185Gi")"), "/reservations/memory", "more memory"},
-      {"MemoryManyDigits", memory(R"("99999999999999999999999Ki")"), "/reservations/memory", "more memory"},
+      {"MemoryManyDigits", memory(R"("99999999999999999999999Ki")"), "/reservations/memory",
+       "more memory"},
   };
   return cases;
 }
@@ -521,7 +542,9 @@ TEST_P(InvalidPolicy, RefusedWithPointerAndProblem) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, InvalidPolicy, ::testing::ValuesIn(invalid_cases()),
-                         [](const ::testing::TestParamInfo<InvalidCase>& case_info) { return case_info.param.name; });
+                         [](const ::testing::TestParamInfo<InvalidCase>& case_info) {
+                           return case_info.param.name;
+                         });
 
 TEST(InvalidPolicyTable, HasManyDistinctCases) {
   const auto cases = invalid_cases();
@@ -537,7 +560,8 @@ TEST(InvalidPolicyTable, HasManyDistinctCases) {
 // policy_from_json sees values parse_policy never produces (it is public: SDK tools build
 // JSON themselves).
 TEST(PolicyFromJson, ValuesBuiltInMemory) {
-  json doc = {{"bundle", "/m"}, {"reservations", {{"cpu", std::numeric_limits<double>::infinity()}}}};
+  json doc = {{"bundle", "/m"},
+              {"reservations", {{"cpu", std::numeric_limits<double>::infinity()}}}};
   EXPECT_THROW(policy_from_json(doc), PolicyError);
   doc["reservations"]["cpu"] = std::numeric_limits<double>::quiet_NaN();
   EXPECT_THROW(policy_from_json(doc), PolicyError);

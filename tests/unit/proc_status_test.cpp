@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "probe/proc_status.hpp"
+
+#include <gtest/gtest.h>
 
 namespace oarbank {
 namespace {

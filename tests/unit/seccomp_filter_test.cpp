@@ -56,10 +56,10 @@ std::set<std::string> syscalls_of(const FilterVariant& variant) {
 TEST(SeccompRules, ThePagesRefusalsAreInEveryVariant) {
   for (int i = 0; i < kVariantCount; ++i) {
     auto names = syscalls_of(variant_from_index(i));
-    for (const char* required : {"listen", "unshare", "setns", "mount", "clone", "clone3", "ptrace",
-                                 "bpf", "keyctl", "add_key", "request_key", "init_module",
-                                 "finit_module", "delete_module", "io_uring_setup", "socket",
-                                 "socketpair", "ioctl"}) {
+    for (const char* required :
+         {"listen", "unshare", "setns", "mount", "clone", "clone3", "ptrace", "bpf", "keyctl",
+          "add_key", "request_key", "init_module", "finit_module", "delete_module",
+          "io_uring_setup", "socket", "socketpair", "ioctl"}) {
       EXPECT_EQ(names.count(required), 1U) << required << " in " << variant_from_index(i).name();
     }
   }
