@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is needed, builds, runs the unit and integration tests
-# on this machine's kernel, then again under AddressSanitizer and UndefinedBehaviorSanitizer,
-# then the policy parser's fuzzer briefly. Exits non-zero on any failure.
+# on this machine's kernel, the kernel matrix under qemu (tests/vm), then the tests again under
+# AddressSanitizer and UndefinedBehaviorSanitizer, then the policy parser's fuzzer briefly. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -11,6 +11,9 @@ echo "=== build (Release, static launcher)"
 ./scripts/build.sh
 echo "=== tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "=== the kernel matrix: Debian 12's 6.1 (Landlock ABI 2) and 6.12 (ABI 6) kernels, and 6.12 with Landlock disabled, under qemu"
+tests/vm/run-kernel-matrix.sh build
 
 echo "=== build (ASan + UBSan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOARBANK_SANITIZE=ON -DOARBANK_BENCH=OFF >/dev/null

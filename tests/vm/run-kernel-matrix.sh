@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Runs oarbank-agent on real Debian 12 kernels under qemu and checks what each can enforce:
+#   6.1            Landlock ABI 2: below the filesystem floor, the launcher refuses (70)
+#   6.12           Landlock ABI 6: enforced (no_new_privs, seccomp, Landlock fs, IPC scopes)
+#   6.12-no-ll     6.12 booted with an lsm= list without landlock: "disabled", refused (70)
+#
+# Usage: tests/vm/run-kernel-matrix.sh BUILD_DIR [CASE...]
+#   BUILD_DIR holds oarbank-agent and tests/oarbank-probe-payload (static builds boot as they
+#   are; dynamic ones get the libraries ldd names copied in). CASEs: a subset of the above.
+# Environment: OARBANK_VM_CACHE (kernel cache, see fetch-kernels.sh), OARBANK_VM_TIMEOUT
+# (seconds per boot, default 120).
+# Prints each guest's console, then one summary line per case; exits 1 if any case failed.
+# Needs qemu-system-x86, busybox-static and a C compiler with a static libc (build-essential).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+die() { echo "run-kernel-matrix: $*" >&2; exit 1; }
+
+[[ $# -ge 1 ]] || { sed -n '7,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+build_dir=$(cd "$1" && pwd) || die "no build folder $1"
+shift
+all_cases=(6.1 6.12 6.12-no-ll)
+cases=("$@")
+((${#cases[@]})) || cases=("${all_cases[@]}")
+
+agent="$build_dir/oarbank-agent"
+payload="$build_dir/tests/oarbank-probe-payload"
+[[ -x $agent ]] || die "$agent is missing (ninja -C $build_dir oarbank-agent)"
+[[ -x $payload ]] || die "$payload is missing (ninja -C $build_dir oarbank-probe-payload)"
+cache_dir=${OARBANK_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oarbank-vm}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/oarbank-matrix.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# The Landlock helper, static so it runs in the bare guest.
+helper="$work/landlock-abi"
+cc -static -O2 -o "$helper" "$here/landlock-abi.c" || die "cannot build $here/landlock-abi.c (cc -static)"
+
+# The files for the guest: the binaries at their own paths, and for a dynamic build the
+# libraries and loader ldd names (at their own paths too).
+files=(--file "$agent" --file "$payload" --file "$helper:/oarbank-vm/landlock-abi")
+declare -A libs=()
+for bin in "$agent" "$payload"; do
+  if readelf -l "$bin" 2>/dev/null | grep -q INTERP; then
+    while read -r lib; do libs[$lib]=1; done < <(ldd "$bin" | grep -o '/[^ ]*' || true)
+  fi
+done
+for lib in "${!libs[@]}"; do files+=(--file "$lib"); done
+((${#libs[@]} == 0)) || echo "run-kernel-matrix: dynamic build: copying ${#libs[@]} libraries into the guest"
+
+# The kernels, fetched once for all cases.
+need_series=()
+for c in "${cases[@]}"; do
+  case "$c" in
+    6.1) need_series+=(6.1) ;;
+    6.12 | 6.12-no-ll) need_series+=(6.12) ;;
+    *) die "unknown case '$c' (known: ${all_cases[*]})" ;;
+  esac
+done
+mapfile -t need_series < <(printf '%s\n' "${need_series[@]}" | sort -u)
+fetched=$("$here/fetch-kernels.sh" "$cache_dir" "${need_series[@]}") ||
+  echo "run-kernel-matrix: could not fetch every kernel; the cases without one fail" >&2
+declare -A vmlinuz=() kpkg=()
+while read -r series path pkg ver; do
+  [[ -n ${series:-} ]] || continue
+  vmlinuz[$series]=$path
+  kpkg[$series]="$pkg $ver"
+done <<<"$fetched"
+
+# lsm= without landlock: the 6.12 package's CONFIG_LSM less landlock.
+lsm_without_landlock() {
+  local config="$cache_dir/$1/config" list
+  list=$(sed -n 's/^CONFIG_LSM="\(.*\)"$/\1/p' "$config")
+  [[ -n $list ]] || return 1
+  echo "$list" | tr ',' '\n' | grep -vx landlock | paste -sd, -
+}
+
+summary=()
+failed=0
+for c in "${cases[@]}"; do
+  append='' series=$c expect=''
+  case "$c" in
+    6.1) expect=2 ;;
+    6.12) expect=6 ;;
+    6.12-no-ll)
+      series=6.12 expect=disabled
+      if lsm=$(lsm_without_landlock 6.12); then append="lsm=$lsm"; fi
+      ;;
+  esac
+  echo
+  echo "######## case $c: kernel ${kpkg[$series]:-(none)}, expect Landlock $expect${append:+, $append}"
+  start=$(date +%s.%N)
+  rc=0
+  log="$work/$c.log"
+  if [[ -z ${vmlinuz[$series]:-} ]]; then
+    echo "no $series kernel (see fetch-kernels.sh above)" | tee "$log"
+    rc=1
+  elif [[ $c == 6.12-no-ll && -z $append ]]; then
+    echo "no CONFIG_LSM in $cache_dir/$series/config: cannot write an lsm= list without landlock" | tee "$log"
+    rc=1
+  else
+    "$here/run-in-vm.sh" --kernel "${vmlinuz[$series]}" ${append:+--append "$append"} \
+      --guest-script "$here/guest-checks.sh" "${files[@]}" \
+      --env "OARBANK_AGENT=$agent" --env "OARBANK_PAYLOAD=$payload" \
+      --env "OARBANK_LANDLOCK_ABI_HELPER=/oarbank-vm/landlock-abi" \
+      --env "OARBANK_EXPECT_LANDLOCK_ABI=$expect" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
+  fi
+  elapsed=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+  checks=$(sed -n 's/^OARBANK-CHECKS //p' "$log" | tail -n1)
+  if [[ $rc -eq 0 ]]; then
+    verdict=PASS
+  else
+    verdict="FAIL (exit $rc)"
+    failed=1
+  fi
+  summary+=("$(printf '%-4s %-11s %6ss  expect=%-8s %s' "${verdict%% *}" "$c" "$elapsed" "$expect" "${checks:-no checks summary${verdict#PASS}}")")
+  if [[ $rc -ne 0 ]]; then
+    grep '^FAIL' "$log" | sed "s/^/  [$c] /" >"$work/$c.fails" || true
+  fi
+done
+
+echo
+echo "######## kernel matrix summary"
+for i in "${!summary[@]}"; do
+  echo "${summary[$i]}"
+  [[ ! -s "$work/${cases[$i]}.fails" ]] || cat "$work/${cases[$i]}.fails"
+done
+exit "$failed"
