@@ -19,7 +19,7 @@ namespace {
 
 struct ExecOptions {
   std::string policy_path;
-  std::vector<std::string> argv;
+  const ModuleCommand* command = nullptr;
   std::optional<std::string> config_path;
   std::vector<std::string> setenv;
   std::vector<int> keep_fds;
@@ -30,7 +30,7 @@ constexpr const char* kCommand = "sandbox-exec";
 
 LaunchRequest make_request(const ExecOptions& options) {
   LaunchRequest request;
-  request.argv = options.argv;
+  request.argv = options.command->argv;
   for (const auto& entry : options.setenv) {
     auto eq = entry.find('=');
     if (eq == std::string::npos || eq == 0 || entry.find_first_of("\n") != std::string::npos) {
@@ -58,7 +58,11 @@ int run(const ExecOptions& options) {
     return kExitSoftware;
   }
   try {
-    if (options.argv.empty()) throw Error(ErrorKind::Usage, "no command after --");
+    if (!options.command->separator) {
+      throw Error(ErrorKind::Usage, std::string("usage: ") + kNoCommand);
+    }
+    if (options.command->argv.empty())
+      throw Error(ErrorKind::Usage, std::string("usage: ") + kNoCommand);
     const LaunchRequest request = make_request(options);
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
@@ -91,8 +95,9 @@ int run(const ExecOptions& options) {
 
 }  // namespace
 
-Runner add_sandbox_exec(CLI::App& app) {
+Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command) {
   auto options = std::make_shared<ExecOptions>();
+  options->command = &command;
   auto* sub =
       app.add_subcommand(kCommand,
                          "Apply the policy to this process (no_new_privs, Landlock, seccomp) "
@@ -100,7 +105,6 @@ Runner add_sandbox_exec(CLI::App& app) {
                          "applied in full, 71 the exec failed.");
   sub->add_option("policy", options->policy_path, "The policy (the SDK's Policy as JSON)")
       ->required();
-  sub->add_option("argv", options->argv, "The module's command, after --");
   sub->add_option(
       "--config", options->config_path,
       "Node configuration file (default: $OARBANK_AGENT_CONFIG, else /etc/oarbank/agent.json)");

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace oarbank::cli {
 
@@ -10,7 +11,17 @@ namespace oarbank::cli {
 // chosen; that function returns the exit code.
 using Runner = std::function<int()>;
 
-Runner add_sandbox_exec(CLI::App& app);
+// What follows the first "--" on the command line: the module's command. main() splits it off
+// before CLI11 parses the rest, so no word of the module's command is ever read as one of the
+// agent's options (`sandbox-exec P.json prog --explain` is a usage error, not an --explain).
+struct ModuleCommand {
+  bool separator = false;  // a "--" was given
+  std::vector<std::string> argv;
+};
+
+Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command);
+inline constexpr const char* kNoCommand =
+    "no command after -- (sandbox-exec [OPTIONS] POLICY.json -- ARGV...)";
 Runner add_sandbox_report(CLI::App& app);
 Runner add_sandbox_check(CLI::App& app);
 // Hidden: the operations sandbox-report --verify runs inside the sandbox.

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <string_view>
 
 #include "cli/commands.hpp"
 #include "sys/error.hpp"
@@ -32,13 +33,23 @@ int main(int argc, char** argv) {
   CLI::App app{"oarbank-agent: runs third-party modules under Landlock, seccomp and cgroup v2"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every sub-command");
+  cli::ModuleCommand module_command;
+  int cli_argc = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") {
+      module_command.separator = true;
+      module_command.argv.assign(argv + i + 1, argv + argc);
+      cli_argc = i;
+      break;
+    }
+  }
   std::map<std::string, cli::Runner> runners;
-  runners["sandbox-exec"] = cli::add_sandbox_exec(app);
+  runners["sandbox-exec"] = cli::add_sandbox_exec(app, module_command);
   runners["sandbox-report"] = cli::add_sandbox_report(app);
   runners["sandbox-check"] = cli::add_sandbox_check(app);
   runners["sandbox-probe"] = cli::add_sandbox_probe(app);
   try {
-    app.parse(argc, argv);
+    app.parse(cli_argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -46,10 +57,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string command;
     for (const auto* sub : app.get_subcommands()) command = sub->get_name();
-    cli::print_error(command, std::string("usage: ") + e.what() + " (see --help)");
+    std::string message = std::string("usage: ") + e.what() + " (see --help)";
+    if (command == "sandbox-exec" && !module_command.separator) {
+      message = std::string("usage: ") + cli::kNoCommand + ": " + e.what();
+    }
+    cli::print_error(command, message);
     return kExitUsage;
   }
   for (const auto* sub : app.get_subcommands()) {
+    if (module_command.separator && sub->get_name() != "sandbox-exec") {
+      cli::print_error(sub->get_name(), "usage: this command takes no \"-- ARGV\" (see --help)");
+      return kExitUsage;
+    }
     try {
       return runners.at(sub->get_name())();
     } catch (const std::exception& e) {

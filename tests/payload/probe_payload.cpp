@@ -138,9 +138,15 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   if (cmd == "symlink" && need(2)) return report(symlink(a[0].c_str(), a[1].c_str()));
   if (cmd == "mkfifo" && need(1)) return report(mkfifo(a[0].c_str(), 0644));
   if (cmd == "exec" && need(1)) {
-    // Runs PATH with no arguments in a child and reports whether execve succeeded.
+    // Runs PATH with no arguments in a child and reports whether execve succeeded; what the
+    // program itself prints is discarded.
     pid_t pid = fork();
     if (pid == 0) {
+      int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+      if (null_fd >= 0) {
+        dup2(null_fd, 1);
+        dup2(null_fd, 2);
+      }
       char* args[] = {const_cast<char*>(a[0].c_str()), nullptr};
       execv(a[0].c_str(), args);
       _exit(100 + errno);
