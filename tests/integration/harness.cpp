@@ -174,6 +174,11 @@ int kernel_landlock_abi() {
   return abi < 0 ? 0 : static_cast<int>(abi);
 }
 
+bool kernel_landlock_disabled() {
+  return ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION) < 0 &&
+         errno == EOPNOTSUPP;
+}
+
 int effective_abi(int cap) {
   int abi = std::min(kernel_landlock_abi(), 7);
   return cap < 0 ? abi : std::min(abi, cap);

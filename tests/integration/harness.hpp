@@ -53,6 +53,8 @@ RunResult run_command(const std::vector<std::string>& argv, const RunOptions& op
 bool running_as_root();
 // The Landlock ABI of the running kernel (0 when Landlock is absent or disabled).
 int kernel_landlock_abi();
+// Whether Landlock is built into the kernel but disabled at boot (left out of lsm=).
+bool kernel_landlock_disabled();
 // The ABI the launcher uses under a node cap (cap < 0: uncapped). The launcher knows ABI 7.
 int effective_abi(int cap);
 // Whether this machine has a GPU device node the launcher would grant (/dev/dri, /dev/kfd,

@@ -7,9 +7,12 @@
 #   OARBANK_PAYLOAD               the probe payload (its folder is the policy's bundle)
 #   OARBANK_LANDLOCK_ABI_HELPER   tests/vm/landlock-abi.c built static
 #   OARBANK_EXPECT_LANDLOCK_ABI   2, 6 (or another number), or disabled
+#   OARBANK_SUITE                 optional: the integration suite binary; then the suite runs
+#                                 last (guest-suite.sh, with OARBANK_SUITE_FILTER) and counts
+#                                 as one check
 # Prints "ok:", "FAIL:" and "SKIP:" lines, then one summary line
 #   OARBANK-CHECKS kernel=... landlock=... passed=N failed=N skipped=N
-# and exits 1 if anything failed.
+# (after guest-suite.sh's own OARBANK-SUITE line) and exits 1 if anything failed.
 set -u
 
 agent=${OARBANK_AGENT:?OARBANK_AGENT not set}
@@ -215,6 +218,18 @@ else
     run "sandbox-exec --config abi-max-5 required.json -- payload status" \
       "$agent" sandbox-exec --config /tmp/abi-max-5.json /tmp/required.json -- "$payload" status
     refused "required policy with landlock_abi_max 5"
+  fi
+fi
+
+# --- The integration suite (guest-suite.sh), when the matrix passed it.
+if [ -n "${OARBANK_SUITE:-}" ]; then
+  section "integration suite (filter: ${OARBANK_SUITE_FILTER:-*})"
+  sh "$(dirname "$0")/guest-suite.sh"
+  suite_rc=$?
+  if [ "$suite_rc" -eq 0 ]; then
+    pass "integration suite passed"
+  else
+    fail "integration suite exited $suite_rc"
   fi
 fi
 

@@ -3,12 +3,16 @@
 #   6.1            Landlock ABI 2: below the filesystem floor, the launcher refuses (70)
 #   6.12           Landlock ABI 6: enforced (no_new_privs, seccomp, Landlock fs, IPC scopes)
 #   6.12-no-ll     6.12 booted with an lsm= list without landlock: "disabled", refused (70)
+# In each guest the integration suite (tests/oarbank-integration-tests) runs too: all of it on
+# 6.12, the tests meaningful where no launch can run (every one refused with 70) on the others.
 #
 # Usage: tests/vm/run-kernel-matrix.sh BUILD_DIR [CASE...]
-#   BUILD_DIR holds oarbank-agent and tests/oarbank-probe-payload (static builds boot as they
-#   are; dynamic ones get the libraries ldd names copied in). CASEs: a subset of the above.
+#   BUILD_DIR holds oarbank-agent, tests/oarbank-probe-payload and
+#   tests/oarbank-integration-tests (static builds boot as they are; dynamic ones get the
+#   libraries ldd names copied in). CASEs: a subset of the above.
 # Environment: OARBANK_VM_CACHE (kernel cache, see fetch-kernels.sh), OARBANK_VM_TIMEOUT
-# (seconds per boot, default 120).
+# (seconds per boot, default 300), OARBANK_VM_SUITE=0 (leave the integration suite out),
+# OARBANK_VM_SUITE_FILTER (a --gtest_filter for every case instead of the case's own).
 # Prints each guest's console, then one summary line per case; exits 1 if any case failed.
 # Needs qemu-system-x86, busybox-static and a C compiler with a static libc (build-essential).
 set -euo pipefail
@@ -27,6 +31,22 @@ agent="$build_dir/oarbank-agent"
 payload="$build_dir/tests/oarbank-probe-payload"
 [[ -x $agent ]] || die "$agent is missing (ninja -C $build_dir oarbank-agent)"
 [[ -x $payload ]] || die "$payload is missing (ninja -C $build_dir oarbank-probe-payload)"
+# The integration suite has the agent's and the payload's absolute paths baked in; the guest
+# gets both at their own paths, so the suite must be the one built with them.
+suite=''
+if [[ ${OARBANK_VM_SUITE:-1} != 0 ]]; then
+  suite="$build_dir/tests/oarbank-integration-tests"
+  [[ -x $suite ]] || die "$suite is missing (ninja -C $build_dir oarbank-integration-tests; OARBANK_VM_SUITE=0 leaves it out)"
+  for baked in "$agent" "$payload"; do
+    grep -aqF "$baked" "$suite" || die "$suite was not built with $baked (a build folder reached by another path?)"
+  done
+fi
+# The suite's subset where Landlock cannot be used (below ABI 3: every launch is refused with
+# 70, naming the filesystem row): the refusals under caps 0-2, the exit codes decided before
+# the kernel is asked (usage, invalid policy, invalid configuration), the report and its
+# agreement with sandbox-check and sandbox-exec at every cap, and the leftover check.
+below_floor_filter='*NodesBelowAbi3*:Usage.*:InvalidPolicy.*:InvalidConfig.*:Report.*:*ReportAgreesWithTheLauncher*:NothingLeftBehindTest.*'
+below_floor_filter+='-Usage.OptionsAfterDoubleDashBelongToTheModule'
 cache_dir=${OARBANK_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oarbank-vm}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/oarbank-matrix.XXXXXX")
@@ -39,8 +59,9 @@ cc -static -O2 -o "$helper" "$here/landlock-abi.c" || die "cannot build $here/la
 # The files for the guest: the binaries at their own paths, and for a dynamic build the
 # libraries and loader ldd names (at their own paths too).
 files=(--file "$agent" --file "$payload" --file "$helper:/oarbank-vm/landlock-abi")
+[[ -z $suite ]] || files+=(--file "$suite" --file "$here/guest-suite.sh:/oarbank-vm/guest-suite.sh")
 declare -A libs=()
-for bin in "$agent" "$payload"; do
+for bin in "$agent" "$payload" ${suite:+"$suite"}; do
   if readelf -l "$bin" 2>/dev/null | grep -q INTERP; then
     while read -r lib; do libs[$lib]=1; done < <(ldd "$bin" | grep -o '/[^ ]*' || true)
   fi
@@ -78,15 +99,18 @@ lsm_without_landlock() {
 summary=()
 failed=0
 for c in "${cases[@]}"; do
-  append='' series=$c expect=''
+  append='' series=$c expect='' filter=$below_floor_filter
   case "$c" in
     6.1) expect=2 ;;
-    6.12) expect=6 ;;
+    6.12) expect=6 filter='*' ;;
     6.12-no-ll)
       series=6.12 expect=disabled
       if lsm=$(lsm_without_landlock 6.12); then append="lsm=$lsm"; fi
       ;;
   esac
+  filter=${OARBANK_VM_SUITE_FILTER:-$filter}
+  suite_env=()
+  [[ -z $suite ]] || suite_env=(--env "OARBANK_SUITE=$suite" --env "OARBANK_SUITE_FILTER=$filter")
   echo
   echo "######## case $c: kernel ${kpkg[$series]:-(none)}, expect Landlock $expect${append:+, $append}"
   start=$(date +%s.%N)
@@ -100,13 +124,15 @@ for c in "${cases[@]}"; do
     rc=1
   else
     "$here/run-in-vm.sh" --kernel "${vmlinuz[$series]}" ${append:+--append "$append"} \
-      --guest-script "$here/guest-checks.sh" "${files[@]}" \
+      --timeout "${OARBANK_VM_TIMEOUT:-300}" --memory 1024 \
+      --guest-script "$here/guest-checks.sh" "${files[@]}" "${suite_env[@]}" \
       --env "OARBANK_AGENT=$agent" --env "OARBANK_PAYLOAD=$payload" \
       --env "OARBANK_LANDLOCK_ABI_HELPER=/oarbank-vm/landlock-abi" \
       --env "OARBANK_EXPECT_LANDLOCK_ABI=$expect" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
   fi
   elapsed=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
   checks=$(sed -n 's/^OARBANK-CHECKS //p' "$log" | tail -n1)
+  suite_line=$(sed -n 's/^OARBANK-SUITE \(.*\) filter=.*$/\1/p' "$log" | tail -n1)
   if [[ $rc -eq 0 ]]; then
     verdict=PASS
   else
@@ -114,8 +140,11 @@ for c in "${cases[@]}"; do
     failed=1
   fi
   summary+=("$(printf '%-4s %-11s %6ss  expect=%-8s %s' "${verdict%% *}" "$c" "$elapsed" "$expect" "${checks:-no checks summary${verdict#PASS}}")")
+  if [[ -n $suite ]]; then
+    summary[-1]+=$'\n'"$(printf '%28s suite (%s): %s' '' "$(case "$filter" in '*') echo all ;; "$below_floor_filter") echo below-floor subset ;; *) echo "$filter" ;; esac)" "${suite_line:-no suite summary}")"
+  fi
   if [[ $rc -ne 0 ]]; then
-    grep '^FAIL' "$log" | sed "s/^/  [$c] /" >"$work/$c.fails" || true
+    grep -E '^(FAIL|\[  FAILED  \] [^0-9])' "$log" | sed "s/^/  [$c] /" >"$work/$c.fails" || true
   fi
 done
 

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Launch cost of `oarbank-agent sandbox-exec POLICY -- /bin/true` as a ratio to a bare spawn of
+# /bin/true (docs/performance.md). Two measurements of the same pair:
+#   1. oarbank-launch-bench: paired rounds, sides alternating, median of the per-round ratio
+#      (the figure that counts); bwrap is a third side when it is installed.
+#   2. hyperfine -N, as a cross-check with a tool everyone knows (each command in its own
+#      block, so its ratio is more exposed to drift of the machine than the paired one).
+#
+#   bench/run-launch-bench.sh [BUILD_DIR]        default BUILD_DIR: build-bench
+#   ROUNDS=300 WARMUP=30 HYPERFINE_RUNS=500 bench/run-launch-bench.sh
+#   POLICY=my-policy.json bench/run-launch-bench.sh    (default: bundle /usr/bin, best-effort IPC)
+#   CPU=1 bench/run-launch-bench.sh     pin everything to this CPU (default: the last one; CPU=none: no pinning)
+#   RT=1 bench/run-launch-bench.sh      run at SCHED_FIFO priority 10 (root): other load on that CPU
+#                                       no longer preempts the rounds; spreads are much narrower
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build-bench}
+agent=$build/oarbank-agent
+driver=$build/bench/oarbank-launch-bench
+rounds=${ROUNDS:-300}
+warmup=${WARMUP:-30}
+hf_runs=${HYPERFINE_RUNS:-500}
+target=${TARGET:-/bin/true}
+cpu=${CPU:-$(( $(nproc) - 1 ))}
+prefix=()
+[[ $cpu != none ]] && prefix+=(taskset -c "$cpu")
+[[ ${RT:-0} == 1 ]] && prefix+=(chrt -f 10)
+
+for f in "$agent" "$driver"; do
+  [[ -x $f ]] || { echo "run-launch-bench: $f is missing; build with: cmake -S $root -B $build -G Ninja -DOARBANK_TESTS=OFF -DCMAKE_BUILD_TYPE=Release && ninja -C $build" >&2; exit 1; }
+done
+
+tmp=$(mktemp -d /tmp/oarbank-launch-bench.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+chmod 755 "$tmp"
+policy=${POLICY:-}
+if [[ -z $policy ]]; then
+  policy=$tmp/policy.json
+  echo '{"bundle": "/usr/bin", "ipc_isolation": "best-effort"}' > "$policy"
+  chmod 644 "$policy"
+fi
+
+echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r) $(nproc) CPUs; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== agent: $agent ($(stat -c %s "$agent") bytes)"
+echo "== policy: $(cat "$policy")"
+echo "== pinned to CPU: $cpu; SCHED_FIFO: ${RT:-0}"
+# Fail early, with the launcher's own message, if the launch does not work at all.
+"$agent" sandbox-exec "$policy" -- "$target"
+
+echo
+echo "== paired rounds (oarbank-launch-bench)"
+"${prefix[@]}" "$driver" --agent "$agent" --policy "$policy" --target "$target" --rounds "$rounds" --warmup "$warmup" \
+  --raw "$tmp/raw.csv"
+[[ -n ${RAW_OUT:-} ]] && cp "$tmp/raw.csv" "$RAW_OUT"
+
+if command -v hyperfine >/dev/null; then
+  echo
+  echo "== cross-check: hyperfine -N --warmup 50 --runs $hf_runs"
+  "${prefix[@]}" hyperfine -N --warmup 50 --runs "$hf_runs" --export-json "$tmp/hf.json" \
+    -n bare "$target" -n sandbox-exec "$agent sandbox-exec $policy -- $target"
+  python3 - "$tmp/hf.json" <<'PY'
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+b, s = r["bare"], r["sandbox-exec"]
+print(f"hyperfine: median bare {b['median']*1e6:.0f} us, sandbox-exec {s['median']*1e6:.0f} us, "
+      f"ratio of medians {s['median']/b['median']:.3f} (mean ratio {s['mean']/b['mean']:.3f})")
+PY
+else
+  echo "hyperfine is not installed: cross-check skipped"
+fi
+echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
