@@ -17,20 +17,11 @@
 namespace oarbank::cli {
 namespace {
 
-struct ExecOptions {
-  std::string policy_path;
-  const ModuleCommand* command = nullptr;
-  std::optional<std::string> config_path;
-  std::vector<std::string> setenv;
-  std::vector<int> keep_fds;
-  bool explain = false;
-};
-
 constexpr const char* kCommand = "sandbox-exec";
 
-LaunchRequest make_request(const ExecOptions& options) {
+LaunchRequest make_request(const ExecArgs& options) {
   LaunchRequest request;
-  request.argv = options.command->argv;
+  request.argv = options.argv;
   for (const auto& entry : options.setenv) {
     auto eq = entry.find('=');
     if (eq == std::string::npos || eq == 0 || entry.find_first_of("\n") != std::string::npos) {
@@ -49,7 +40,9 @@ LaunchRequest make_request(const ExecOptions& options) {
   return request;
 }
 
-int run(const ExecOptions& options) {
+}  // namespace
+
+int run_sandbox_exec(const ExecArgs& options) {
   StepError std_error;
   // Before anything is opened: a closed 0, 1 or 2 would otherwise be reused by our own files.
   if (!ensure_standard_descriptors(std_error)) {
@@ -58,11 +51,10 @@ int run(const ExecOptions& options) {
     return kExitSoftware;
   }
   try {
-    if (!options.command->separator) {
+    if (!options.separator) {
       throw Error(ErrorKind::Usage, std::string("usage: ") + kNoCommand);
     }
-    if (options.command->argv.empty())
-      throw Error(ErrorKind::Usage, std::string("usage: ") + kNoCommand);
+    if (options.argv.empty()) throw Error(ErrorKind::Usage, std::string("usage: ") + kNoCommand);
     const LaunchRequest request = make_request(options);
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
@@ -93,11 +85,8 @@ int run(const ExecOptions& options) {
   }
 }
 
-}  // namespace
-
 Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command) {
-  auto options = std::make_shared<ExecOptions>();
-  options->command = &command;
+  auto options = std::make_shared<ExecArgs>();
   auto* sub =
       app.add_subcommand(kCommand,
                          "Apply the policy to this process (no_new_privs, Landlock, seccomp) "
@@ -114,7 +103,11 @@ Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command) {
                   "Pass this open descriptor to the module (repeatable)")
       ->allow_extra_args(false);
   sub->add_flag("--explain", options->explain, "Print the compiled plan as JSON and run nothing");
-  return [options] { return run(*options); };
+  return [options, &command] {
+    options->separator = command.separator;
+    options->argv = command.argv;
+    return run_sandbox_exec(*options);
+  };
 }
 
 }  // namespace oarbank::cli

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/exec_args.hpp"
+
 namespace oarbank::cli {
 
 // Each sub-command registers its options and returns the function main() runs when it was
@@ -20,6 +22,8 @@ struct ModuleCommand {
 };
 
 Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command);
+// The launcher itself, for both the CLI11 path and main()'s hand-parsed fast path.
+int run_sandbox_exec(const ExecArgs& args);
 inline constexpr const char* kNoCommand =
     "no command after -- (sandbox-exec [OPTIONS] POLICY.json -- ARGV...)";
 Runner add_sandbox_report(CLI::App& app);

@@ -30,6 +30,15 @@ void print_error(const std::string& command, const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace oarbank;
+  // The launch path: the plain sandbox-exec form skips building the CLI11 parser.
+  if (auto plain = cli::parse_plain_exec_args(argc, argv)) {
+    try {
+      return cli::run_sandbox_exec(*plain);
+    } catch (const std::exception& e) {
+      cli::print_error("sandbox-exec", std::string("internal error: ") + e.what());
+      return kExitSoftware;
+    }
+  }
   CLI::App app{"oarbank-agent: runs third-party modules under Landlock, seccomp and cgroup v2"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every sub-command");

@@ -1,0 +1,28 @@
+// sandbox-exec's plain command line, parsed by hand: the launcher is on every module's start
+// path, and building the CLI11 parser costs about 0.4 ms per launch on this kind of machine
+// (docs/performance.md). Anything beyond the plain form (--help, --explain, an unknown option,
+// a malformed value) is left to CLI11, so messages and exit codes stay the same.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oarbank::cli {
+
+struct ExecArgs {
+  std::string policy_path;
+  std::optional<std::string> config_path;
+  std::vector<std::string> setenv;
+  std::vector<int> keep_fds;
+  bool explain = false;
+  bool separator = false;
+  std::vector<std::string> argv;  // after "--"
+  friend bool operator==(const ExecArgs&, const ExecArgs&) = default;
+};
+
+// argv[0] is the program, argv[1] "sandbox-exec". Returns nullopt when the line is not the
+// plain form `[--config F] [--setenv N=V]... [--keep-fd N]... POLICY -- ARGV...`.
+std::optional<ExecArgs> parse_plain_exec_args(int argc, const char* const* argv);
+
+}  // namespace oarbank::cli

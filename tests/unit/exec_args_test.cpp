@@ -1,0 +1,60 @@
+// The hand-parsed sandbox-exec command line: the plain form only; everything else goes to CLI11.
+#include "cli/exec_args.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace oarbank::cli {
+namespace {
+
+std::optional<ExecArgs> parse(std::vector<const char*> words) {
+  words.insert(words.begin(), {"oarbank-agent", "sandbox-exec"});
+  return parse_plain_exec_args(static_cast<int>(words.size()), words.data());
+}
+
+TEST(PlainExecArgs, TheFullPlainForm) {
+  auto args = parse({"--config", "/etc/c.json", "--setenv", "A=1", "--keep-fd", "5", "--setenv",
+                     "B=2", "p.json", "--", "/bin/prog", "--explain", "--config", "x"});
+  ASSERT_TRUE(args.has_value());
+  EXPECT_EQ(args->policy_path, "p.json");
+  EXPECT_EQ(args->config_path, "/etc/c.json");
+  EXPECT_EQ(args->setenv, (std::vector<std::string>{"A=1", "B=2"}));
+  EXPECT_EQ(args->keep_fds, (std::vector<int>{5}));
+  EXPECT_FALSE(args->explain);
+  EXPECT_TRUE(args->separator);
+  // Everything after "--" belongs to the module, options included.
+  EXPECT_EQ(args->argv, (std::vector<std::string>{"/bin/prog", "--explain", "--config", "x"}));
+}
+
+TEST(PlainExecArgs, OptionsAfterThePolicyAreStillTheLaunchers) {
+  auto args = parse({"p.json", "--setenv", "A=1", "--", "prog"});
+  ASSERT_TRUE(args.has_value());
+  EXPECT_EQ(args->setenv, (std::vector<std::string>{"A=1"}));
+}
+
+TEST(PlainExecArgs, AnythingElseIsLeftToCli11) {
+  EXPECT_FALSE(parse({"p.json", "prog"}).has_value());                     // no "--"
+  EXPECT_FALSE(parse({"--explain", "p.json", "--", "prog"}).has_value());  // --explain
+  EXPECT_FALSE(parse({"--help"}).has_value());
+  EXPECT_FALSE(parse({"--config=c.json", "p.json", "--", "prog"}).has_value());
+  EXPECT_FALSE(parse({"--keep-fd", "x", "p.json", "--", "prog"}).has_value());
+  EXPECT_FALSE(parse({"--keep-fd", "5x", "p.json", "--", "prog"}).has_value());
+  EXPECT_FALSE(parse({"--config", "a", "--config", "b", "p.json", "--", "prog"}).has_value());
+  EXPECT_FALSE(parse({"p.json", "extra", "--", "prog"}).has_value());
+  EXPECT_FALSE(parse({"--", "prog"}).has_value());          // no policy
+  EXPECT_FALSE(parse({"p.json", "--setenv"}).has_value());  // value missing
+  EXPECT_FALSE(parse({"--unknown", "p.json", "--", "prog"}).has_value());
+  std::vector<const char*> other = {"oarbank-agent", "sandbox-report"};
+  EXPECT_FALSE(parse_plain_exec_args(2, other.data()).has_value());
+}
+
+TEST(PlainExecArgs, AnEmptyCommandAfterTheSeparatorIsStillPlain) {
+  // run_sandbox_exec answers it with the usage error "no command after --".
+  auto args = parse({"p.json", "--"});
+  ASSERT_TRUE(args.has_value());
+  EXPECT_TRUE(args->argv.empty());
+}
+
+}  // namespace
+}  // namespace oarbank::cli
