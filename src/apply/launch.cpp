@@ -12,7 +12,6 @@
 #include "apply/identity.hpp"
 #include "apply/landlock_apply.hpp"
 #include "apply/seccomp_apply.hpp"
-#include "apply/terminal.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank {
@@ -72,7 +71,11 @@ namespace {
 
 void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   StepError error;
-  detach_controlling_terminal();
+  // An inherited terminal stays the launcher's controlling terminal, in its process group: a
+  // background module that reads it is stopped by job control (SIGTTIN) like any background
+  // job. Giving it up (TIOCNOTTY) would lift those checks. What a module could do to the
+  // terminal is refused by the filter: TIOCSTI, TIOCLINUX, TIOCSPGRP, TIOCSETD, TIOCCONS, and
+  // setsid and setpgid.
   if (!close_on_exec_except(plan.keep_fds, error))
     step_failed(program, "descriptors", error.what, error.err);
   if (!apply_identity(plan.identity, error))

@@ -236,8 +236,8 @@ CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& f
           "mmap(PROT_EXEC) and memfd still run code the module wrote"};
     case CapabilityRow::MetadataCalls:
       return {row, CapabilityStatus::NotPromised,
-              "Landlock does not govern chmod, chown, utimes or xattrs; the module user's file "
-              "permissions do"};
+              "Landlock does not govern chmod, chown, utimes or xattrs, and every module runs as "
+              "the same module user: a module can change the metadata of another's files"};
     case CapabilityRow::BrokerSockets:
       return {row, CapabilityStatus::NotPromised,
               "Landlock does not govern connect to pathname unix sockets: with the broker grant a "

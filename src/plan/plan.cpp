@@ -69,12 +69,55 @@ class RuleBuilder {
     access &= plan_.handled_fs;
     // The kernel refuses directory rights (read_dir, make_*, remove_*, refer) on a file.
     if (!dir) access &= landlock::file_rights();
-    plan_.path_rules.push_back(LandlockPathRule{path, access, dir, why});
+    plan_.path_rules.push_back(LandlockPathRule{path, paths_.canonical(path), access, dir, why});
   }
 
   const PathOracle& paths_;
   LandlockPlan& plan_;
 };
+
+bool beneath_or_equal(const std::string& inner, const std::string& outer) {
+  if (outer == "/") return true;
+  return inner == outer ||
+         (inner.size() > outer.size() && inner.starts_with(outer) && inner[outer.size()] == '/');
+}
+
+// Landlock's rights add up down the tree: a file gets the rights of every rule above it. So a
+// writable directory beneath a read-and-execute rule would be executable, and a read-only path
+// beneath a writable one writable, whatever --explain says of each rule. Refuse such a plan.
+void refuse_overlapping_rules(const LandlockPlan& plan, bool exec_writable,
+                              std::size_t writable_begin, std::size_t writable_end) {
+  for (std::size_t w = writable_begin; w < writable_end; ++w) {
+    const auto& writable = plan.path_rules[w];
+    for (std::size_t r = 0; r < plan.path_rules.size(); ++r) {
+      if (r >= writable_begin && r < writable_end) continue;
+      const auto& other = plan.path_rules[r];
+      if (!other.is_directory && !writable.is_directory) continue;
+      if ((other.access & LANDLOCK_ACCESS_FS_EXECUTE) != 0 && !exec_writable &&
+          beneath_or_equal(writable.canonical, other.canonical)) {
+        throw Error(ErrorKind::Unenforceable,
+                    fmt::format("{} ({}) lies within {} ({}): execute would reach it, which "
+                                "exec_writable false refuses; choose a directory outside it",
+                                writable.path, writable.why, other.path, other.why));
+      }
+      if (other.is_directory && beneath_or_equal(other.canonical, writable.canonical) &&
+          (other.access & LANDLOCK_ACCESS_FS_WRITE_FILE) == 0) {
+        throw Error(ErrorKind::Unenforceable,
+                    fmt::format("{} ({}) lies within {} ({}): it would be writable; choose paths "
+                                "that do not nest",
+                                other.path, other.why, writable.path, writable.why));
+      }
+    }
+  }
+}
+
+// Proxy variables: clients read them in any case (Python: No_Proxy), so compare so.
+bool withheld_proxy_variable(const std::string& name) {
+  std::string lower = name;
+  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return lower == "no_proxy" || lower == "all_proxy" || lower == "http_proxy" ||
+         lower == "https_proxy" || lower == "ftp_proxy" || lower == "oarbank_broker";
+}
 
 bool sandbox_sets(const std::vector<std::string>& environment, const std::string& name) {
   return std::any_of(environment.begin(), environment.end(),
@@ -106,8 +149,7 @@ std::vector<std::string> module_environment(const Policy& policy, const NodeConf
       std::erase_if(env, [&](const std::string& e) { return e.starts_with(name + "="); });
     } else if (sandbox_sets({env.begin(), env.begin() + static_cast<std::ptrdiff_t>(sandbox_count)},
                             name) ||
-               name == "no_proxy" || name == "NO_PROXY" || name == "ALL_PROXY" ||
-               name == "all_proxy") {
+               withheld_proxy_variable(name)) {
       throw Error(
           ErrorKind::Usage,
           fmt::format("--setenv {}: the sandbox sets or withholds this variable itself", name));
@@ -150,6 +192,7 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     rules.required(fmt::format("/tools/{}", i), policy.tools[i], read_exec,
                    "tools: read and execute");
   }
+  const std::size_t writable_begin = ll.path_rules.size();
   const std::string writable_why =
       policy.exec_writable ? "every file right (exec_writable)" : "every file right but execute";
   if (policy.work) {
@@ -164,6 +207,7 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     rules.required("/temp", *policy.temp, writable, "temp: " + writable_why);
     plan.writable_dirs.push_back(*policy.temp);
   }
+  const std::size_t writable_end = ll.path_rules.size();
   for (const auto& path : base_read_execute_paths()) {
     rules.optional(path, read_exec, "base system: read and execute");
   }
@@ -178,6 +222,8 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
       rules.optional(node, gpu, "devices.gpu compute: read, write and device ioctls");
     }
   }
+
+  refuse_overlapping_rules(ll, policy.exec_writable, writable_begin, writable_end);
 
   if (policy.net == NetMode::EgressAllowlist) {
     ll.port_rules.push_back(

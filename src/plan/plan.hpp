@@ -24,6 +24,8 @@ class PathOracle {
  public:
   virtual ~PathOracle() = default;
   [[nodiscard]] virtual PathKind kind(const std::string& path) const = 0;
+  // The path with every symbolic link resolved (of a path kind() found).
+  [[nodiscard]] virtual std::string canonical(const std::string& path) const = 0;
 };
 
 // What the caller of sandbox-exec asks beyond the policy.
@@ -35,6 +37,7 @@ struct LaunchRequest {
 
 struct LandlockPathRule {
   std::string path;
+  std::string canonical;  // symbolic links resolved: where the rule really applies
   std::uint64_t access = 0;
   bool is_directory = false;
   std::string why;

@@ -156,6 +156,13 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                          {{0, Compare::MaskedEqual, flag, flag}},
                          fmt::format("namespace flag {:#x} on clone", flag)});
   }
+  // CLONE_PARENT makes the new process a child of the launcher's caller, outside the module's
+  // own tree of processes.
+  rules.push_back(Rule{"clone",
+                       -1,
+                       EPERM,
+                       {{0, Compare::MaskedEqual, CLONE_PARENT, CLONE_PARENT}},
+                       "CLONE_PARENT would hand the child to the launcher's caller"});
   add(rules, {"clone3"}, ENOSYS,
       "clone3's flags are in memory the filter cannot read; ENOSYS makes libc fall back to clone");
   add(rules,
@@ -185,6 +192,53 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
        "syslog", "vhangup"},
       EPERM, "privileged machine operations");
 
+  // --- Other processes of the same uid. Every module runs as the node's module user, and the
+  // kernel lets a process change these for any process of its own uid; Landlock's signal
+  // scope does not cover them. prlimit64 on another pid can set RLIMIT_CPU and so kill it, the
+  // others starve it. A module may still change its own (pid 0, which libc passes).
+  for (const char* name : {"prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
+                           "sched_setattr"}) {
+    rules.push_back(Rule{name,
+                         -1,
+                         EPERM,
+                         {{0, Compare::Greater, 0, 0}},
+                         "acts on another process of the module user (only pid 0, itself)"});
+  }
+  // setpriority(which, who, prio) and ioprio_set(which, who, prio): PRIO_PROCESS (0) and
+  // IOPRIO_WHO_PROCESS (1) with who 0 only.
+  rules.push_back(Rule{"setpriority",
+                       -1,
+                       EPERM,
+                       {{0, Compare::Greater, 0, 0}},
+                       "a process group or a whole user (every module) at once"});
+  rules.push_back(Rule{"setpriority",
+                       -1,
+                       EPERM,
+                       {{1, Compare::Greater, 0, 0}},
+                       "acts on another process of the module user (only who 0, itself)"});
+  rules.push_back(Rule{"ioprio_set",
+                       -1,
+                       EPERM,
+                       {{0, Compare::Greater, 1, 0}},
+                       "a process group or a whole user (every module) at once"});
+  rules.push_back(
+      Rule{"ioprio_set", -1, EPERM, {{0, Compare::Equal, 0, 0}}, "not an ioprio_set target"});
+  rules.push_back(Rule{"ioprio_set",
+                       -1,
+                       EPERM,
+                       {{1, Compare::Greater, 0, 0}},
+                       "acts on another process of the module user (only who 0, itself)"});
+  // inotify and fanotify report the names of files created, opened and read in any directory
+  // the module user may read, which Landlock does not govern: other modules' work directories.
+  add(rules, {"inotify_init", "inotify_init1"}, ENOSYS,
+      "watches report activity in directories Landlock would not let the module list; ENOSYS "
+      "makes file watchers fall back to polling");
+  add(rules, {"fanotify_init"}, EPERM, "as inotify, for whole mounts");
+  // Leaving the process group (and session) escapes a container that is a process group only,
+  // and a new session may read an inherited terminal without job control.
+  add(rules, {"setsid", "setpgid"}, EPERM,
+      "leaving the process group escapes teardown by group, and job control on the terminal");
+
   // --- Local IPC outside the broker (the page: "no local IPC except the broker").
   add(rules,
       {"msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl", "shmget",
@@ -196,16 +250,19 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
 
   // --- A terminal it inherited: pushing input into it runs commands as the caller.
   // The kernel reads ioctl's command as 32 bits, so the upper half is masked off.
-  rules.push_back(Rule{"ioctl",
-                       -1,
-                       EPERM,
-                       {{1, Compare::MaskedEqual, TIOCSTI, 0xffffffffULL}},
-                       "TIOCSTI would inject input into an inherited terminal"});
-  rules.push_back(Rule{"ioctl",
-                       -1,
-                       EPERM,
-                       {{1, Compare::MaskedEqual, TIOCLINUX, 0xffffffffULL}},
-                       "TIOCLINUX can paste into a virtual console"});
+  const std::pair<unsigned long, const char*> kTerminalIoctls[] = {
+      {TIOCSTI, "TIOCSTI would inject input into an inherited terminal"},
+      {TIOCLINUX, "TIOCLINUX can paste into a virtual console"},
+      {TIOCSPGRP,
+       "TIOCSPGRP: a background module would make itself the terminal's foreground "
+       "and read the operator's keystrokes"},
+      {TIOCSETD, "TIOCSETD changes the terminal's line discipline"},
+      {TIOCCONS, "TIOCCONS redirects the console"},
+  };
+  for (const auto& [command, why] : kTerminalIoctls) {
+    rules.push_back(
+        Rule{"ioctl", -1, EPERM, {{1, Compare::MaskedEqual, command, 0xffffffffULL}}, why});
+  }
   return rules;
 }
 

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
@@ -56,6 +57,44 @@ std::string lower_ascii(std::string_view text) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   return out;
+}
+
+// The page's row promises "no loopback, no link-local": a destination that names them, or
+// any address no module may reach, is refused here already (the proxy checks what names
+// resolve to as well). Returns why, or nullptr.
+const char* never_allowed(const EgressDestination& dest) {
+  if (!dest.is_ip) {
+    if (dest.host == "localhost" || dest.host.ends_with(".localhost")) {
+      return "loopback is never an egress destination (localhost)";
+    }
+    return nullptr;
+  }
+  std::array<unsigned char, 16> v6{};
+  std::array<unsigned char, 4> v4{};
+  if (inet_pton(AF_INET6, dest.host.c_str(), v6.data()) == 1) {
+    static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (std::equal(v6.begin(), v6.begin() + 12, kMapped)) {
+      std::copy(v6.begin() + 12, v6.end(), v4.begin());  // ::ffff:a.b.c.d is IPv4
+    } else {
+      const bool zero_prefix =
+          std::all_of(v6.begin(), v6.begin() + 15, [](unsigned char b) { return b == 0; });
+      if (zero_prefix && (v6[15] == 0 || v6[15] == 1))
+        return "loopback and unspecified addresses are never egress destinations";
+      if (v6[0] == 0xfe && (v6[1] & 0xc0) == 0x80)
+        return "link-local addresses are never egress destinations";
+      if (v6[0] == 0xff) return "multicast addresses are never egress destinations";
+      return nullptr;
+    }
+  } else if (inet_pton(AF_INET, dest.host.c_str(), v4.data()) != 1) {
+    return nullptr;
+  }
+  if (v4[0] == 127 || v4[0] == 0)
+    return "loopback and unspecified addresses are never egress destinations";
+  if (v4[0] == 169 && v4[1] == 254)
+    return "link-local addresses (169.254.0.0/16, cloud metadata) are never egress destinations";
+  if (v4[0] >= 224)
+    return "multicast, reserved and broadcast addresses are never egress destinations";
+  return nullptr;
 }
 
 }  // namespace
@@ -174,6 +213,10 @@ std::optional<EgressDestination> parse_egress_destination(std::string_view text,
     return std::nullopt;
   }
   dest.port = static_cast<std::uint16_t>(port);
+  if (const char* why = never_allowed(dest)) {
+    problem = why;
+    return std::nullopt;
+  }
   return dest;
 }
 

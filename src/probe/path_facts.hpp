@@ -1,6 +1,8 @@
 // The real PathOracle: opens each path once with O_PATH, answers from fstat of that
 // descriptor, and keeps it for the Landlock rule, so the rule covers the very inode the plan
-// was made from (no window between looking and using).
+// was made from (no window between looking and using). Symbolic links are followed, but not
+// /proc's magic links (openat2 RESOLVE_NO_MAGICLINKS, Linux 5.6): a policy naming
+// /proc/<pid>/cwd would reach another process's directory without naming it.
 #pragma once
 
 #include <map>
@@ -14,6 +16,7 @@ namespace oarbank {
 class OpenedPaths : public PathOracle {
  public:
   [[nodiscard]] PathKind kind(const std::string& path) const override;
+  [[nodiscard]] std::string canonical(const std::string& path) const override;
   // The O_PATH descriptor of a path kind() found; -1 if it was missing.
   [[nodiscard]] int fd(const std::string& path) const;
 
@@ -21,6 +24,7 @@ class OpenedPaths : public PathOracle {
   struct Entry {
     UniqueFd fd;
     PathKind kind = PathKind::Missing;
+    std::string canonical;
   };
   mutable std::map<std::string, Entry> entries_;
 };

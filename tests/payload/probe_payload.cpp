@@ -19,6 +19,7 @@
 #include <sys/mount.h>
 #include <sys/msg.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -380,6 +381,37 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   if (cmd == "int80-getpid") return report(int80_getpid());
   if (cmd == "x32-getpid") return report(syscall(0x40000000 | SYS_getpid));
   if (cmd == "syscall" && need(1)) return report(syscall(std::strtol(a[0].c_str(), nullptr, 0), 0, 0, 0, 0, 0, 0));
+  // --- other processes of the same uid, and leaving the process group
+  if (cmd == "prlimit" && need(1)) {
+    rlimit64 limit{1, 1};  // RLIMIT_CPU of 1 s would kill a busy victim
+    return report(syscall(SYS_prlimit64, std::atoi(a[0].c_str()), RLIMIT_CPU, &limit, nullptr));
+  }
+  if (cmd == "prlimit-self") {
+    rlimit64 limit{};
+    return report(syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &limit));
+  }
+  if (cmd == "setpriority" && need(2)) {
+    return report(setpriority(static_cast<__priority_which_t>(std::atoi(a[0].c_str())),
+                              static_cast<id_t>(std::atoi(a[1].c_str())), 19));
+  }
+  if (cmd == "sched_setaffinity" && need(1)) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    return report(sched_setaffinity(std::atoi(a[0].c_str()), sizeof set, &set));
+  }
+  if (cmd == "ioprio_set" && need(2)) {
+    return report(syscall(SYS_ioprio_set, std::atoi(a[0].c_str()), std::atoi(a[1].c_str()), 0));
+  }
+  if (cmd == "setsid") return report(setsid());
+  if (cmd == "setpgid") return report(setpgid(0, 0));
+  if (cmd == "inotify_init") return report(syscall(SYS_inotify_init1, 0));
+  if (cmd == "fanotify_init") return report(syscall(SYS_fanotify_init, 0, 0));
+  if (cmd == "clone-parent") {
+    long pid = syscall(SYS_clone, CLONE_PARENT, nullptr, nullptr, nullptr, nullptr);
+    if (pid == 0) _exit(0);
+    return report(pid);
+  }
   if (cmd == "memfd_create") return report(syscall(SYS_memfd_create, "x", 0));
 
   // --- what the process is

@@ -69,10 +69,10 @@ TEST(Egress, Ipv6CanonicalForm) {
   EXPECT_EQ(d.port, 443);
   EXPECT_EQ(d.to_string(), "[2001:db8::1]:443");
   EXPECT_EQ(parse_ok("[2001:0db8::0001]:443"), d);
-  EXPECT_EQ(parse_ok("[::1]:8080").to_string(), "[::1]:8080");
-  EXPECT_EQ(parse_ok("[::]:1").host, "::");
+  EXPECT_EQ(parse_ok("[2001:db8::]:8080").to_string(), "[2001:db8::]:8080");
+  EXPECT_EQ(parse_ok("[2001:db8:0:0:0:0:0:0]:1").host, "2001:db8::");
   EXPECT_EQ(parse_ok("[::FFFF:192.0.2.7]:443").host, "::ffff:192.0.2.7");
-  EXPECT_EQ(parse_ok("[fe80:0:0:0:0:0:0:0]:443").to_string(), "[fe80::]:443");
+  EXPECT_EQ(parse_ok("[fd00:0:0:0:0:0:0:0]:443").to_string(), "[fd00::]:443");
 }
 
 TEST(Egress, PortBounds) {
@@ -81,7 +81,7 @@ TEST(Egress, PortBounds) {
 }
 
 TEST(Egress, HostNameShapes) {
-  EXPECT_EQ(parse_ok("localhost:8080").host, "localhost");
+  EXPECT_EQ(parse_ok("intranet:8080").host, "intranet");
   EXPECT_EQ(parse_ok("xn--bcher-kva.example:443").host, "xn--bcher-kva.example");
   EXPECT_EQ(parse_ok("a-b.c-d.e:443").host, "a-b.c-d.e");
   EXPECT_EQ(parse_ok("1a.example:443").host, "1a.example");
@@ -98,7 +98,7 @@ TEST(Egress, HostNameShapes) {
 TEST(Egress, RoundTripThroughToString) {
   for (const char* text :
        {"api.example.com:443", "*.example.com:443", "192.0.2.7:80", "[2001:db8::1]:443",
-        "[::ffff:192.0.2.7]:1", "localhost:65535", "*.a.b.c.d:8080"}) {
+        "[::ffff:192.0.2.7]:1", "intranet:65535", "*.a.b.c.d:8080"}) {
     SCOPED_TRACE(text);
     const auto d = parse_ok(text);
     EXPECT_EQ(d.to_string(), text);
@@ -185,6 +185,29 @@ TEST(EgressStrictness, PortWithLeadingZeroIsRefused) {
   EXPECT_FALSE(parse_egress_destination("a.com:00443", problem).has_value());
   EXPECT_FALSE(parse_egress_destination("a.com:0443", problem).has_value());
   EXPECT_TRUE(parse_egress_destination("a.com:443", problem).has_value());
+}
+
+}  // namespace
+}  // namespace oarbank
+
+namespace oarbank {
+namespace {
+
+TEST(EgressStrictness, LoopbackLinkLocalAndMulticastAreNeverDestinations) {
+  for (const char* entry :
+       {"127.0.0.1:22", "127.1.2.3:80", "0.0.0.0:80", "169.254.169.254:80", "224.0.0.1:80",
+        "255.255.255.255:80", "[::1]:22", "[::]:80", "[fe80::1]:80", "[ff02::1]:80",
+        "[::ffff:127.0.0.1]:80", "[::ffff:169.254.169.254]:80", "localhost:6379", "LOCALHOST.:6379",
+        "db.localhost:5432"}) {
+    std::string problem;
+    EXPECT_FALSE(parse_egress_destination(entry, problem).has_value()) << entry;
+    EXPECT_NE(problem.find("never"), std::string::npos) << entry << ": " << problem;
+  }
+  std::string problem;
+  EXPECT_TRUE(parse_egress_destination("192.0.2.7:443", problem).has_value()) << problem;
+  EXPECT_TRUE(parse_egress_destination("[2001:db8::1]:443", problem).has_value()) << problem;
+  EXPECT_TRUE(parse_egress_destination("localhost.example.com:443", problem).has_value())
+      << problem;
 }
 
 }  // namespace

@@ -33,6 +33,11 @@ class FakePaths : public PathOracle {
     auto it = kinds_.find(path);
     return it == kinds_.end() ? PathKind::Missing : it->second;
   }
+  [[nodiscard]] std::string canonical(const std::string& path) const override {
+    auto it = links_.find(path);
+    return it == links_.end() ? path : it->second;
+  }
+  std::map<std::string, std::string> links_;
   std::map<std::string, PathKind> kinds_;
 };
 
@@ -280,6 +285,49 @@ TEST(PlanRefusals, GpuComputeWithoutDeviceNodes) {
   }
 }
 
+TEST(PlanOverlap, WritableBeneathAReadExecuteRuleIsRefusedUnlessExecWritable) {
+  FakePaths paths;
+  paths.kinds_["/opt/jobs/1/work"] = PathKind::Directory;
+  Policy policy = parse_policy(R"({"bundle": "/srv/mod", "work": "/opt/jobs/1/work"})");
+  try {
+    (void)make_plan(policy, features_with_abi(7), NodeConfig{}, paths, request());
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unenforceable);
+    EXPECT_NE(std::string(e.what()).find("lies within /opt"), std::string::npos) << e.what();
+  }
+  policy.exec_writable = true;
+  EXPECT_NO_THROW((void)make_plan(policy, features_with_abi(7), NodeConfig{}, paths, request()));
+}
+
+TEST(PlanOverlap, ThroughASymbolicLinkToo) {
+  FakePaths paths;
+  paths.kinds_["/jobs/w"] = PathKind::Directory;
+  paths.links_["/jobs/w"] = "/srv/mod/inner";  // work is a link into the bundle
+  const Policy policy = parse_policy(R"({"bundle": "/srv/mod", "work": "/jobs/w"})");
+  EXPECT_THROW((void)make_plan(policy, features_with_abi(7), NodeConfig{}, paths, request()),
+               Error);
+}
+
+TEST(PlanOverlap, ReadOnlyBeneathWritableIsRefused) {
+  FakePaths paths;
+  paths.kinds_["/jobs/1/work/rt"] = PathKind::Directory;
+  const Policy policy = parse_policy(
+      R"({"bundle": "/srv/mod", "runtime": ["/jobs/1/work/rt"], "work": "/jobs/1/work", "exec_writable": true})");
+  try {
+    (void)make_plan(policy, features_with_abi(7), NodeConfig{}, paths, request());
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("would be writable"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PlanOverlap, SeparateTreesAreFine) {
+  FakePaths paths;
+  EXPECT_NO_THROW(
+      (void)make_plan(filesystem_policy(), features_with_abi(7), NodeConfig{}, paths, request()));
+}
+
 TEST(PlanIdentity, RootBecomesTheModuleUserAndOthersStayThemselves) {
   FakePaths paths;
   NodeConfig config;
@@ -339,6 +387,10 @@ TEST(PlanEnvironment, TheCallerCannotOverrideWhatTheSandboxSets) {
   EXPECT_THROW((void)module_environment(egress_policy(), NodeConfig{}, r), Error);
   r.setenv = {{"https_proxy", "http://evil:1"}};
   EXPECT_THROW((void)module_environment(egress_policy(), NodeConfig{}, r), Error);
+  for (const char* name : {"No_Proxy", "ALL_Proxy", "Https_Proxy", "oarbank_broker"}) {
+    r.setenv = {{name, "x"}};
+    EXPECT_THROW((void)module_environment(egress_policy(), NodeConfig{}, r), Error) << name;
+  }
   r.setenv = {{"PATH", "/srv/mod/bin:/usr/bin"}};
   const auto env = module_environment(egress_policy(), NodeConfig{}, r);
   EXPECT_EQ(std::count(env.begin(), env.end(), std::string("PATH=/srv/mod/bin:/usr/bin")), 1);

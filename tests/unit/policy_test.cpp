@@ -93,9 +93,9 @@ TEST(Policy, EveryAlternativeValue) {
   const Policy p = parse_policy(R"({
     "bundle": "/srv/m/", "exec_writable": true, "broker": true, "net": "egress-any",
     "devices": {"gpu": "compute"}, "ipc_isolation": "best-effort",
-    "reservations": {"cpu": 2, "memory": 1048576}, "runtime": ["/", "/opt/a/", "/opt/b"]})");
+    "reservations": {"cpu": 2, "memory": 1048576}, "runtime": ["/opt/a/", "/opt/b"]})");
   EXPECT_EQ(p.bundle, "/srv/m");  // one trailing slash dropped
-  EXPECT_EQ(p.runtime, (std::vector<std::string>{"/", "/opt/a", "/opt/b"}));
+  EXPECT_EQ(p.runtime, (std::vector<std::string>{"/opt/a", "/opt/b"}));
   EXPECT_TRUE(p.exec_writable);
   EXPECT_TRUE(p.broker);
   EXPECT_EQ(p.net, NetMode::EgressAny);
@@ -571,6 +571,33 @@ TEST(PolicyFromJson, ValuesBuiltInMemory) {
   EXPECT_THROW(policy_from_json(doc), PolicyError);
   EXPECT_THROW(policy_from_json(json()), PolicyError);
   EXPECT_THROW(policy_from_json(json::array()), PolicyError);
+}
+
+}  // namespace
+}  // namespace oarbank
+
+namespace oarbank {
+namespace {
+
+TEST(PolicyPaths, TheRootAndTheKernelsTreesAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"bundle": "/"})", "/bundle: must not be the root directory"},
+      {R"({"bundle": "/m", "data": ["/proc"]})", "/data/0: must not be in /proc"},
+      {R"({"bundle": "/m", "data": ["/proc/1/cwd"]})", "/data/0: must not be in /proc"},
+      {R"({"bundle": "/m", "runtime": ["/dev"]})", "/runtime/0: must not be in /dev"},
+      {R"({"bundle": "/m", "work": "/sys/fs/cgroup"})", "/work: must not be in /sys"},
+      {R"({"bundle": "/m", "tools": ["/dev/nvidia0"]})", "/tools/0: must not be in /dev"},
+  };
+  for (const auto& [text, expected] : cases) {
+    try {
+      (void)parse_policy(text);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const PolicyError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(
+      (void)parse_policy(R"({"bundle": "/m", "data": ["/procedures", "/device", "/system"]})"));
 }
 
 }  // namespace

@@ -18,7 +18,7 @@
 #   --memory        guest memory in MiB (default 512)
 #   --cache-dir     the kernel cache (default as fetch-kernels.sh)
 #
-# The guest's /init mounts proc, sysfs, devtmpfs (/dev), a tmpfs (/tmp) and cgroup2
+# The guest's /init mounts proc, sysfs, devtmpfs (/dev) and cgroup2 (/tmp is the initramfs's own)
 # (/sys/fs/cgroup), writes /etc/passwd and /etc/group with root and nobody (65534) if they
 # lack them, brings up lo, runs the script, prints `OARBANK-VM-RESULT rc=N` and powers off.
 # The serial console is streamed to stdout. Exit status: the script's; 124 on timeout; 125
@@ -116,7 +116,9 @@ mount -t devtmpfs devtmpfs /dev || echo "init: mount devtmpfs failed"
 exec </dev/console >/dev/console 2>&1
 mount -t proc proc /proc || echo "init: mount proc failed"
 mount -t sysfs sysfs /sys || echo "init: mount sysfs failed"
-mount -t tmpfs -o mode=1777 tmpfs /tmp || echo "init: mount tmpfs /tmp failed"
+# No tmpfs over /tmp: the initramfs root is already writable memory, and files placed at
+# their host paths may live under /tmp (a CI checkout in /tmp/...), which a mount would hide.
+chmod 1777 /tmp
 mount -t cgroup2 cgroup2 /sys/fs/cgroup || echo "init: mount cgroup2 failed"
 grep -q '^root:' /etc/passwd 2>/dev/null || echo 'root:x:0:0:root:/root:/bin/sh' >>/etc/passwd
 grep -q '^nobody:' /etc/passwd || echo 'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' >>/etc/passwd
