@@ -356,9 +356,15 @@ Sleeper::Sleeper() {
   const uid_t uid = module_uid();
   const gid_t gid = module_gid();
   const pid_t parent = ::getpid();
+  // Closed by the child's exec: the constructor returns only once /bin/sleep runs, so the
+  // process is dumpable again (a uid change clears that until the exec) and its /proc files
+  // are the module user's, as a test expects.
+  int exec_pipe[2];
+  check(::pipe2(exec_pipe, O_CLOEXEC) == 0, "pipe2");
   pid_ = ::fork();
   check(pid_ >= 0, "fork");
   if (pid_ == 0) {
+    ::close(exec_pipe[0]);
     if (running_as_root() && (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
                               ::setresuid(uid, uid, uid) != 0)) {
       _exit(1);
@@ -371,6 +377,11 @@ Sleeper::Sleeper() {
     ::execve("/bin/sleep", const_cast<char* const*>(args), const_cast<char* const*>(env));
     _exit(127);
   }
+  ::close(exec_pipe[1]);
+  char byte;
+  while (::read(exec_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+  ::close(exec_pipe[0]);
 }
 
 Sleeper::~Sleeper() {
