@@ -36,7 +36,7 @@ std::vector<std::pair<std::string, std::string>> policy_paths(const Policy& poli
 }
 
 int run(const CheckOptions& options) {
-  try {
+  return run_guarded(kCommand, options.policy_path, [&]() -> int {
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
     const KernelFeatures features = probe_kernel(config, ProbeScope{.network_namespaces = false});
@@ -57,16 +57,7 @@ int run(const CheckOptions& options) {
     if (missing > 0) return kExitSoftware;
     std::cout << "this node can run " << options.policy_path << '\n';
     return 0;
-  } catch (const PolicyError& e) {
-    print_error(kCommand, std::string("invalid policy ") + options.policy_path + ": " + e.what());
-    return kExitUsage;
-  } catch (const ConfigError& e) {
-    print_error(kCommand, e.what());
-    return kExitConfig;
-  } catch (const Error& e) {
-    print_error(kCommand, e.what());
-    return exit_code_for(e.kind());
-  }
+  });
 }
 
 }  // namespace

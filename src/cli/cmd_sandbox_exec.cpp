@@ -50,7 +50,7 @@ int run_sandbox_exec(const ExecArgs& options) {
                 "step descriptors failed: " + std_error.what + ": " + errno_text(std_error.err));
     return kExitSoftware;
   }
-  try {
+  return run_guarded(kCommand, options.policy_path, [&]() -> int {
     if (!options.separator) {
       throw Error(ErrorKind::Usage, std::string("usage: ") + kNoCommand);
     }
@@ -73,16 +73,7 @@ int run_sandbox_exec(const ExecArgs& options) {
     }
     PreparedLaunch prepared = prepare_launch(plan, policy, paths);
     launch(plan, prepared, "oarbank-agent sandbox-exec");
-  } catch (const PolicyError& e) {
-    print_error(kCommand, std::string("invalid policy ") + options.policy_path + ": " + e.what());
-    return kExitUsage;
-  } catch (const ConfigError& e) {
-    print_error(kCommand, e.what());
-    return kExitConfig;
-  } catch (const Error& e) {
-    print_error(kCommand, e.what());
-    return exit_code_for(e.kind());
-  }
+  });
 }
 
 Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command) {

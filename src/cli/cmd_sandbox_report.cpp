@@ -23,7 +23,7 @@ struct ReportOptions {
 constexpr const char* kCommand = "sandbox-report";
 
 int run(const ReportOptions& options) {
-  try {
+  return run_guarded(kCommand, "", [&]() -> int {
     const NodeConfig config = load_node_config(options.config_path);
     Report report = make_report(probe_kernel(config), config);
     if (options.verify) report.verifications = verify_report(report, config, options.config_path);
@@ -42,13 +42,7 @@ int run(const ReportOptions& options) {
       return kExitSoftware;
     }
     return 0;
-  } catch (const ConfigError& e) {
-    print_error(kCommand, e.what());
-    return kExitConfig;
-  } catch (const Error& e) {
-    print_error(kCommand, e.what());
-    return exit_code_for(e.kind());
-  }
+  });
 }
 
 }  // namespace

@@ -35,4 +35,10 @@ Runner add_sandbox_probe(CLI::App& app);
 // cannot put a newline or a terminal escape sequence on the operator's screen.
 void print_error(const std::string& command, const std::string& message);
 
+// Runs a command's body and maps what it throws to one line on stderr and an exit code:
+// PolicyError 64 (naming `policy_path`), ConfigError 78, Error by its kind. Only here, and in
+// main(), are errors turned into exit codes.
+int run_guarded(const std::string& command, const std::string& policy_path,
+                const std::function<int()>& body);
+
 }  // namespace oarbank::cli

@@ -5,6 +5,8 @@
 #include <string_view>
 
 #include "cli/commands.hpp"
+#include "config/node_config.hpp"
+#include "oarbank/policy.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank::cli {
@@ -24,6 +26,22 @@ void print_error(const std::string& command, const std::string& message) {
   }
   line += '\n';
   std::fputs(line.c_str(), stderr);
+}
+
+int run_guarded(const std::string& command, const std::string& policy_path,
+                const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const PolicyError& e) {
+    print_error(command, "invalid policy " + policy_path + ": " + e.what());
+    return kExitUsage;
+  } catch (const ConfigError& e) {
+    print_error(command, e.what());
+    return kExitConfig;
+  } catch (const Error& e) {
+    print_error(command, e.what());
+    return exit_code_for(e.kind());
+  }
 }
 
 }  // namespace oarbank::cli
