@@ -89,10 +89,11 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
   -dict="$build/policy.dict" -artifact_prefix="$findings/" -print_final_stats=1 \
   "${parallel[@]}" \
-  "$corpus" fuzz/corpus 2>&1 | tee "$log" || status=$?
+  "$corpus" fuzz/corpus >"$log" 2>&1 || status=$?
 if ((jobs > 1)); then cat fuzz-*.log >>"$log" 2>/dev/null && rm -f fuzz-*.log; fi
 
 if ((status != 0)) || ls "$findings"/* >/dev/null 2>&1; then
+  tail -n 60 "$log" >&2
   echo "$0: FINDING: see $log and $findings/" >&2
   ls -l "$findings" >&2 || true
   exit 1
