@@ -38,16 +38,16 @@ std::string resolve_executable(const std::string& name, const std::string& path_
 PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const OpenedPaths& paths) {
   PreparedLaunch prepared;
   prepared.ruleset = build_landlock_ruleset(plan.landlock, paths);
-  std::string module_path = "/usr/local/bin:/usr/bin:/bin";
+  // The plan always sets PATH (module_environment); the executable is found on the module's.
+  std::string module_path;
   for (const auto& entry : plan.environment) {
     if (entry.starts_with("PATH=")) module_path = entry.substr(5);
   }
   prepared.executable = resolve_executable(plan.argv.at(0), module_path);
-  prepared.argv_storage = plan.argv;
-  prepared.envp_storage = plan.environment;
-  for (auto& arg : prepared.argv_storage) prepared.argv.push_back(arg.data());
+  // execve takes char* const[] but does not write through it; the plan outlives the launch.
+  for (const auto& arg : plan.argv) prepared.argv.push_back(const_cast<char*>(arg.c_str()));
   prepared.argv.push_back(nullptr);
-  for (auto& env : prepared.envp_storage) prepared.envp.push_back(env.data());
+  for (const auto& env : plan.environment) prepared.envp.push_back(const_cast<char*>(env.c_str()));
   prepared.envp.push_back(nullptr);
   // The module starts in its work directory, like systemd's WorkingDirectory=.
   prepared.working_directory = policy.work   ? *policy.work

@@ -11,12 +11,11 @@
 namespace oarbank {
 
 // Everything that can fail softly, done before the first irreversible step: the Landlock
-// ruleset with all its rules, the executable's path, argv and envp as C arrays.
+// ruleset with all its rules, the executable's path, argv and envp as C arrays (pointing into
+// the plan, which must outlive the launch).
 struct PreparedLaunch {
   UniqueFd ruleset;
   std::string executable;
-  std::vector<std::string> argv_storage;
-  std::vector<std::string> envp_storage;
   std::vector<char*> argv;
   std::vector<char*> envp;
   std::string working_directory;

@@ -26,7 +26,7 @@ int run(const ReportOptions& options) {
   return run_guarded(kCommand, "", [&]() -> int {
     const NodeConfig config = load_node_config(options.config_path);
     Report report = make_report(probe_kernel(config), config);
-    if (options.verify) report.verifications = verify_report(report, config, options.config_path);
+    if (options.verify) report.verifications = verify_report(report, config);
     const std::string format = options.json ? "json" : options.format;
     if (format == "json") {
       std::cout << report_to_json(report).dump(2) << '\n';

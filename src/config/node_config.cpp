@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "plan/landlock_rights.hpp"
 #include "policy/paths.hpp"
 #include "policy/strict_json.hpp"
 
@@ -23,8 +24,6 @@ namespace {
 using nlohmann::json;
 constexpr std::size_t kMaxConfigBytes = 1 << 20;
 constexpr int kMaxConfigDepth = 16;
-// The newest Landlock ABI this build knows.
-constexpr int kNewestKnownAbi = 7;
 
 struct Reader {
   const std::string& source;
@@ -137,10 +136,10 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
     } else if (key == "cgroup_parent") {
       config.cgroup_parent = value.is_null() ? std::nullopt : std::optional(r.path(value, pointer));
     } else if (key == "landlock_abi_max") {
-      config.landlock_abi_max =
-          value.is_null()
-              ? std::nullopt
-              : std::optional(static_cast<int>(r.unsigned_int(value, pointer, 0, kNewestKnownAbi)));
+      config.landlock_abi_max = value.is_null()
+                                    ? std::nullopt
+                                    : std::optional(static_cast<int>(r.unsigned_int(
+                                          value, pointer, 0, landlock::kNewestKnownAbi)));
     } else {
       r.fail(pointer, "unknown key");
     }

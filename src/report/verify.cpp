@@ -202,8 +202,7 @@ bool enforced(const Report& report, CapabilityRow row) {
 
 }  // namespace
 
-std::vector<RowVerification> verify_report(const Report& report, const NodeConfig& config,
-                                           const std::optional<std::string>& /*config_path*/) {
+std::vector<RowVerification> verify_report(const Report& report, const NodeConfig& config) {
   std::vector<RowVerification> out;
   Listener proxy = listen_tcp();
   Listener other = listen_tcp();

@@ -11,7 +11,6 @@
 
 namespace oarbank {
 
-std::vector<RowVerification> verify_report(const Report& report, const NodeConfig& config,
-                                           const std::optional<std::string>& config_path);
+std::vector<RowVerification> verify_report(const Report& report, const NodeConfig& config);
 
 }  // namespace oarbank
