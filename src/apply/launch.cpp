@@ -11,6 +11,7 @@
 #include "apply/descriptors.hpp"
 #include "apply/identity.hpp"
 #include "apply/landlock_apply.hpp"
+#include "apply/launch_hooks.hpp"
 #include "apply/seccomp_apply.hpp"
 #include "sys/error.hpp"
 
@@ -58,12 +59,31 @@ PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const Open
 
 namespace {
 
+int g_status_fd = -1;
+
+}  // namespace
+
+void set_launch_status_fd(int fd) {
+  g_status_fd = fd;
+  if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+void report_launch_status(int code, const std::string& line) {
+  if (g_status_fd < 0) return;
+  std::string text = std::to_string(code) + "\t" + line + "\n";
+  [[maybe_unused]] auto n = ::write(g_status_fd, text.data(), text.size());
+}
+
+namespace {
+
 // After the first irreversible step the process is half-sandboxed: it leaves with _exit, so
 // no destructor or atexit handler (a sanitizer's leak check needs ptrace) runs in that state.
 [[noreturn]] void step_failed(const char* program, const char* step, const std::string& what,
                               int err) {
-  std::fprintf(stderr, "%s: step %s failed: %s: %s\n", program, step, what.c_str(),
-               errno_text(err).c_str());
+  std::string line = std::string(program) + ": step " + step + " failed: " + what + ": " +
+                     errno_text(err);
+  std::fprintf(stderr, "%s\n", line.c_str());
+  report_launch_status(kExitSoftware, line);
   ::_exit(kExitSoftware);
 }
 
@@ -78,7 +98,7 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   // setsid and setpgid.
   if (!close_on_exec_except(plan.keep_fds, error))
     step_failed(program, "descriptors", error.what, error.err);
-  if (!apply_identity(plan.identity, error))
+  if (!launch_test_skips("identity") && !apply_identity(plan.identity, error))
     step_failed(program, "identity", error.what, error.err);
   // The module user must be able to use its writable directories (contract.md: a directory
   // the module user cannot use is refused with 70, named).
@@ -97,14 +117,19 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
     step_failed(program, "landlock", "landlock_restrict_self", err);
   }
   prepared.ruleset.reset();
-  if (int err = load_seccomp_filter(plan.filter); err != 0) {
+  if (int err = launch_test_skips("seccomp") ? 0 : load_seccomp_filter(plan.filter); err != 0) {
     step_failed(program, "seccomp", "seccomp(SECCOMP_SET_MODE_FILTER, " + plan.filter.name() + ")",
                 err);
   }
+  if (g_status_fd >= 0) {
+    [[maybe_unused]] auto n = ::write(g_status_fd, "exec\n", 5);
+  }
   ::execve(prepared.executable.c_str(), prepared.argv.data(), prepared.envp.data());
   const int err = errno;
-  std::fprintf(stderr, "%s: execve %s failed: %s\n", program, prepared.executable.c_str(),
-               errno_text(err).c_str());
+  std::string line = std::string(program) + ": execve " + prepared.executable +
+                     " failed: " + errno_text(err);
+  std::fprintf(stderr, "%s\n", line.c_str());
+  report_launch_status(kExitOsErr, line);
   ::_exit(kExitOsErr);
 }
 

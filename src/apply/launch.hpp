@@ -28,6 +28,12 @@ PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const Open
 // line and exits 70 (a step could not be applied in full) or 71 (execve failed).
 [[noreturn]] void launch(const Plan& plan, PreparedLaunch& prepared, const char* program_name);
 
+// sandbox-run's status channel (sandbox-exec --status-fd): the launcher writes
+// "CODE<TAB>LINE\n" there when it fails, and "exec\n" just before the module's execve. The
+// descriptor is close-on-exec, so its end of file tells the parent the exec happened. -1: none.
+void set_launch_status_fd(int fd);
+void report_launch_status(int code, const std::string& line);
+
 // Finds `name` in the colon-separated `path_list` as execvp does, for the module's PATH.
 std::string resolve_executable(const std::string& name, const std::string& path_list);
 

@@ -43,14 +43,24 @@ LaunchRequest make_request(const ExecArgs& options) {
 }  // namespace
 
 int run_sandbox_exec(const ExecArgs& options) {
+  if (options.status_fd) {
+    // Only a descriptor sandbox-run opened for us (3 and up, open): never one of 0, 1, 2.
+    if (*options.status_fd < 3 || !descriptor_is_open(*options.status_fd)) {
+      print_error(kCommand, "usage: --status-fd " + std::to_string(*options.status_fd) +
+                                ": not an open descriptor above 2");
+      return kExitUsage;
+    }
+    set_launch_status_fd(*options.status_fd);
+  }
   StepError std_error;
   // Before anything is opened: a closed 0, 1 or 2 would otherwise be reused by our own files.
   if (!ensure_standard_descriptors(std_error)) {
     print_error(kCommand,
                 "step descriptors failed: " + std_error.what + ": " + errno_text(std_error.err));
+    report_launch_status(kExitSoftware, "step descriptors failed");
     return kExitSoftware;
   }
-  return run_guarded(kCommand, options.policy_path, [&]() -> int {
+  const int code = run_guarded(kCommand, options.policy_path, [&]() -> int {
     if (!options.separator) {
       throw Error(ErrorKind::Usage, std::string("usage: ") + kNoCommand);
     }
@@ -74,6 +84,9 @@ int run_sandbox_exec(const ExecArgs& options) {
     PreparedLaunch prepared = prepare_launch(plan, policy, paths);
     launch(plan, prepared, "oarbank-agent sandbox-exec");
   });
+  // Only a failure returns here (a launch execs or _exits): tell sandbox-run which.
+  if (code != 0) report_launch_status(code, last_error_line());
+  return code;
 }
 
 Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command) {
@@ -94,6 +107,8 @@ Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command) {
                   "Pass this open descriptor to the module (repeatable)")
       ->allow_extra_args(false);
   sub->add_flag("--explain", options->explain, "Print the compiled plan as JSON and run nothing");
+  // sandbox-run's status channel: not for people, so not in --help.
+  sub->add_option("--status-fd", options->status_fd)->group("");
   return [options, &command] {
     options->separator = command.separator;
     options->argv = command.argv;

@@ -26,6 +26,8 @@ Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command);
 int run_sandbox_exec(const ExecArgs& args);
 inline constexpr const char* kNoCommand =
     "no command after -- (sandbox-exec [OPTIONS] POLICY.json -- ARGV...)";
+Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command);
+Runner add_sandbox_ctl(CLI::App& app);
 Runner add_sandbox_report(CLI::App& app);
 Runner add_sandbox_check(CLI::App& app);
 // Hidden: the operations sandbox-report --verify runs inside the sandbox.
@@ -34,6 +36,8 @@ Runner add_sandbox_probe(CLI::App& app);
 // Prints "oarbank-agent COMMAND: MESSAGE" as one line of printable ASCII: a hostile policy
 // cannot put a newline or a terminal escape sequence on the operator's screen.
 void print_error(const std::string& command, const std::string& message);
+// The last line print_error wrote (without its newline), for sandbox-exec's status channel.
+const std::string& last_error_line();
 
 // Runs a command's body and maps what it throws to one line on stderr and an exit code:
 // PolicyError 64 (naming `policy_path`), ConfigError 78, Error by its kind. Only here, and in

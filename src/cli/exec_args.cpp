@@ -16,7 +16,8 @@ std::optional<ExecArgs> parse_plain_exec_args(int argc, const char* const* argv)
       args.argv.assign(argv + i + 1, argv + argc);
       break;
     }
-    const bool takes_value = word == "--config" || word == "--setenv" || word == "--keep-fd";
+    const bool takes_value = word == "--config" || word == "--setenv" || word == "--keep-fd" ||
+                             word == "--status-fd";
     if (takes_value) {
       if (i + 1 >= argc) return std::nullopt;
       const std::string_view value = argv[++i];
@@ -30,7 +31,12 @@ std::optional<ExecArgs> parse_plain_exec_args(int argc, const char* const* argv)
         int fd = -1;
         auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), fd);
         if (ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
-        args.keep_fds.push_back(fd);
+        if (word == "--keep-fd") {
+          args.keep_fds.push_back(fd);
+        } else {
+          if (args.status_fd) return std::nullopt;
+          args.status_fd = fd;
+        }
       }
     } else if (word.starts_with("-") || have_policy) {
       return std::nullopt;  // --explain, --help, --opt=value, an unknown option, a second word

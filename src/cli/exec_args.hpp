@@ -15,6 +15,7 @@ struct ExecArgs {
   std::optional<std::string> config_path;
   std::vector<std::string> setenv;
   std::vector<int> keep_fds;
+  std::optional<int> status_fd;  // sandbox-run's status channel (hidden option)
   bool explain = false;
   bool separator = false;
   std::vector<std::string> argv;  // after "--"
@@ -22,7 +23,7 @@ struct ExecArgs {
 };
 
 // argv[0] is the program, argv[1] "sandbox-exec". Returns nullopt when the line is not the
-// plain form `[--config F] [--setenv N=V]... [--keep-fd N]... POLICY -- ARGV...`.
+// plain form `[--config F] [--setenv N=V]... [--keep-fd N]... [--status-fd N] POLICY -- ARGV...`.
 std::optional<ExecArgs> parse_plain_exec_args(int argc, const char* const* argv);
 
 }  // namespace oarbank::cli

@@ -10,6 +10,11 @@
 #include "sys/error.hpp"
 
 namespace oarbank::cli {
+namespace {
+std::string g_last_error_line;
+}  // namespace
+
+const std::string& last_error_line() { return g_last_error_line; }
 
 void print_error(const std::string& command, const std::string& message) {
   std::string line = "oarbank-agent";
@@ -24,6 +29,7 @@ void print_error(const std::string& command, const std::string& message) {
       line += escaped;
     }
   }
+  g_last_error_line = line;
   line += '\n';
   std::fputs(line.c_str(), stderr);
 }
@@ -72,6 +78,8 @@ int main(int argc, char** argv) {
   }
   std::map<std::string, cli::Runner> runners;
   runners["sandbox-exec"] = cli::add_sandbox_exec(app, module_command);
+  runners["sandbox-run"] = cli::add_sandbox_run(app, module_command);
+  runners["sandbox-ctl"] = cli::add_sandbox_ctl(app);
   runners["sandbox-report"] = cli::add_sandbox_report(app);
   runners["sandbox-check"] = cli::add_sandbox_check(app);
   runners["sandbox-probe"] = cli::add_sandbox_probe(app);
@@ -85,14 +93,15 @@ int main(int argc, char** argv) {
     std::string command;
     for (const auto* sub : app.get_subcommands()) command = sub->get_name();
     std::string message = std::string("usage: ") + e.what() + " (see --help)";
-    if (command == "sandbox-exec" && !module_command.separator) {
+    if ((command == "sandbox-exec" || command == "sandbox-run") && !module_command.separator) {
       message = std::string("usage: ") + cli::kNoCommand + ": " + e.what();
     }
     cli::print_error(command, message);
     return kExitUsage;
   }
   for (const auto* sub : app.get_subcommands()) {
-    if (module_command.separator && sub->get_name() != "sandbox-exec") {
+    if (module_command.separator && sub->get_name() != "sandbox-exec" &&
+        sub->get_name() != "sandbox-run") {
       cli::print_error(sub->get_name(), "usage: this command takes no \"-- ARGV\" (see --help)");
       return kExitUsage;
     }

@@ -13,6 +13,10 @@ int exit_code_for(ErrorKind kind) {
       return kExitUsage;
     case ErrorKind::Config:
       return kExitConfig;
+    case ErrorKind::NotFound:
+      return kExitUnavailable;
+    case ErrorKind::Busy:
+      return kExitTempFail;
     case ErrorKind::ExecFailed:
       return kExitOsErr;
     case ErrorKind::Unenforceable:

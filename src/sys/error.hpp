@@ -14,6 +14,8 @@ enum class ErrorKind {
   StepFailed,     // 70: a launch step could not be applied in full
   ExecFailed,     // 71: execve of the module failed
   Internal,       // 70: anything else: fail closed
+  NotFound,       // 69: sandbox-ctl: no module runs with that id
+  Busy,           // 75: sandbox-run: a live run already holds that module id
 };
 
 // sysexits(3) codes, as contract.md fixes them.
@@ -21,6 +23,10 @@ inline constexpr int kExitUsage = 64;
 inline constexpr int kExitSoftware = 70;
 inline constexpr int kExitOsErr = 71;
 inline constexpr int kExitConfig = 78;
+inline constexpr int kExitUnavailable = 69;
+inline constexpr int kExitTempFail = 75;
+// sandbox-run --timeout: the module ran out of time (as timeout(1) says it).
+inline constexpr int kExitTimedOut = 124;
 
 int exit_code_for(ErrorKind kind);
 

@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -472,6 +473,110 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     return 0;
   }
   if (cmd == "exit" && need(1)) return std::atoi(a[0].c_str());
+
+  // --- the process container (sandbox-run)
+  if (cmd == "raise" && need(1)) {
+    // Dies of signal N (its default action), as a module killed by it would.
+    int sig = std::atoi(a[0].c_str());
+    signal(sig, SIG_DFL);
+    raise(sig);
+    pause();
+    return 0;
+  }
+  if (cmd == "double-fork" && need(1)) {
+    // Tries to leave the group (setsid: its result is printed), then leaves a grandchild that
+    // sleeps forever, reparented away from us: its pid goes to file A[0]. Exits at once.
+    report(setsid());
+    pid_t child = fork();
+    if (child < 0) return report(-1);
+    if (child == 0) {
+      setsid();
+      pid_t grandchild = fork();
+      if (grandchild == 0) {
+        for (;;) pause();
+      }
+      FILE* f = std::fopen(a[0].c_str(), "we");
+      if (f != nullptr) {
+        std::fprintf(f, "%d\n", grandchild);
+        std::fclose(f);
+      }
+      _exit(0);
+    }
+    waitpid(child, nullptr, 0);
+    return 0;
+  }
+  if (cmd == "sleep-forever") {
+    std::printf("ok\n");
+    std::fflush(stdout);
+    for (;;) pause();
+  }
+  if (cmd == "ignore-term") {
+    // Ignores SIGTERM and SIGINT: a stop must end with SIGKILL after the grace period.
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    std::printf("ok\n");
+    std::fflush(stdout);
+    for (;;) pause();
+  }
+  if (cmd == "count" && need(1)) {
+    // Counts forever, writing the count to file A[0] every millisecond or so.
+    for (unsigned long n = 0;; ++n) {
+      FILE* f = std::fopen(a[0].c_str(), "we");
+      if (f != nullptr) {
+        std::fprintf(f, "%lu\n", n);
+        std::fclose(f);
+      }
+      usleep(1000);
+    }
+  }
+  if (cmd == "alloc" && need(1)) {
+    // Allocates and touches A[0] MiB, one MiB at a time; prints "ok" if it got them all.
+    long mib = std::atol(a[0].c_str());
+    for (long i = 0; i < mib; ++i) {
+      void* block = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (block == MAP_FAILED) return report(-1);
+      std::memset(block, 1, 1 << 20);
+    }
+    return report(0);
+  }
+  if (cmd == "fork-bomb" && need(1)) {
+    // Forks up to A[0] sleeping children; prints "forked N" and the errno that stopped it.
+    long want = std::atol(a[0].c_str());
+    long forked = 0;
+    int err = 0;
+    for (; forked < want; ++forked) {
+      pid_t pid = fork();
+      if (pid < 0) {
+        err = errno;
+        break;
+      }
+      if (pid == 0) {
+        for (;;) pause();
+      }
+    }
+    std::printf("forked %ld %s\n", forked, err != 0 ? strerrorname_np(err) : "ok");
+    std::fflush(stdout);
+    return 0;
+  }
+  if (cmd == "busy" && need(1)) {
+    // Spins for A[0] seconds of wall time; prints the CPU seconds it got, as "cpu S".
+    struct timespec start {}, now {};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    double wall = std::atof(a[0].c_str());
+    volatile unsigned long spin = 0;
+    do {
+      for (int i = 0; i < 100000; ++i) spin = spin + 1;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (static_cast<double>(now.tv_sec - start.tv_sec) +
+                 static_cast<double>(now.tv_nsec - start.tv_nsec) / 1e9 <
+             wall);
+    struct timespec cpu {};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+    std::printf("cpu %.3f\n",
+                static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) / 1e9);
+    std::fflush(stdout);
+    return 0;
+  }
   return usage();
 }
 

@@ -1,0 +1,120 @@
+// sandbox-ctl freeze|thaw|kill|status ID: acts on a running module's container by its id,
+// found in the run state sandbox-run keeps (supervise/run_state.hpp).
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "supervise/cgroup_leaf.hpp"
+#include "supervise/module_id.hpp"
+#include "supervise/run_state.hpp"
+#include "sys/error.hpp"
+
+namespace oarbank::cli {
+namespace {
+
+constexpr const char* kCommand = "sandbox-ctl";
+
+struct CtlArgs {
+  std::string action;
+  std::string id;
+};
+
+nlohmann::json status_json(const RunRecord& record) {
+  nlohmann::json j{{"id", record.id},
+                   {"pid", record.module_pid},
+                   {"supervisor_pid", record.supervisor_pid},
+                   {"process_group", record.process_group},
+                   {"started_at", record.started_at}};
+  auto optional = [](const std::optional<std::uint64_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  if (!record.cgroup.empty()) {
+    const std::string& leaf = record.cgroup;
+    const bool frozen = read_cgroup_key(leaf + "/cgroup.events", "frozen").value_or(0) == 1;
+    j["container"] = "cgroup";
+    j["cgroup"] = leaf;
+    j["state"] = frozen ? "frozen" : "running";
+    j["processes"] = read_cgroup_pids(leaf).size();
+    j["cpu_usec"] = optional(read_cgroup_key(leaf + "/cpu.stat", "usage_usec"));
+    j["memory_current_bytes"] = optional(read_cgroup_number(leaf + "/memory.current"));
+    j["pids_current"] = optional(read_cgroup_number(leaf + "/pids.current"));
+  } else {
+    j["container"] = "process-group";
+    j["cgroup"] = nullptr;
+    // A group stopped with SIGSTOP: its leader's state letter is T.
+    j["state"] = "running";
+    std::FILE* stat = std::fopen(("/proc/" + std::to_string(record.module_pid) + "/stat").c_str(), "r");
+    if (stat != nullptr) {
+      char buffer[512] = {};
+      std::size_t n = std::fread(buffer, 1, sizeof buffer - 1, stat);
+      std::fclose(stat);
+      std::string text(buffer, n);
+      auto close = text.rfind(')');
+      if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'T') {
+        j["state"] = "frozen";
+      }
+    }
+    j["processes"] = nullptr;
+    j["cpu_usec"] = nullptr;
+    j["memory_current_bytes"] = nullptr;
+    j["pids_current"] = nullptr;
+  }
+  return j;
+}
+
+int run_sandbox_ctl(const CtlArgs& options) {
+  return run_guarded(kCommand, "", [&]() -> int {
+    if (auto problem = module_id_problem(options.id)) {
+      throw Error(ErrorKind::Usage, "module id " + options.id + ": " + *problem);
+    }
+    bool alive = false;
+    auto record = read_run_record(run_state_dir(), options.id, alive);
+    if (!record || !alive) {
+      throw Error(ErrorKind::NotFound, "no module with id " + options.id + " is running");
+    }
+    const bool cgroup = !record->cgroup.empty();
+    const std::string& action = options.action;
+    if (action == "status") {
+      std::cout << status_json(*record).dump(2) << std::endl;
+      return 0;
+    }
+    int err = 0;
+    if (action == "freeze" || action == "thaw") {
+      const bool freeze = action == "freeze";
+      if (cgroup) {
+        err = set_cgroup_frozen(record->cgroup, freeze);
+      } else if (::kill(-record->process_group, freeze ? SIGSTOP : SIGCONT) != 0) {
+        err = errno;
+      }
+    } else {  // kill: sandbox-run sees its module die and tears the rest down
+      if (cgroup) {
+        if (!kill_cgroup(record->cgroup)) err = ETIMEDOUT;
+      } else if (::kill(-record->process_group, SIGKILL) != 0) {
+        err = errno;
+      }
+    }
+    if (err != 0) {
+      throw Error(ErrorKind::StepFailed, action + " " + options.id + ": " + errno_text(err));
+    }
+    return 0;
+  });
+}
+
+}  // namespace
+
+Runner add_sandbox_ctl(CLI::App& app) {
+  auto options = std::make_shared<CtlArgs>();
+  auto* sub = app.add_subcommand(
+      kCommand,
+      "Act on a module that sandbox-run runs, by its id: freeze, thaw, kill (its whole cgroup "
+      "leaf, else its process group), status (JSON). Exit 69 when no such module runs.");
+  sub->add_option("action", options->action, "freeze, thaw, kill or status")
+      ->required()
+      ->check(CLI::IsMember({"freeze", "thaw", "kill", "status"}));
+  sub->add_option("id", options->id, "The module's id (sandbox-run --id)")->required();
+  return [options] { return run_sandbox_ctl(*options); };
+}
+
+}  // namespace oarbank::cli

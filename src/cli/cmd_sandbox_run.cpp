@@ -1,0 +1,204 @@
+// sandbox-run [OPTIONS] POLICY.json -- ARGV...: the parent that contains and verifies
+// (sandbox-linux.md, "Verification" and "Process container"; contract.md, "Commands").
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "cli/commands.hpp"
+#include "config/node_config.hpp"
+#include "oarbank/policy.hpp"
+#include "plan/cgroup_limits.hpp"
+#include "supervise/cgroup_leaf.hpp"
+#include "supervise/module_id.hpp"
+#include "supervise/run_state.hpp"
+#include "supervise/supervisor.hpp"
+#include "supervise/writable_dirs.hpp"
+#include "sys/error.hpp"
+
+namespace oarbank::cli {
+namespace {
+
+constexpr const char* kCommand = "sandbox-run";
+
+struct RunArgs {
+  ExecArgs exec;  // passed on to the launcher
+  std::optional<std::string> id;
+  std::optional<double> timeout;
+  double kill_after = 10;
+  std::optional<std::string> result_path;
+  std::optional<std::string> launcher;  // tests only: another sandbox-exec binary
+};
+
+std::string generate_module_id() {
+  unsigned char bytes[8];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    throw Error(ErrorKind::StepFailed, "getrandom: " + errno_text(errno));
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id = "run-";
+  for (unsigned char b : bytes) {
+    id += kHex[b >> 4];
+    id += kHex[b & 15];
+  }
+  return id;
+}
+
+std::vector<std::string> launcher_argv(const RunArgs& options) {
+  std::vector<std::string> argv{"oarbank-agent", "sandbox-exec"};
+  if (options.exec.config_path) argv.insert(argv.end(), {"--config", *options.exec.config_path});
+  for (const auto& entry : options.exec.setenv) argv.insert(argv.end(), {"--setenv", entry});
+  for (int fd : options.exec.keep_fds) argv.insert(argv.end(), {"--keep-fd", std::to_string(fd)});
+  argv.push_back(options.exec.policy_path);
+  argv.emplace_back("--");
+  argv.insert(argv.end(), options.exec.argv.begin(), options.exec.argv.end());
+  return argv;
+}
+
+void write_result_file(const std::string& path, const std::string& json) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd.valid() ||
+      ::write(fd.get(), json.data(), json.size()) != static_cast<ssize_t>(json.size())) {
+    print_error(kCommand, "--result " + path + ": " + errno_text(errno));
+  }
+}
+
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", s);
+  return text;
+}
+
+int run_sandbox_run(const RunArgs& options) {
+  return run_guarded(kCommand, options.exec.policy_path, [&]() -> int {
+    if (!options.exec.separator || options.exec.argv.empty()) {
+      throw Error(ErrorKind::Usage,
+                  "usage: no command after -- (sandbox-run [OPTIONS] POLICY.json -- ARGV...)");
+    }
+    if (options.exec.explain) return run_sandbox_exec(options.exec);
+    if (options.timeout && !(*options.timeout > 0 && std::isfinite(*options.timeout))) {
+      throw Error(ErrorKind::Usage, "--timeout: expected a number of seconds above 0");
+    }
+    if (!(options.kill_after >= 0 && std::isfinite(options.kill_after))) {
+      throw Error(ErrorKind::Usage, "--kill-after: expected a number of seconds, 0 or more");
+    }
+    const std::string id = options.id ? *options.id : generate_module_id();
+    if (auto problem = module_id_problem(id)) {
+      throw Error(ErrorKind::Usage, "--id " + id + ": " + *problem);
+    }
+    const NodeConfig config = load_node_config(options.exec.config_path);
+    const Policy policy = load_policy_file(options.exec.policy_path);
+
+    const std::string state_dir = run_state_dir();
+    clean_stale_runs(state_dir);
+    RunState state = RunState::claim(state_dir, id);
+
+    SupervisedLaunch launch;
+    launch.id = id;
+    launch.launcher = options.launcher ? *options.launcher : "/proc/self/exe";
+    launch.argv = launcher_argv(options);
+    launch.timeout_seconds = options.timeout;
+    launch.kill_after_seconds = options.kill_after;
+    const bool root = ::geteuid() == 0;
+    launch.expected = root ? ExecExpectation{config.module_uid, config.module_gid, true}
+                           : ExecExpectation{::getuid(), ::getgid(), false};
+
+    const LeafLimits limits = make_leaf_limits(policy, config);
+    std::string why_not;
+    if (auto place = find_cgroup_place(config, why_not)) {
+      launch.leaf = CgroupLeaf::create(*place, leaf_name_for(id), limits);
+    } else {
+      if (limits.required && !limits.controllers.empty()) {
+        throw Error(ErrorKind::Unenforceable,
+                    "step cgroup failed: the node requires hard limits, and there is no cgroup "
+                    "v2 container here: " + why_not);
+      }
+      print_error(kCommand, "no cgroup v2 container (" + why_not +
+                                "): the container is a process group only");
+    }
+
+    std::vector<std::string> writable;
+    if (policy.work) writable.push_back(*policy.work);
+    if (policy.temp) writable.push_back(*policy.temp);
+    const auto created =
+        make_writable_dirs(writable, launch.expected.uid, launch.expected.gid, root);
+
+    const RunResult result = supervise(launch, state);
+    switch (result.end) {
+      case RunEnd::LauncherFailed:
+        // The launcher printed its own line, unless it died without one.
+        if (result.launcher_line.find("the launcher ended") == 0) {
+          print_error(kCommand, result.launcher_line);
+        }
+        remove_created_dirs(created);
+        break;
+      case RunEnd::VerificationFailed:
+        print_error(kCommand, "verification failed: after the exec, /proc/<pid>/status shows " +
+                                  result.verification_problem +
+                                  "; the module was killed and its container torn down");
+        remove_created_dirs(created);
+        break;
+      case RunEnd::Exited:
+      case RunEnd::Signaled:
+        break;
+    }
+    if (result.oom_kills > 0) {
+      print_error(kCommand, "the module was killed by the OOM killer (memory.max " +
+                                std::to_string(limits.memory_max.value_or(0)) + " bytes; " +
+                                std::to_string(result.oom_kills) + " process(es) killed)");
+    }
+    if (result.timed_out) {
+      print_error(kCommand, "the module ran past --timeout " + seconds_text(*options.timeout) +
+                                " s and was stopped");
+    }
+    if (options.result_path) write_result_file(*options.result_path, run_result_to_json(result, launch));
+    state.finish();
+    return result.exit_code;
+  });
+}
+
+}  // namespace
+
+Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
+  auto options = std::make_shared<RunArgs>();
+  auto* sub = app.add_subcommand(
+      kCommand,
+      "Run ARGV under sandbox-exec in its own process group and cgroup v2 leaf, verify the "
+      "sandbox after the exec, wait, and tear everything down. Exits with the module's status "
+      "(128+N for signal N); 64/70/71/78 as sandbox-exec; 69, 75 and 124 (--timeout) of its own.");
+  sub->add_option("policy", options->exec.policy_path, "The policy (the SDK's Policy as JSON)")
+      ->required();
+  sub->add_option(
+      "--config", options->exec.config_path,
+      "Node configuration file (default: $OARBANK_AGENT_CONFIG, else /etc/oarbank/agent.json)");
+  sub->add_option("--id", options->id,
+                  "The module's id: names its cgroup leaf, for sandbox-ctl (default: generated)");
+  sub->add_option("--timeout", options->timeout,
+                  "Stop the module after SECONDS (SIGTERM, then SIGKILL after --kill-after); "
+                  "exit 124");
+  sub->add_option("--kill-after", options->kill_after,
+                  "Seconds from SIGTERM to SIGKILL when stopping the module (default 10)");
+  sub->add_option("--result", options->result_path,
+                  "Write how the run ended as JSON to FILE (launcher failure, verification "
+                  "failure, exit, signal, timeout, OOM kill)");
+  sub->add_option("--setenv", options->exec.setenv, "Add NAME=VALUE to the module's environment")
+      ->allow_extra_args(false);
+  sub->add_option("--keep-fd", options->exec.keep_fds,
+                  "Pass this open descriptor to the module (repeatable)")
+      ->allow_extra_args(false);
+  sub->add_flag("--explain", options->exec.explain,
+                "Print the compiled plan as JSON and run nothing");
+  // Tests point sandbox-run at a launcher built to skip a step; not for people.
+  sub->add_option("--launcher", options->launcher)->group("");
+  return [options, &command] {
+    options->exec.separator = command.separator;
+    options->exec.argv = command.argv;
+    return run_sandbox_run(*options);
+  };
+}
+
+}  // namespace oarbank::cli

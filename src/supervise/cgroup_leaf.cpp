@@ -1,0 +1,282 @@
+#include "supervise/cgroup_leaf.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <sstream>
+
+#include "probe/cgroup_facts.hpp"
+#include "supervise/module_id.hpp"
+#include "sys/error.hpp"
+
+namespace oarbank {
+namespace {
+
+std::string read_small_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return {};
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+// Returns 0 or the errno of the write: cgroup files report a refused value on write().
+int write_file(const std::string& path, std::string_view value) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno;
+  ssize_t n = ::write(fd.get(), value.data(), value.size());
+  if (n < 0) return errno;
+  return n == static_cast<ssize_t>(value.size()) ? 0 : EIO;
+}
+
+bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+std::vector<std::string> words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Waits until cgroup.events holds "key want". The kernel notifies a change of cgroup.events
+// to poll() as POLLPRI (cgroup-v2.rst), so this sleeps until then, not in a busy loop.
+bool wait_for_event(const std::string& path, const char* key, std::uint64_t want, int timeout_ms) {
+  const std::string events = path + "/cgroup.events";
+  UniqueFd fd(::open(events.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno == ENOENT && want == 0;  // the leaf is already gone
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    char buffer[256];
+    ssize_t n = ::pread(fd.get(), buffer, sizeof buffer - 1, 0);
+    if (n < 0) return errno == ENODEV && want == 0;  // removed under us
+    buffer[n] = '\0';
+    std::istringstream in(buffer);
+    for (std::string k; in >> k;) {
+      std::uint64_t v = 0;
+      in >> v;
+      if (k == key && v == want) return true;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd pfd{fd.get(), POLLPRI, 0};
+    // Bounded slices: a notification lost between the read and the poll costs 50 ms at most.
+    ::poll(&pfd, 1, static_cast<int>(std::min<long>(left.count(), 50)));
+  }
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> read_cgroup_key(const std::string& file, const std::string& key) {
+  std::istringstream in(read_small_file(file));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string k;
+    std::uint64_t v = 0;
+    if (fields >> k >> v && k == key) return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> read_cgroup_number(const std::string& file) {
+  std::istringstream in(read_small_file(file));
+  std::uint64_t v = 0;
+  if (in >> v) return v;
+  return std::nullopt;
+}
+
+std::vector<int> read_cgroup_pids(const std::string& path) {
+  std::vector<int> pids;
+  std::istringstream in(read_small_file(path + "/cgroup.procs"));
+  for (int pid = 0; in >> pid;) pids.push_back(pid);
+  return pids;
+}
+
+std::optional<CgroupPlace> find_cgroup_place(const NodeConfig& config, std::string& why_not) {
+  auto mount = find_cgroup2_mount(read_small_file("/proc/self/mountinfo"));
+  if (!mount) {
+    why_not = "no cgroup2 file system is mounted";
+    return std::nullopt;
+  }
+  CgroupPlace place;
+  place.mount_point = *mount;
+  std::string relative;
+  if (config.cgroup_parent) {
+    relative = *config.cgroup_parent;
+  } else {
+    relative = find_unified_cgroup(read_small_file("/proc/self/cgroup")).value_or("/");
+    // An earlier sandbox-run of this service moved the agent into its supervisor leaf: the
+    // module leaves are its siblings.
+    const std::string supervisor = "/" + std::string(kSupervisorLeaf);
+    if (relative.ends_with(supervisor)) relative.resize(relative.size() - supervisor.size());
+    place.parent_is_own = true;
+  }
+  if (relative.empty() || relative == "/") {
+    relative.clear();
+    place.parent_is_root = true;
+  }
+  place.parent = place.mount_point + relative;
+  if (::access((place.parent + "/cgroup.procs").c_str(), W_OK) != 0 ||
+      ::access(place.parent.c_str(), W_OK) != 0) {
+    why_not = place.parent + " is not writable by this process (not delegated to the agent)";
+    return std::nullopt;
+  }
+  return place;
+}
+
+namespace {
+
+// The "no internal processes" rule: a non-root cgroup that enables controllers for its
+// children may hold no process itself. When the parent is our own cgroup, move this process
+// into a supervisor leaf first (systemd's documented pattern for Delegate=yes services).
+void enable_controllers(const CgroupPlace& place, const LeafLimits& limits) {
+  if (limits.controllers.empty()) return;
+  const auto available = words(read_small_file(place.parent + "/cgroup.controllers"));
+  auto enabled = words(read_small_file(place.parent + "/cgroup.subtree_control"));
+  std::vector<std::string> to_enable;
+  for (const auto& controller : limits.controllers) {
+    if (contains(enabled, controller)) continue;
+    if (!contains(available, controller)) {
+      if (!limits.required) continue;  // pids.max without hard_limits: best effort
+      throw Error(ErrorKind::Unenforceable,
+                  "step cgroup failed: the node requires hard limits, and the " + controller +
+                      " controller is not available in " + place.parent +
+                      " (cgroup.controllers); on a hybrid layout it is bound to cgroup v1");
+    }
+    to_enable.push_back(controller);
+  }
+  if (to_enable.empty()) return;
+  if (place.parent_is_own && !place.parent_is_root) {
+    const std::string supervisor = place.parent + "/" + std::string(kSupervisorLeaf);
+    if (::mkdir(supervisor.c_str(), 0755) != 0 && errno != EEXIST) {
+      throw Error(ErrorKind::StepFailed,
+                  "step cgroup failed: mkdir " + supervisor + ": " + errno_text(errno));
+    }
+    if (int err = write_file(supervisor + "/cgroup.procs", "0")) {
+      throw Error(ErrorKind::StepFailed, "step cgroup failed: moving the agent into " +
+                                             supervisor + ": " + errno_text(err));
+    }
+  }
+  for (const auto& controller : to_enable) {
+    if (int err = write_file(place.parent + "/cgroup.subtree_control", "+" + controller)) {
+      // EBUSY: the parent holds processes of its own (not ours to move).
+      throw Error(ErrorKind::StepFailed, "step cgroup failed: enabling " + controller + " in " +
+                                             place.parent + "/cgroup.subtree_control: " +
+                                             errno_text(err));
+    }
+  }
+}
+
+void write_limit(const std::string& leaf, const std::string& file, const std::string& value,
+                 bool required) {
+  const std::string path = leaf + "/" + file;
+  if (!file_exists(path)) {
+    if (!required) return;
+    throw Error(ErrorKind::Unenforceable,
+                "step cgroup failed: the node requires hard limits, and " + path + " is missing");
+  }
+  if (int err = write_file(path, value)) {
+    throw Error(ErrorKind::StepFailed,
+                "step cgroup failed: writing " + value + " to " + path + ": " + errno_text(err));
+  }
+}
+
+}  // namespace
+
+CgroupLeaf CgroupLeaf::create(const CgroupPlace& place, const std::string& leaf_name,
+                              const LeafLimits& limits) {
+  enable_controllers(place, limits);
+  const std::string path = place.parent + "/" + leaf_name;
+  if (::mkdir(path.c_str(), 0755) != 0) {
+    int err = errno;
+    // A leaf of the same name with no live run (the caller holds the id's run lock): what is
+    // left of a run that died. Tear it down and make it anew.
+    if (err != EEXIST || !remove_cgroup(path) || ::mkdir(path.c_str(), 0755) != 0) {
+      if (err == EEXIST) err = errno;
+      throw Error(ErrorKind::StepFailed, "step cgroup failed: mkdir " + path + ": " + errno_text(err));
+    }
+  }
+  UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) {
+    int err = errno;
+    ::rmdir(path.c_str());
+    throw Error(ErrorKind::StepFailed, "step cgroup failed: open " + path + ": " + errno_text(err));
+  }
+  CgroupLeaf leaf(path, std::move(dir));
+  // The destructor removes the leaf if a limit cannot be written.
+  if (limits.pids_max) write_limit(path, "pids.max", std::to_string(*limits.pids_max), limits.required);
+  if (limits.memory_max) {
+    write_limit(path, "memory.max", std::to_string(*limits.memory_max), true);
+    // Without this the module would swap instead of meeting its limit (when swap exists).
+    write_limit(path, "memory.swap.max", "0", false);
+    // One OOM kill takes the whole module, like systemd's OOMPolicy=kill: no half-killed tree.
+    write_limit(path, "memory.oom.group", "1", false);
+  }
+  if (limits.cpu_max) write_limit(path, "cpu.max", *limits.cpu_max, true);
+  return leaf;
+}
+
+CgroupLeaf::~CgroupLeaf() {
+  if (!path_.empty()) destroy();
+}
+
+bool CgroupLeaf::destroy() {
+  dir_.reset();
+  if (path_.empty()) return true;
+  bool gone = remove_cgroup(path_);
+  if (gone) path_.clear();
+  return gone;
+}
+
+bool kill_cgroup(const std::string& path, int timeout_ms) {
+  if (!file_exists(path)) return true;
+  if (write_file(path + "/cgroup.kill", "1") == 0) {
+    return wait_for_event(path, "populated", 0, timeout_ms);
+  }
+  // Before Linux 5.14: freeze so that nothing forks while we kill, SIGKILL each, thaw (a
+  // frozen task dies only once thawed).
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (Clock::now() < deadline) {
+    set_cgroup_frozen(path, true, 1000);
+    auto pids = read_cgroup_pids(path);
+    for (int pid : pids) ::kill(pid, SIGKILL);
+    set_cgroup_frozen(path, false, 1000);
+    if (wait_for_event(path, "populated", 0, 200)) return true;
+  }
+  return false;
+}
+
+bool remove_cgroup(const std::string& path, int timeout_ms) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    kill_cgroup(path, timeout_ms);
+    if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return true;
+    // EBUSY: a process was still exiting, or a child cgroup exists (a module cannot make one:
+    // it has no write access to the cgroup file system).
+    if (errno != EBUSY || Clock::now() >= deadline) return false;
+  }
+}
+
+int set_cgroup_frozen(const std::string& path, bool frozen, int timeout_ms) {
+  if (int err = write_file(path + "/cgroup.freeze", frozen ? "1" : "0")) return err;
+  return wait_for_event(path, "frozen", frozen ? 1 : 0, timeout_ms) ? 0 : ETIMEDOUT;
+}
+
+}  // namespace oarbank

@@ -1,0 +1,28 @@
+// The parent's check of sandbox-linux.md, "Verification" (pure): after the module's exec,
+// /proc/<pid>/status must show what only the launcher sets before the exec.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "probe/proc_status.hpp"
+
+namespace oarbank {
+
+struct ExecExpectation {
+  // When the launcher started as root it must have become the module user, with no
+  // capabilities in any set; started unprivileged, the uid is the caller's.
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  // Root can empty the bounding set and the supplementary groups, and the launcher does; an
+  // unprivileged caller cannot (CAP_SETPCAP), so then only the other sets must be empty.
+  bool privileged_launch = true;
+};
+
+// nullopt when the process is sandboxed as expected, else the first field that is not, as
+// "Seccomp: 0 (expected 2)".
+std::optional<std::string> exec_verification_problem(const ProcStatus& status,
+                                                     const ExecExpectation& expected);
+
+}  // namespace oarbank

@@ -1,0 +1,378 @@
+#include "supervise/supervisor.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "probe/proc_status.hpp"
+#include "supervise/spawn.hpp"
+#include "sys/error.hpp"
+
+extern char** environ;
+
+namespace oarbank {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t kMaxStatusBytes = 4096;
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+std::string read_proc_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return {};
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) > 0;) {
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+void arm_timer(int timer_fd, double seconds) {
+  itimerspec spec{};
+  if (seconds > 0) {
+    double whole = std::floor(seconds);
+    spec.it_value.tv_sec = static_cast<time_t>(whole);
+    spec.it_value.tv_nsec = static_cast<long>((seconds - whole) * 1e9);
+    if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
+  }
+  ::timerfd_settime(timer_fd, 0, &spec, nullptr);
+}
+
+// The module's container, as the supervisor acts on it.
+class Container {
+ public:
+  Container(std::optional<CgroupLeaf>& leaf, pid_t group) : leaf_(leaf), group_(group) {}
+
+  // Every process of the module, not only the group: one that called setsid() too.
+  void signal_all(int sig) {
+    ::kill(-group_, sig);
+    if (leaf_) {
+      for (int pid : read_cgroup_pids(leaf_->path())) ::kill(pid, sig);
+    }
+  }
+
+  void kill_all() {
+    if (leaf_) {
+      kill_cgroup(leaf_->path());
+    } else {
+      ::kill(-group_, SIGKILL);
+    }
+  }
+
+ private:
+  std::optional<CgroupLeaf>& leaf_;
+  pid_t group_;
+};
+
+// Without a cgroup, this process is the subreaper (PR_SET_CHILD_SUBREAPER): a descendant
+// that left the group with setsid() and whose parent died is reparented here, so it is found
+// as a child of ours. Kill and reap until no child is left.
+void kill_and_reap_descendants(pid_t group) {
+  ::kill(-group, SIGKILL);
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline) {
+    if (DIR* tasks = ::opendir("/proc/self/task")) {
+      while (const dirent* task = ::readdir(tasks)) {
+        if (task->d_name[0] == '.') continue;
+        std::istringstream children(
+            read_proc_file(std::string("/proc/self/task/") + task->d_name + "/children"));
+        for (int pid = 0; children >> pid;) ::kill(pid, SIGKILL);
+      }
+      ::closedir(tasks);
+    }
+    int status = 0;
+    pid_t reaped = 0;
+    while ((reaped = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    }
+    if (reaped < 0 && errno == ECHILD) return;
+    ::usleep(2000);
+  }
+}
+
+bool give_terminal(pid_t group) {
+  if (::isatty(STDIN_FILENO) == 0 || ::tcgetpgrp(STDIN_FILENO) != ::getpgrp()) return false;
+  return ::tcsetpgrp(STDIN_FILENO, group) == 0;
+}
+
+struct StatusChannel {
+  std::string text;
+  bool exec_happened() const { return text.find("exec\n") != std::string::npos; }
+  // The launcher's "CODE<TAB>LINE" when it reported a failure.
+  std::optional<std::pair<int, std::string>> failure() const {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      auto tab = line.find('\t');
+      if (tab == std::string::npos || tab == 0 || tab > 3) continue;
+      int code = 0;
+      for (std::size_t i = 0; i < tab; ++i) {
+        if (line[i] < '0' || line[i] > '9') return std::make_pair(kExitSoftware, line);
+        code = code * 10 + (line[i] - '0');
+      }
+      return std::make_pair(code, line.substr(tab + 1));
+    }
+    return std::nullopt;
+  }
+};
+
+int status_to_exit_code(const siginfo_t& info, RunResult& result) {
+  if (info.si_code == CLD_EXITED) {
+    result.module_status = info.si_status;
+    return info.si_status;
+  }
+  result.module_signal = info.si_status;
+  return 128 + info.si_status;
+}
+
+}  // namespace
+
+RunResult supervise(SupervisedLaunch& launch, RunState& state) {
+  RunResult result;
+  const auto started = Clock::now();
+  const bool process_group_only = !launch.leaf;
+  if (process_group_only) ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+
+  // Signals arrive through a signalfd, so that the loop below sees them in order with the
+  // child's exit; the launcher gets the mask this process started with.
+  sigset_t handled, original;
+  ::sigemptyset(&handled);
+  for (int sig : kStopSignals) ::sigaddset(&handled, sig);
+  ::sigaddset(&handled, SIGCHLD);
+  sigset_t blocked = handled;
+  // Taking the terminal back from the module's group, later, is a background tcsetpgrp.
+  ::sigaddset(&blocked, SIGTTOU);
+  ::sigprocmask(SIG_BLOCK, &blocked, &original);
+  UniqueFd signal_fd(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
+  UniqueFd timer_fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  int channel[2];
+  if (!signal_fd.valid() || !timer_fd.valid() || ::pipe2(channel, O_CLOEXEC) != 0) {
+    ::sigprocmask(SIG_SETMASK, &original, nullptr);
+    throw Error(ErrorKind::StepFailed, "step spawn failed: signalfd, timerfd or pipe2: " +
+                                           errno_text(errno));
+  }
+  UniqueFd status_read(channel[0]);
+  UniqueFd status_write(channel[1]);
+
+  std::vector<std::string> argv = launch.argv;
+  argv.insert(argv.begin() + 2, {"--status-fd", std::to_string(status_write.get())});
+  std::vector<char*> c_argv;
+  for (auto& arg : argv) c_argv.push_back(arg.data());
+  c_argv.push_back(nullptr);
+
+  SpawnRequest request{.path = launch.launcher.c_str(),
+                       .argv = c_argv.data(),
+                       .envp = environ,
+                       .cgroup_dir_fd = launch.leaf ? launch.leaf->dir_fd() : -1,
+                       .status_write_fd = status_write.get(),
+                       .child_mask = &original};
+  Spawned child;
+  try {
+    child = spawn_launcher(request);
+  } catch (...) {
+    ::sigprocmask(SIG_SETMASK, &original, nullptr);
+    throw;
+  }
+  status_write.reset();
+  const pid_t group = child.pid;
+  Container container(launch.leaf, group);
+  state.write(RunRecord{.id = launch.id,
+                        .supervisor_pid = ::getpid(),
+                        .module_pid = child.pid,
+                        .module_start_time = process_start_time(child.pid),
+                        .process_group = group,
+                        .cgroup = launch.leaf ? launch.leaf->path() : std::string(),
+                        .started_at = static_cast<std::int64_t>(std::time(nullptr))});
+  const bool gave_terminal = give_terminal(group);
+
+  enum class Timer { None, Timeout, Grace } timer = Timer::None;
+  if (launch.timeout_seconds) {
+    arm_timer(timer_fd.get(), *launch.timeout_seconds);
+    timer = Timer::Timeout;
+  }
+  bool stopping = false;
+  bool verified = false;
+  auto begin_stop = [&](int sig) {
+    if (stopping || !verified) {
+      container.kill_all();  // a second request, or the module has not been verified yet
+      return;
+    }
+    stopping = true;
+    container.signal_all(sig);
+    arm_timer(timer_fd.get(), launch.kill_after_seconds);
+    timer = Timer::Grace;
+  };
+  auto on_signal = [&]() {
+    signalfd_siginfo info{};
+    while (::read(signal_fd.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      if (info.ssi_signo == SIGCHLD) continue;
+      if (result.stop_signal == 0) result.stop_signal = static_cast<int>(info.ssi_signo);
+      begin_stop(info.ssi_signo == SIGHUP ? SIGTERM : static_cast<int>(info.ssi_signo));
+    }
+  };
+  auto on_timer = [&]() {
+    std::uint64_t expirations = 0;
+    if (::read(timer_fd.get(), &expirations, sizeof expirations) <= 0) return;
+    if (timer == Timer::Timeout) {
+      result.timed_out = true;
+      begin_stop(SIGTERM);
+    } else if (timer == Timer::Grace) {
+      container.kill_all();
+      timer = Timer::None;
+    }
+  };
+
+  // 1. The status channel: the launcher's failure, or "exec" and then end of file when the
+  // module's exec closed it (close-on-exec).
+  StatusChannel channel_text;
+  for (;;) {
+    pollfd fds[] = {{status_read.get(), POLLIN, 0},
+                    {signal_fd.get(), POLLIN, 0},
+                    {timer_fd.get(), POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[1].revents != 0) on_signal();
+    if (fds[2].revents != 0) on_timer();
+    if (fds[0].revents != 0) {
+      char buffer[512];
+      ssize_t n = ::read(status_read.get(), buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      if (channel_text.text.size() < kMaxStatusBytes) {
+        channel_text.text.append(buffer, static_cast<std::size_t>(n));
+      }
+    }
+  }
+  status_read.reset();
+
+  siginfo_t info{};
+  bool reaped = false;
+  auto reap_module = [&]() {
+    if (reaped) return;
+    if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(child.pidfd.get()), &info,
+                 WEXITED) == 0) {
+      reaped = true;
+    }
+  };
+
+  if (auto failure = channel_text.failure()) {
+    reap_module();
+    result.end = RunEnd::LauncherFailed;
+    result.exit_code = failure->first;
+    result.launcher_line = failure->second;
+  } else if (!channel_text.exec_happened()) {
+    reap_module();
+    result.end = RunEnd::LauncherFailed;
+    result.exit_code = kExitSoftware;
+    RunResult scratch;
+    int code = status_to_exit_code(info, scratch);
+    result.launcher_line = "the launcher ended before the module's exec (" +
+                           (scratch.module_signal != 0
+                                ? "signal " + std::to_string(scratch.module_signal)
+                                : "exit status " + std::to_string(code)) +
+                           ")";
+  } else {
+    // 2. Verification: the exec happened (the module may even have exited already: a zombie
+    // keeps its status until it is reaped, which is done only below).
+    const ProcStatus status =
+        parse_proc_status(read_proc_file("/proc/" + std::to_string(child.pid) + "/status"));
+    if (auto problem = exec_verification_problem(status, launch.expected)) {
+      container.kill_all();
+      reap_module();
+      result.end = RunEnd::VerificationFailed;
+      result.exit_code = kExitSoftware;
+      result.verification_problem = *problem;
+    } else {
+      verified = true;
+    }
+  }
+
+  // 3. Wait for the module, serving signals, the timeout and the grace period.
+  while (verified && !reaped) {
+    pollfd fds[] = {{child.pidfd.get(), POLLIN, 0},
+                    {signal_fd.get(), POLLIN, 0},
+                    {timer_fd.get(), POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0 && errno != EINTR) break;
+    if (fds[1].revents != 0) on_signal();
+    if (fds[2].revents != 0) on_timer();
+    if (fds[0].revents != 0) reap_module();
+  }
+  if (verified) {
+    result.exit_code = status_to_exit_code(info, result);
+    result.end = result.module_signal != 0 ? RunEnd::Signaled : RunEnd::Exited;
+    if (result.timed_out) result.exit_code = kExitTimedOut;
+  }
+
+  // 4. Tear down: whatever the module left running dies with it.
+  if (launch.leaf) {
+    const std::string& leaf = launch.leaf->path();
+    container.kill_all();
+    result.oom_kills = read_cgroup_key(leaf + "/memory.events", "oom_kill").value_or(0);
+    result.cpu_usec = read_cgroup_key(leaf + "/cpu.stat", "usage_usec");
+    result.memory_peak_bytes = read_cgroup_number(leaf + "/memory.peak");
+    launch.leaf->destroy();
+  } else {
+    kill_and_reap_descendants(group);
+  }
+  if (gave_terminal) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+  ::sigprocmask(SIG_SETMASK, &original, nullptr);
+  result.duration_seconds =
+      std::chrono::duration<double>(Clock::now() - started).count();
+  return result;
+}
+
+std::string run_result_to_json(const RunResult& r, const SupervisedLaunch& launch) {
+  const char* end = "exited";
+  switch (r.end) {
+    case RunEnd::Exited:
+      end = "exited";
+      break;
+    case RunEnd::Signaled:
+      end = "signaled";
+      break;
+    case RunEnd::LauncherFailed:
+      end = "launcher-failed";
+      break;
+    case RunEnd::VerificationFailed:
+      end = "verification-failed";
+      break;
+  }
+  auto optional = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json j{
+      {"id", launch.id},
+      {"end", end},
+      {"exit_code", r.exit_code},
+      {"module_exit_status",
+       r.module_status >= 0 ? nlohmann::json(r.module_status) : nlohmann::json(nullptr)},
+      {"module_signal", r.module_signal != 0 ? nlohmann::json(r.module_signal) : nlohmann::json(nullptr)},
+      {"timed_out", r.timed_out},
+      {"stop_signal", r.stop_signal != 0 ? nlohmann::json(r.stop_signal) : nlohmann::json(nullptr)},
+      {"oom_killed", r.oom_kills > 0},
+      {"container", launch.leaf ? "cgroup" : "process-group"},
+      {"launcher_error", r.launcher_line.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.launcher_line)},
+      {"verification_error",
+       r.verification_problem.empty() ? nlohmann::json(nullptr)
+                                      : nlohmann::json(r.verification_problem)},
+      {"cpu_usec", optional(r.cpu_usec)},
+      {"memory_peak_bytes", optional(r.memory_peak_bytes)},
+      {"duration_seconds", r.duration_seconds}};
+  return j.dump() + "\n";
+}
+
+}  // namespace oarbank

@@ -1,0 +1,21 @@
+// contract.md, "No root": sandbox-run makes a policy's work and temp directories, when they do
+// not exist yet, owned by the module user (mode 0700), so the module can use them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace oarbank {
+
+// Creates each missing directory (and missing parents, root's, 0755) without following a
+// symbolic link at any component. The last component is chowned to uid:gid when `chown`.
+// Returns the directories created, outermost first. Throws Error(StepFailed).
+std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs, uid_t uid,
+                                            gid_t gid, bool chown);
+
+// Removes what make_writable_dirs created (innermost first; only while empty).
+void remove_created_dirs(const std::vector<std::string>& created);
+
+}  // namespace oarbank

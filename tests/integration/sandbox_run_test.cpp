@@ -1,0 +1,480 @@
+// sandbox-run (issue 3): the parent that spawns the launcher in a process group and a cgroup
+// v2 leaf, verifies /proc/<pid>/status after the exec, passes the module's status through,
+// serves sandbox-ctl, and leaves nothing behind however the run ends. On this machine's real
+// cgroup2 hierarchy; the hard limits themselves are proven in the qemu guests (tests/vm).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "sandbox_fixture.hpp"
+
+namespace oarbank::it {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The cgroup2 mount (the hybrid /sys/fs/cgroup/unified here), or "" when there is none.
+std::string cgroup2_mount() {
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  for (std::string line; std::getline(mountinfo, line);) {
+    auto dash = line.find(" - cgroup2 ");
+    if (dash == std::string::npos) continue;
+    std::istringstream fields(line.substr(0, dash));
+    std::string id, parent, dev, root, mount_point;
+    fields >> id >> parent >> dev >> root >> mount_point;
+    return mount_point;
+  }
+  return "";
+}
+
+// This process's cgroup: sandbox-run, started by the test, makes its leaves there.
+std::string own_cgroup_dir() {
+  std::ifstream cgroup("/proc/self/cgroup");
+  for (std::string line; std::getline(cgroup, line);) {
+    if (line.rfind("0::", 0) == 0) {
+      std::string relative = line.substr(3);
+      if (relative.ends_with("/oarbank-supervisor")) relative.resize(relative.size() - 19);
+      return cgroup2_mount() + (relative == "/" ? "" : relative);
+    }
+  }
+  return "";
+}
+
+// The file's text, or "" while it does not exist yet.
+std::string read_if_there(const std::string& path) { return exists(path) ? read_file(path) : ""; }
+
+bool process_exists(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+
+// sandbox-run as a child the test does not wait for at once: for sandbox-ctl, for signals.
+class Background {
+ public:
+  Background(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+             const std::string& output) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int null = ::open("/dev/null", O_RDONLY);
+      ::dup2(null, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      std::vector<char*> args, envp;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+      envp.push_back(nullptr);
+      ::execve(args[0], args.data(), envp.data());
+      ::_exit(127);
+    }
+  }
+  ~Background() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  // The exit code as a shell shows it (128+N for signal N); -1 on timeout.
+  int wait(std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      pid_t r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+template <typename Predicate>
+bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 5s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return predicate();
+}
+
+class SandboxRun : public UncappedTest {
+ protected:
+  SandboxRun() : id(unique_name("it")), state_dir(tree.path("state")) {}
+
+  std::vector<std::string> env() const {
+    auto e = launcher_environment();
+    e.push_back("OARBANK_STATE_DIR=" + state_dir);
+    return e;
+  }
+  std::vector<std::string> run_argv(const std::vector<std::string>& options,
+                                    const std::vector<std::string>& module,
+                                    const std::string& policy_file = "") const {
+    std::vector<std::string> argv{OARBANK_AGENT_BINARY, "sandbox-run", "--config", config_path,
+                                  "--id", id};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.push_back(policy_file.empty() ? policy() : policy_file);
+    argv.emplace_back("--");
+    argv.insert(argv.end(), module.begin(), module.end());
+    return argv;
+  }
+  std::string policy() const { return tree.write_json("run.json", base_policy()); }
+  RunResult run(const std::vector<std::string>& options, const std::vector<std::string>& module,
+                const std::string& policy_file = "") {
+    RunOptions o;
+    o.env = env();
+    o.timeout = 20s;
+    return run_command(run_argv(options, module, policy_file), o);
+  }
+  RunResult ctl(const std::string& action, const std::string& which = "") {
+    RunOptions o;
+    o.env = env();
+    return run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", action, which.empty() ? id : which}, o);
+  }
+  std::vector<std::string> payload(std::vector<std::string> args) const {
+    args.insert(args.begin(), tree.probe());
+    return args;
+  }
+  nlohmann::json result() const { return nlohmann::json::parse(read_file(result_path())); }
+  std::string result_path() const { return tree.path("result.json"); }
+  std::string leaf() const { return own_cgroup_dir() + "/oarbank-" + id; }
+  // Nothing of the run is left: no leaf, no state file.
+  void expect_nothing_left(const std::string& which = "") const {
+    const std::string name = which.empty() ? id : which;
+    EXPECT_FALSE(exists(own_cgroup_dir() + "/oarbank-" + name)) << "leaf of " << name << " left";
+    EXPECT_FALSE(exists(state_dir + "/" + name + ".json")) << "state of " << name << " left";
+  }
+  static bool have_cgroup() { return running_as_root() && !cgroup2_mount().empty(); }
+
+  std::string id;
+  std::string state_dir;
+};
+
+// --- 1. Spawn: exit statuses and signals pass through; launcher failures are told apart ---
+
+TEST_F(SandboxRun, ExitStatusesPassThroughAndAreToldApartFromTheLauncher) {
+  for (int code : {0, 3, 64, 70, 71, 78}) {
+    RunResult r = run({"--result", result_path()}, payload({"exit", std::to_string(code)}));
+    EXPECT_TRUE(r.exited(code)) << code << ": " << r.describe();
+    EXPECT_EQ(result()["end"], "exited") << code;
+    EXPECT_EQ(result()["module_exit_status"], code);
+    expect_nothing_left();
+  }
+}
+
+TEST_F(SandboxRun, SignalsBecome128PlusN) {
+  for (int sig : {SIGTERM, SIGKILL, SIGSEGV}) {
+    RunResult r = run({"--result", result_path()}, payload({"raise", std::to_string(sig)}));
+    EXPECT_TRUE(r.exited(128 + sig)) << sig << ": " << r.describe();
+    EXPECT_EQ(result()["end"], "signaled");
+    EXPECT_EQ(result()["module_signal"], sig);
+    expect_nothing_left();
+  }
+}
+
+TEST_F(SandboxRun, LauncherFailuresPassThroughAndAreNamedSo) {
+  // 70: a path of the policy is missing on this node.
+  auto missing = base_policy();
+  missing["runtime"] = {tree.path("no-such-runtime")};
+  RunResult r = run({"--result", result_path()}, payload({"true"}),
+                    tree.write_json("missing.json", missing));
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_EQ(result()["end"], "launcher-failed");
+  EXPECT_NE(result()["launcher_error"].get<std::string>().find("no-such-runtime"), std::string::npos);
+  EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
+  // 71: the exec failed.
+  r = run({"--result", result_path()}, {tree.path("bundle/no-such-program")});
+  EXPECT_TRUE(r.exited(71)) << r.describe();
+  EXPECT_EQ(result()["end"], "launcher-failed");
+  EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
+  // 64: a bad --setenv reaches the launcher, which refuses it.
+  r = run({"--result", result_path(), "--setenv", "NOEQUALS"}, payload({"true"}));
+  EXPECT_TRUE(r.exited(64)) << r.describe();
+  EXPECT_EQ(result()["end"], "launcher-failed");
+  expect_nothing_left();
+}
+
+TEST_F(SandboxRun, BadInputIsOneLineAndLeavesNothing) {
+  struct Case {
+    std::vector<std::string> argv;
+    int code;
+    std::string mention;
+  };
+  const std::string good = policy();
+  const std::string bad = tree.write_text("bad.json", "{\"version\": 2}");
+  const std::vector<Case> cases = {
+      {{"--id", "../x", good, "--", tree.probe(), "true"}, 64, "--id"},
+      {{"--id", "x", "--timeout", "-1", good, "--", tree.probe(), "true"}, 64, "--timeout"},
+      {{"--id", "x", bad, "--", tree.probe(), "true"}, 64, "/version"},
+      {{"--id", "x", good}, 64, "no command after --"},
+      {{"--id", "x", "--config", tree.path("etc/no-such-config.json"), good, "--", tree.probe(), "true"}, 78,
+       "no-such-config"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv{OARBANK_AGENT_BINARY, "sandbox-run"};
+    argv.insert(argv.end(), c.argv.begin(), c.argv.end());
+    RunOptions o;
+    o.env = env();
+    RunResult r = run_command(argv, o);
+    EXPECT_TRUE(r.exited(c.code)) << c.mention << ": " << r.describe();
+    EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
+    EXPECT_NE(r.err.find(c.mention), std::string::npos) << r.describe();
+    EXPECT_TRUE(r.err.starts_with("oarbank-agent sandbox-run: ")) << r.describe();
+  }
+  expect_nothing_left("x");
+}
+
+// --- 2. Verify: a launcher that skips a step is refused ------------------------------------
+
+class SkippingLauncher : public SandboxRun {
+ protected:
+  RunResult run_skipping(const std::string& step) {
+    std::vector<std::string> argv = run_argv(
+        {"--launcher", OARBANK_SKIPSTEP_BINARY, "--result", result_path()},
+        payload({"sleep-forever"}));
+    RunOptions o;
+    o.env = env();
+    if (!step.empty()) o.env.push_back("OARBANK_TEST_SKIP_STEP=" + step);
+    o.timeout = 20s;
+    return run_command(argv, o);
+  }
+};
+
+TEST_F(SkippingLauncher, SkippedSeccompIsRefusedNamingTheField) {
+  RunResult r = run_skipping("seccomp");
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_NE(r.err.find("verification failed"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("Seccomp: 0 (expected 2)"), std::string::npos) << r.describe();
+  EXPECT_EQ(result()["end"], "verification-failed");
+  expect_nothing_left();
+}
+
+TEST_F(SkippingLauncher, SkippedIdentityIsRefusedNamingTheUid) {
+  if (!running_as_root()) GTEST_SKIP() << "the identity step changes the uid only as root";
+  RunResult r = run_skipping("identity");
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_NE(r.err.find("Uid: 0 0 0 0 (expected 65534)"), std::string::npos) << r.describe();
+  expect_nothing_left();
+}
+
+TEST_F(SkippingLauncher, TheTestLauncherWithoutTheSwitchPasses) {
+  // The control: the same binary, nothing skipped, is verified and runs (killed by --timeout).
+  std::vector<std::string> argv = run_argv({"--launcher", OARBANK_SKIPSTEP_BINARY, "--timeout", "0.3",
+                                            "--kill-after", "0"},
+                                           payload({"sleep-forever"}));
+  RunOptions o;
+  o.env = env();
+  RunResult r = run_command(argv, o);
+  EXPECT_TRUE(r.exited(124)) << r.describe();
+  EXPECT_EQ(r.out, "ok\n");
+  expect_nothing_left();
+}
+
+// --- 3. Contain: a double-forked descendant is killed at teardown ---------------------------
+
+class Containment : public SandboxRun, public ::testing::WithParamInterface<bool> {
+ protected:
+  // The parameter: true for the cgroup leaf, false for the process group (a configuration
+  // whose cgroup_parent is missing makes the node fall back).
+  Containment() {
+    if (!GetParam()) {
+      auto config = node_config();
+      config["cgroup_parent"] = "/oarbank-test-no-such-cgroup";
+      config_path = tree.write_json("pgroup-config.json", config);
+    }
+  }
+};
+
+TEST_P(Containment, DoubleForkedSleeperIsKilledAtTeardown) {
+  if (GetParam() && !have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  const std::string pid_file = tree.path("work/grandchild.pid");
+  RunResult r = run({"--result", result_path()}, payload({"double-fork", pid_file}));
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  // setsid is refused by the filter (the module stays in its process group); the double fork
+  // still leaves a grandchild whose parent is gone.
+  EXPECT_EQ(r.out, "errno EPERM\n") << r.describe();
+  const pid_t grandchild = std::stoi(read_file(pid_file));
+  EXPECT_TRUE(eventually([&] { return !process_exists(grandchild); }, 2s))
+      << "grandchild " << grandchild << " survived the teardown";
+  EXPECT_EQ(result()["container"], GetParam() ? "cgroup" : "process-group");
+  if (GetParam()) {
+    EXPECT_EQ(r.err, "") << r.describe();
+  } else {
+    EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
+    EXPECT_NE(r.err.find("the container is a process group only"), std::string::npos) << r.describe();
+  }
+  expect_nothing_left();
+}
+
+TEST_P(Containment, SigtermToSandboxRunTearsDownAModuleThatIgnoresIt) {
+  if (GetParam() && !have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  const std::string output = tree.path("out.txt");
+  Background run_bg(run_argv({"--kill-after", "0.3", "--result", result_path()}, payload({"ignore-term"})),
+                    env(), output);
+  ASSERT_TRUE(eventually([&] { return read_if_there(output).find("ok\n") != std::string::npos; }));
+  ::kill(run_bg.pid(), SIGTERM);
+  EXPECT_EQ(run_bg.wait(), 128 + SIGKILL);
+  EXPECT_EQ(result()["stop_signal"], SIGTERM);
+  EXPECT_EQ(result()["module_signal"], SIGKILL);
+  expect_nothing_left();
+}
+
+INSTANTIATE_TEST_SUITE_P(Container, Containment, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& param_info) {
+                           return param_info.param ? std::string("CgroupLeaf") : std::string("ProcessGroupOnly");
+                         });
+
+TEST_F(SandboxRun, TimeoutStopsTheModuleWith124) {
+  RunResult r = run({"--timeout", "0.3", "--kill-after", "1", "--result", result_path()},
+                    payload({"sleep-forever"}));
+  EXPECT_TRUE(r.exited(124)) << r.describe();
+  EXPECT_TRUE(result()["timed_out"].get<bool>());
+  EXPECT_EQ(result()["module_signal"], SIGTERM);  // it did not ignore SIGTERM: no SIGKILL needed
+  EXPECT_NE(r.err.find("--timeout 0.3 s"), std::string::npos) << r.describe();
+  expect_nothing_left();
+}
+
+TEST_F(SandboxRun, ModuleRunsInItsOwnLeafAndProcessGroup) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  const std::string output = tree.path("out.txt");
+  Background run_bg(run_argv({}, payload({"sleep-forever"})), env(), output);
+  ASSERT_TRUE(eventually([&] { return read_if_there(output).find("ok\n") != std::string::npos; }));
+  const std::string procs = read_file(leaf() + "/cgroup.procs");
+  ASSERT_FALSE(procs.empty());
+  const pid_t module = std::stoi(procs);
+  EXPECT_EQ(::getpgid(module), module) << "the module leads its own process group";
+  EXPECT_NE(::getpgid(module), ::getpgid(run_bg.pid()));
+  RunResult status = ctl("status");
+  ASSERT_TRUE(status.exited(0)) << status.describe();
+  auto j = nlohmann::json::parse(status.out);
+  EXPECT_EQ(j["pid"], module);
+  EXPECT_EQ(j["state"], "running");
+  EXPECT_EQ(j["cgroup"], leaf());
+  EXPECT_EQ(j["processes"], 1);
+  EXPECT_TRUE(j["cpu_usec"].is_number());
+  EXPECT_TRUE(ctl("kill").exited(0));
+  EXPECT_EQ(run_bg.wait(), 128 + SIGKILL);
+  expect_nothing_left();
+}
+
+// --- 4. Control: freeze stops a counting module, thaw resumes it ----------------------------
+
+TEST_F(SandboxRun, FreezeStopsACounterAndThawResumesIt) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  const std::string counter = tree.path("work/counter");
+  auto count = [&] {
+    std::string text = read_if_there(counter);
+    return text.empty() ? -1L : std::stol(text);
+  };
+  Background run_bg(run_argv({}, payload({"count", counter})), env(), tree.path("out.txt"));
+  ASSERT_TRUE(eventually([&] { return count() > 5; }));
+  RunResult frozen = ctl("freeze");
+  ASSERT_TRUE(frozen.exited(0)) << frozen.describe();
+  EXPECT_EQ(nlohmann::json::parse(ctl("status").out)["state"], "frozen");
+  const long at_freeze = count();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(count(), at_freeze) << "the counter moved while frozen";
+  ASSERT_TRUE(ctl("thaw").exited(0));
+  EXPECT_TRUE(eventually([&] { return count() > at_freeze + 5; })) << "the counter did not resume";
+  EXPECT_EQ(nlohmann::json::parse(ctl("status").out)["state"], "running");
+  ASSERT_TRUE(ctl("kill").exited(0));
+  EXPECT_EQ(run_bg.wait(), 128 + SIGKILL);
+  expect_nothing_left();
+}
+
+TEST_F(SandboxRun, CtlNamesAnUnknownModule) {
+  RunResult r = ctl("status", "no-such-module");
+  EXPECT_TRUE(r.exited(69)) << r.describe();
+  EXPECT_EQ(r.err, "oarbank-agent sandbox-ctl: no module with id no-such-module is running\n");
+  r = ctl("freeze", "../etc");
+  EXPECT_TRUE(r.exited(64)) << r.describe();
+}
+
+TEST_F(SandboxRun, ASecondRunWithTheSameIdIsRefused) {
+  const std::string output = tree.path("out.txt");
+  Background first(run_argv({}, payload({"sleep-forever"})), env(), output);
+  ASSERT_TRUE(eventually([&] { return read_if_there(output).find("ok\n") != std::string::npos; }));
+  RunResult second = run({}, payload({"true"}));
+  EXPECT_TRUE(second.exited(75)) << second.describe();
+  EXPECT_NE(second.err.find("already running"), std::string::npos) << second.describe();
+  ::kill(first.pid(), SIGTERM);
+  EXPECT_EQ(first.wait(), 128 + SIGTERM);
+  expect_nothing_left();
+}
+
+// --- 6. Nothing left behind, even when sandbox-run itself is killed --------------------------
+
+TEST_F(SandboxRun, SigkillOfSandboxRunIsCleanedUpByTheNextStart) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  const std::string output = tree.path("out.txt");
+  Background killed(run_argv({}, payload({"sleep-forever"})), env(), output);
+  ASSERT_TRUE(eventually([&] { return read_if_there(output).find("ok\n") != std::string::npos; }));
+  const pid_t module = std::stoi(read_file(leaf() + "/cgroup.procs"));
+  ::kill(killed.pid(), SIGKILL);
+  EXPECT_EQ(killed.wait(), 128 + SIGKILL);
+  // The module outlived its supervisor, in its leaf, with its state file unlocked.
+  EXPECT_TRUE(process_exists(module));
+  EXPECT_TRUE(exists(state_dir + "/" + id + ".json"));
+  // Any next start cleans up: here one with another id.
+  const std::string first_id = id;
+  id = unique_name("it-next");
+  RunResult next = run({}, payload({"true"}));
+  EXPECT_TRUE(next.exited(0)) << next.describe();
+  EXPECT_TRUE(eventually([&] { return !process_exists(module); }, 2s)) << "module " << module << " survived";
+  expect_nothing_left(first_id);
+  expect_nothing_left();
+}
+
+TEST_F(SandboxRun, MakesWorkAndTempForTheModuleUser) {
+  auto p = base_policy();
+  p["work"] = tree.path("jobs/7f3a/work");
+  p["temp"] = tree.path("jobs/7f3a/tmp");
+  RunResult r = run({}, payload({"write", tree.path("jobs/7f3a/tmp/x")}), tree.write_json("jobs.json", p));
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "ok\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(tree.path("jobs/7f3a/work").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, module_uid());
+  EXPECT_EQ(st.st_mode & 07777, 0700U);
+  // A launcher failure removes what it made: nothing is left.
+  p["work"] = tree.path("jobs/8/work");
+  p["runtime"] = {tree.path("no-such-runtime")};
+  r = run({}, payload({"true"}), tree.write_json("jobs8.json", p));
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_FALSE(exists(tree.path("jobs/8")));
+}
+
+// --- Hard limits the node requires but this cgroup cannot enforce: 70, named ------------------
+
+TEST_F(SandboxRun, RequiredHardLimitWithoutItsControllerIsRefused) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  const std::string controllers = read_file(own_cgroup_dir() + "/cgroup.controllers");
+  if (controllers.find("memory") != std::string::npos) {
+    GTEST_SKIP() << "the memory controller is available here: tests/vm proves the limit itself";
+  }
+  auto config = node_config();
+  config["hard_limits"] = true;
+  config_path = tree.write_json("hard.json", config);
+  auto p = base_policy();
+  p["reservations"] = {{"memory", "64Mi"}};
+  RunResult r = run({}, payload({"true"}), tree.write_json("reserved.json", p));
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
+  EXPECT_NE(r.err.find("memory controller"), std::string::npos) << r.describe();
+  expect_nothing_left();
+}
+
+}  // namespace
+}  // namespace oarbank::it
