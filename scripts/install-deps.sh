@@ -8,6 +8,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   hyperfine python3
+  # tests/packaging: file(1) tells a static binary
+  file
   # tests/vm: real Debian kernels under qemu (software emulation); qboot.rom is in qemu-system-data
   qemu-system-x86 qemu-system-data busybox-static
 )

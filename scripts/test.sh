@@ -12,6 +12,10 @@ echo "=== build (Release, static launcher)"
 echo "=== tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
+echo "=== the .deb: build it and check it"
+deb=$(./scripts/package.sh)
+tests/packaging/check-deb.sh "$deb"
+
 echo "=== the kernel matrix: Debian 12's 6.1 (Landlock ABI 2) and 6.12 (ABI 6) kernels, and 6.12 with Landlock disabled, under qemu, with the integration suite in each"
 tests/vm/run-kernel-matrix.sh build
 

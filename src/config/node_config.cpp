@@ -61,7 +61,9 @@ struct Reader {
 NodeConfig parse_node_config(std::string_view text, const std::string& source) {
   json document;
   StrictJsonError error;
-  if (!parse_strict_json(text, kMaxConfigBytes, kMaxConfigDepth, document, error)) {
+  // Comments allowed: the shipped /etc/oarbank/agent.json explains each key in place.
+  if (!parse_strict_json(text, kMaxConfigBytes, kMaxConfigDepth, document, error,
+                         JsonComments::Allow)) {
     throw ConfigError(source, error.pointer, error.problem);
   }
   Reader r{source};

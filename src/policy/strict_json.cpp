@@ -91,7 +91,7 @@ class StrictCallback {
 }  // namespace
 
 bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_depth,
-                       nlohmann::json& out, StrictJsonError& error) {
+                       nlohmann::json& out, StrictJsonError& error, JsonComments comments) {
   if (text.size() > max_bytes) {
     error = {"", "document is " + std::to_string(text.size()) + " bytes, more than the limit of " +
                      std::to_string(max_bytes)};
@@ -111,7 +111,8 @@ bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_dep
           (void)depth;
           return callback(event, parsed);
         },
-        /*allow_exceptions=*/true, /*ignore_comments=*/false);
+        /*allow_exceptions=*/true,
+        /*ignore_comments=*/comments == JsonComments::Allow);
   } catch (const Abort& abort) {
     error = abort.error;
     return false;

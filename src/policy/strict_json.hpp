@@ -1,5 +1,8 @@
 // Strict JSON reading shared by the policy and the node configuration: size and depth
-// limits, duplicate keys refused, errors as (JSON Pointer, problem).
+// limits, duplicate keys refused, errors as (JSON Pointer, problem). Comments are refused
+// unless the caller allows them: the node configuration does (an operator's file, shipped
+// commented), a policy does not (the SDK writes it, and other readers of the same file
+// would refuse what we accepted).
 #pragma once
 
 #include <cstddef>
@@ -14,9 +17,13 @@ struct StrictJsonError {
   std::string problem;
 };
 
+// Allow: `//` line and `/* */` block comments are skipped as whitespace (JSONC).
+enum class JsonComments { Refuse, Allow };
+
 // Parses `text`. On failure returns false and fills `error`.
 bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_depth,
-                       nlohmann::json& out, StrictJsonError& error);
+                       nlohmann::json& out, StrictJsonError& error,
+                       JsonComments comments = JsonComments::Refuse);
 
 // Reads a whole file of at most max_bytes. Returns false with `problem` on failure.
 bool read_small_file(const std::string& path, std::size_t max_bytes, std::string& out,

@@ -146,7 +146,7 @@ std::vector<InvalidConfig> invalid_configs() {
   using namespace std::string_literals;
   return {
       {"Malformed", R"({"hard_limits": true)", "", "malformed JSON"},
-      {"Comment", "{} // none", "", "malformed JSON"},
+      {"UnterminatedComment", "{} /* none", "", "malformed JSON"},
       {"NulThenGarbage", "{}\0{\"module_user\":{\"uid\":0}}"s, "", "NUL byte"},
       {"InvalidUtf8", "{\"cgroup_parent\": \"/a\xff\"}", "", "UTF-8"},
       {"NumberOverflow", R"({"pids_max": 1e999})", "", "number overflow"},

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the .deb (docs/packaging.md): a Release build in ./build (or the build directory
+# given as the first argument), configured here if it is not yet, then CPack. It prints the
+# .deb's path on stdout. Check the package with tests/packaging/check-deb.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+
+# Configure every time: it reuses the directory's cache, and a directory configured before
+# cmake/packaging.cmake existed has no CPackConfig.cmake until it is configured again.
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cache() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
+# The package promises a static binary with no sanitizer runtime; a build directory set up
+# otherwise (by hand) must not be packaged.
+if [[ $(cache OARBANK_STATIC) != ON || $(cache OARBANK_SANITIZE) == ON ]]; then
+  echo "package.sh: $build is not a static, unsanitized build" \
+    "(OARBANK_STATIC=$(cache OARBANK_STATIC), OARBANK_SANITIZE=$(cache OARBANK_SANITIZE))" >&2
+  exit 1
+fi
+# Progress on stderr: stdout is the path alone, for deb=$(scripts/package.sh).
+ninja -C "$build" oarbank-agent >&2
+
+out="$PWD/$build/packages"
+mkdir -p "$out"
+rm -f "$out"/*.deb
+# CPack installs the project into a staging directory first, which builds the default target.
+(cd "$build" && cpack -G DEB -B "$out" >/dev/null)
+debs=("$out"/*.deb)
+if [[ ${#debs[@]} -ne 1 || ! -f ${debs[0]} ]]; then
+  echo "package.sh: expected one .deb in $out, found: ${debs[*]}" >&2
+  exit 1
+fi
+echo "${debs[0]}"

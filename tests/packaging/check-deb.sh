@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Checks the .deb that scripts/package.sh built: its control fields, what it installs and
+# where, the conffile and maintainer scripts, the unit (systemd-analyze verify, when
+# present), and the packaged binary run against the packaged agent.json. Needs no root and
+# changes nothing outside a temporary directory. Usage: check-deb.sh PATH.deb
+set -uo pipefail
+
+if [[ $# -ne 1 || ! -f $1 ]]; then
+  echo "usage: $0 PATH.deb" >&2
+  exit 64
+fi
+deb=$(realpath "$1")
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/oarbank-check-deb.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+root=$tmp/root
+control=$tmp/control
+passed=0
+failed=0
+
+pass() {
+  passed=$((passed + 1))
+  echo "ok   $1"
+}
+fail() {
+  failed=$((failed + 1))
+  echo "FAIL $1${2:+: $2}"
+}
+# check NAME COMMAND...: passes when the command exits 0; its output is shown on failure.
+check() {
+  local name=$1 output
+  shift
+  if output=$("$@" 2>&1); then pass "$name"; else fail "$name" "$output"; fi
+}
+
+# ---- Control fields, contents, control members ----------------------------------------
+field() { dpkg-deb -f "$deb" "$1"; }
+check "Package is oarbank-agent" test "$(field Package)" = oarbank-agent
+check "Version is set" test -n "$(field Version)"
+check "Section is admin" test "$(field Section)" = admin
+check "Architecture is this machine's" test "$(field Architecture)" = "$(dpkg --print-architecture)"
+# Static: no shared library to depend on.
+check "no Depends on shared libraries" test -z "$(field Depends)"
+
+listing=$(dpkg-deb -c "$deb")
+# "-rwxr-xr-x root/root 123 2024-01-01 00:00 ./usr/bin/oarbank-agent"
+listed() {
+  awk -v path="./$1" -v mode="$2" '$6 == path && $1 == mode && $2 == "root/root" {found = 1}
+    END {exit !found}' <<<"$listing"
+}
+check "/usr/bin/oarbank-agent, 0755 root" listed usr/bin/oarbank-agent -rwxr-xr-x
+check "the unit in /usr/lib/systemd/system" \
+  listed "usr/lib/systemd/system/oarbank-agent@.service" -rw-r--r--
+check "the slice in /usr/lib/systemd/system" listed usr/lib/systemd/system/oarbank.slice -rw-r--r--
+check "/etc/oarbank/agent.json, 0644 root" listed etc/oarbank/agent.json -rw-r--r--
+check "the example env file" listed usr/share/doc/oarbank-agent/examples/hello.env -rw-r--r--
+check "docs/packaging.md" listed usr/share/doc/oarbank-agent/packaging.md -rw-r--r--
+check "nothing owned by another user" \
+  test -z "$(awk '$2 != "root/root"' <<<"$listing")"
+
+mkdir -p "$control"
+check "control members extract" dpkg-deb -e "$deb" "$control"
+check "agent.json is a conffile" grep -qx /etc/oarbank/agent.json "$control/conffiles"
+conffiles_listed() {
+  local file
+  while read -r file; do
+    awk -v path=".$file" '$6 == path {found = 1} END {exit !found}' <<<"$listing" || {
+      echo "$file is not in the package"
+      return 1
+    }
+  done <"$control/conffiles"
+}
+check "every conffile is in the package" conffiles_listed
+for script in postinst prerm postrm; do
+  check "$script is executable" test -x "$control/$script"
+  check "$script parses (sh -n)" sh -n "$control/$script"
+  check "$script sets -e" grep -qx 'set -e' "$control/$script"
+done
+check "postinst makes /etc/oarbank/modules 0750" grep -q 'install -d -m 0750.*/etc/oarbank/modules' \
+  "$control/postinst"
+check "postinst reloads systemd only when it runs" grep -q '\[ -d /run/systemd/system \]' \
+  "$control/postinst"
+
+# ---- The extracted tree ------------------------------------------------------------------
+mkdir -p "$root"
+check "dpkg-deb -x" dpkg-deb -x "$deb" "$root"
+agent=$root/usr/bin/oarbank-agent
+unit=$root/usr/lib/systemd/system/oarbank-agent@.service
+# "statically linked" or "static-pie linked", never "dynamically linked".
+is_static() {
+  local kind
+  kind=$(file -b "$agent")
+  [[ $kind == *"statically linked"* || $kind == *"static-pie linked"* ]] || {
+    echo "$kind"
+    return 1
+  }
+}
+check "the binary is static" is_static
+# shellcheck disable=SC2016 # systemd's ${VAR} and $VAR, literally
+exec_start='ExecStart=/usr/bin/oarbank-agent sandbox-run --id %i ${OARBANK_POLICY} -- $OARBANK_ARGV'
+check "the unit runs the packaged binary" grep -qxF "$exec_start" "$unit"
+check "the unit delegates its cgroup" grep -qx 'Delegate=yes' "$unit"
+check "the unit stops sandbox-run first" grep -qx 'KillMode=mixed' "$unit"
+no_user() { ! grep -n '^User=' "$unit"; }
+check "the unit has no User=" no_user
+
+if command -v systemd-analyze >/dev/null; then
+  # The unit names /usr/bin/oarbank-agent, which this machine need not have (and --root=
+  # wants a whole systemd tree for sysinit.target): verify a copy that names the extracted
+  # binary instead, as an instance. verify exits 0 on unknown keys and prints a warning, so
+  # any output is a failure.
+  units=$tmp/units
+  mkdir -p "$units"
+  sed "s#/usr/bin/oarbank-agent#$agent#g" "$unit" >"$units/oarbank-agent@check.service"
+  cp "$root/usr/lib/systemd/system/oarbank.slice" "$units/"
+  verify() {
+    local output
+    if ! output=$(systemd-analyze verify "$units/oarbank-agent@check.service" \
+      "$units/oarbank.slice" 2>&1) || [[ -n $output ]]; then
+      echo "$output"
+      return 1
+    fi
+  }
+  check "systemd-analyze verify: no error, no warning" verify
+else
+  echo "skip systemd-analyze verify (not installed)"
+fi
+
+# The packaged binary reads the packaged (commented) agent.json.
+check "sandbox-report --config agent.json exits 0" \
+  "$agent" sandbox-report --config "$root/etc/oarbank/agent.json"
+check "sandbox-report --json --config agent.json exits 0" \
+  "$agent" sandbox-report --json --config "$root/etc/oarbank/agent.json"
+# The example policy is valid: sandbox-check says 0 (runnable) or 70 (its bundle is not
+# on this machine, or the node lacks something), never 64.
+check_example() {
+  local status=0
+  "$agent" sandbox-check --config "$root/etc/oarbank/agent.json" \
+    "$root/usr/share/doc/oarbank-agent/examples/hello.policy.json" >/dev/null || status=$?
+  [[ $status -eq 0 || $status -eq 70 ]] || {
+    echo "exit $status"
+    return 1
+  }
+}
+check "the example policy is valid (sandbox-check: 0 or 70)" check_example
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
