@@ -69,8 +69,8 @@ int run_sandbox_exec(const ExecArgs& options) {
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
     // Probe only what this policy's rows depend on: the launch path stays short.
-    const bool hard_limits =
-        config.hard_limits && (policy.reservations.cpu || policy.reservations.memory_bytes);
+    // The limit rows (rows_needed_by) depend on the cgroup only under the node's hard_limits.
+    const bool hard_limits = config.hard_limits;
     const KernelFeatures features =
         probe_kernel(config, ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute,
                                         .cgroup = hard_limits,

@@ -262,6 +262,8 @@ std::vector<CapabilityRow> rows_needed_by(const Policy& policy, const NodeConfig
   if (config.hard_limits && policy.reservations.cpu) rows.push_back(CapabilityRow::LimitCpu);
   if (config.hard_limits && policy.reservations.memory_bytes)
     rows.push_back(CapabilityRow::LimitMemory);
+  // pids.max comes from the node, not the policy: with hard_limits it is required too.
+  if (config.hard_limits && config.pids_max) rows.push_back(CapabilityRow::LimitPids);
   return rows;
 }
 

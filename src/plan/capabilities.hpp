@@ -57,7 +57,8 @@ CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& f
 
 // The rows a policy relies on (contract.md, "The report"): filesystem always; its net mode's
 // row; IPC when ipc_isolation is required; GPU when devices.gpu is compute; each hard limit
-// when it has that reservation and the node turns reservations into hard limits.
+// when it has that reservation and the node turns reservations into hard limits; pids.max
+// whenever the node has hard_limits and a pids_max.
 std::vector<CapabilityRow> rows_needed_by(const Policy& policy, const NodeConfig& config);
 
 }  // namespace oarbank

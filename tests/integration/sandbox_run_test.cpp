@@ -369,6 +369,21 @@ TEST_F(SandboxRun, ModuleRunsInItsOwnLeafAndProcessGroup) {
   expect_nothing_left();
 }
 
+TEST_F(SandboxRun, WithoutClone3TheLauncherJoinsTheLeafBeforeItsExec) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  std::vector<std::string> argv = run_argv({}, payload({"cgroup"}));
+  argv.insert(argv.begin(), {tree.probe(), "without-clone3"});
+  RunOptions o;
+  o.env = env();
+  RunResult r = run_command(argv, o);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_TRUE(r.out.ends_with("/oarbank-" + id + "\n")) << r.describe();
+  expect_nothing_left();
+  // And born there with clone3, the usual way.
+  r = run({}, payload({"cgroup"}));
+  EXPECT_TRUE(r.out.ends_with("/oarbank-" + id + "\n")) << r.describe();
+}
+
 // --- 4. Control: freeze stops a counting module, thaw resumes it ----------------------------
 
 TEST_F(SandboxRun, FreezeStopsACounterAndThawResumesIt) {

@@ -13,7 +13,10 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -30,6 +33,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -475,6 +479,34 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   if (cmd == "exit" && need(1)) return std::atoi(a[0].c_str());
 
   // --- the process container (sandbox-run)
+  if (cmd == "cgroup") {
+    // This process's cgroup v2 path (the "0::" line of /proc/self/cgroup).
+    FILE* f = std::fopen("/proc/self/cgroup", "re");
+    if (f == nullptr) return report(-1);
+    char line[512];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::strncmp(line, "0::", 3) == 0) std::printf("%s", line + 3);
+    }
+    std::fclose(f);
+    return 0;
+  }
+  if (cmd == "without-clone3" && need(1)) {
+    // Outside any sandbox (as root): execs A with clone3 answering ENOSYS, as under an outer
+    // container runtime's filter, so sandbox-run must fall back to fork and join its leaf.
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog program = {static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) return report(-1);
+    std::vector<char*> args;
+    for (auto& arg : a) args.push_back(arg.data());
+    args.push_back(nullptr);
+    execv(a[0].c_str(), args.data());
+    return report(-1);
+  }
   if (cmd == "raise" && need(1)) {
     // Dies of signal N (its default action), as a module killed by it would.
     int sig = std::atoi(a[0].c_str());

@@ -1,0 +1,144 @@
+// The pure parts of sandbox-run: module ids, the verification of /proc/<pid>/status, and the
+// limits a leaf is given.
+#include <gtest/gtest.h>
+
+#include "plan/cgroup_limits.hpp"
+#include "probe/proc_status.hpp"
+#include "supervise/exec_verification.hpp"
+#include "supervise/module_id.hpp"
+
+namespace oarbank {
+namespace {
+
+TEST(ModuleId, AcceptsSafePathComponents) {
+  for (const std::string id : {"a", "resize-1.4.2", "job_7f3a", "A0", "run-0123456789abcdef"}) {
+    EXPECT_EQ(module_id_problem(id), std::nullopt) << id;
+  }
+  for (const std::string& id : {std::string(64, 'x')}) {
+    EXPECT_EQ(module_id_problem(id), std::nullopt) << id;
+  }
+}
+
+TEST(ModuleId, RefusesAnythingThatIsNotOnePlainComponent) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "is empty"},
+      {std::string(65, 'x'), "longer than 64"},
+      {".", "starts with"},
+      {"..", "starts with"},
+      {".hidden", "starts with"},
+      {"-rf", "starts with"},
+      {"a/b", "only letters"},
+      {"a b", "only letters"},
+      {"a\nb", "only letters"},
+      {"caf\xc3\xa9", "only letters"},
+      {"supervisor", "reserved"},
+  };
+  for (const auto& [id, problem] : cases) {
+    auto got = module_id_problem(id);
+    ASSERT_TRUE(got.has_value()) << id;
+    EXPECT_NE(got->find(problem), std::string::npos) << id << ": " << *got;
+  }
+  EXPECT_EQ(leaf_name_for("job"), "oarbank-job");
+}
+
+constexpr const char* kSandboxedStatus =
+    "Name:\tprobe\nUid:\t65534\t65534\t65534\t65534\nGid:\t65534\t65534\t65534\t65534\n"
+    "Groups:\t\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\n"
+    "CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\n"
+    "NoNewPrivs:\t1\nSeccomp:\t2\nSeccomp_filters:\t1\n";
+
+std::string with_line(std::string text, const std::string& key, const std::string& value) {
+  auto at = text.find(key + ":\t");
+  auto end = text.find('\n', at);
+  return text.replace(at, end - at, key + ":\t" + value);
+}
+
+TEST(ExecVerification, ASandboxedModulePasses) {
+  const ExecExpectation root_launch{65534, 65534, true};
+  EXPECT_EQ(exec_verification_problem(parse_proc_status(kSandboxedStatus), root_launch), std::nullopt);
+}
+
+TEST(ExecVerification, EachMissingStepIsNamedByItsField) {
+  const ExecExpectation root_launch{65534, 65534, true};
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"NoNewPrivs", "0", "NoNewPrivs: 0 (expected 1)"},
+      {"Seccomp", "0", "Seccomp: 0 (expected 2)"},
+      {"Seccomp", "1", "Seccomp: 1 (expected 2)"},  // strict mode is not the launcher's filter
+      {"Uid", "0\t0\t0\t0", "Uid: 0 0 0 0 (expected 65534)"},
+      {"Uid", "65534\t65534\t0\t65534", "Uid: 65534 65534 0 65534 (expected 65534)"},
+      {"Gid", "0\t0\t0\t0", "Gid: 0 0 (expected 65534)"},
+      {"CapEff", "000001ffffffffff", "CapEff: 000001ffffffffff (expected 0)"},
+      {"CapBnd", "000001ffffffffff", "CapBnd: 000001ffffffffff (expected 0)"},
+      {"CapAmb", "0000000000000400", "CapAmb: 0000000000000400 (expected 0)"},
+      {"Groups", "0 4", "Groups: 0 4 (expected none)"},
+  };
+  for (const auto& [key, value, problem] : cases) {
+    auto got = exec_verification_problem(parse_proc_status(with_line(kSandboxedStatus, key, value)),
+                                         root_launch);
+    EXPECT_EQ(got.value_or("(passed)"), problem) << key << "=" << value;
+  }
+}
+
+TEST(ExecVerification, AMissingFieldFailsClosed) {
+  const ExecExpectation root_launch{65534, 65534, true};
+  EXPECT_EQ(exec_verification_problem(parse_proc_status(""), root_launch).value_or(""),
+            "NoNewPrivs: missing (expected 1)");
+  std::string no_seccomp = kSandboxedStatus;
+  no_seccomp.erase(no_seccomp.find("Seccomp:\t2\n"), 11);
+  EXPECT_EQ(exec_verification_problem(parse_proc_status(no_seccomp), root_launch).value_or(""),
+            "Seccomp: missing (expected 2)");
+}
+
+TEST(ExecVerification, AnUnprivilegedLaunchKeepsItsBoundingSetAndGroups) {
+  const ExecExpectation user_launch{1000, 1000, false};
+  std::string status = with_line(kSandboxedStatus, "Uid", "1000\t1000\t1000\t1000");
+  status = with_line(status, "Gid", "1000\t1000\t1000\t1000");
+  status = with_line(status, "CapBnd", "000001ffffffffff");
+  status = with_line(status, "Groups", "27 1000");
+  EXPECT_EQ(exec_verification_problem(parse_proc_status(status), user_launch), std::nullopt);
+  EXPECT_EQ(exec_verification_problem(parse_proc_status(with_line(status, "CapEff", "0000000000000001")),
+                                      user_launch)
+                .value_or(""),
+            "CapEff: 0000000000000001 (expected 0)");
+}
+
+Policy reserved(std::optional<double> cpu, std::optional<std::uint64_t> memory) {
+  Policy p;
+  p.bundle = "/srv/m";
+  p.reservations.cpu = cpu;
+  p.reservations.memory_bytes = memory;
+  return p;
+}
+
+TEST(LeafLimits, ReservationsBecomeLimitsOnlyUnderHardLimits) {
+  NodeConfig soft;
+  auto limits = make_leaf_limits(reserved(1.5, 512ULL << 20), soft);
+  EXPECT_EQ(limits.cpu_max, std::nullopt);
+  EXPECT_EQ(limits.memory_max, std::nullopt);
+  EXPECT_EQ(limits.pids_max, 1024U);
+  EXPECT_FALSE(limits.required);
+  EXPECT_EQ(limits.controllers, std::vector<std::string>{"pids"});
+
+  NodeConfig hard;
+  hard.hard_limits = true;
+  limits = make_leaf_limits(reserved(1.5, 512ULL << 20), hard);
+  EXPECT_EQ(limits.cpu_max, "150000 100000");
+  EXPECT_EQ(limits.memory_max, 512ULL << 20);
+  EXPECT_TRUE(limits.required);
+  EXPECT_EQ(limits.controllers, (std::vector<std::string>{"cpu", "memory", "pids"}));
+}
+
+TEST(LeafLimits, CpuQuotaHasTheKernelsFloor) {
+  NodeConfig hard;
+  hard.hard_limits = true;
+  hard.pids_max = std::nullopt;
+  auto limits = make_leaf_limits(reserved(0.001, std::nullopt), hard);
+  EXPECT_EQ(limits.cpu_max, "1000 100000");  // cpu.max refuses a quota under 1 ms
+  EXPECT_EQ(limits.controllers, std::vector<std::string>{"cpu"});
+  EXPECT_EQ(make_leaf_limits(reserved(0.25, std::nullopt), hard).cpu_max, "25000 100000");
+  EXPECT_EQ(make_leaf_limits(reserved(std::nullopt, std::nullopt), hard).controllers,
+            std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace oarbank
