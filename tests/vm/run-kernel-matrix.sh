@@ -36,8 +36,10 @@ payload="$build_dir/tests/oarbank-probe-payload"
 suite=''
 if [[ ${OARBANK_VM_SUITE:-1} != 0 ]]; then
   suite="$build_dir/tests/oarbank-integration-tests"
+  skipstep="$build_dir/tests/oarbank-agent-skipstep"
   [[ -x $suite ]] || die "$suite is missing (ninja -C $build_dir oarbank-integration-tests; OARBANK_VM_SUITE=0 leaves it out)"
-  for baked in "$agent" "$payload"; do
+  [[ -x $skipstep ]] || die "$skipstep is missing (ninja -C $build_dir oarbank-agent-skipstep)"
+  for baked in "$agent" "$payload" "$skipstep"; do
     grep -aqF "$baked" "$suite" || die "$suite was not built with $baked (a build folder reached by another path?)"
   done
 fi
@@ -59,9 +61,9 @@ cc -static -O2 -o "$helper" "$here/landlock-abi.c" || die "cannot build $here/la
 # The files for the guest: the binaries at their own paths, and for a dynamic build the
 # libraries and loader ldd names (at their own paths too).
 files=(--file "$agent" --file "$payload" --file "$helper:/oarbank-vm/landlock-abi")
-[[ -z $suite ]] || files+=(--file "$suite" --file "$here/guest-suite.sh:/oarbank-vm/guest-suite.sh")
+[[ -z $suite ]] || files+=(--file "$suite" --file "$skipstep" --file "$here/guest-suite.sh:/oarbank-vm/guest-suite.sh")
 declare -A libs=()
-for bin in "$agent" "$payload" ${suite:+"$suite"}; do
+for bin in "$agent" "$payload" ${suite:+"$suite" "$skipstep"}; do
   if readelf -l "$bin" 2>/dev/null | grep -q INTERP; then
     while read -r lib; do libs[$lib]=1; done < <(ldd "$bin" | grep -o '/[^ ]*' || true)
   fi
@@ -99,10 +101,11 @@ lsm_without_landlock() {
 summary=()
 failed=0
 for c in "${cases[@]}"; do
-  append='' series=$c expect='' filter=$below_floor_filter
+  append='' series=$c expect='' filter=$below_floor_filter limits=0
   case "$c" in
     6.1) expect=2 ;;
-    6.12) expect=6 filter='*' ;;
+    # The whole suite, and cgroup2 is whole there: the hard-limit tests must run, not skip.
+    6.12) expect=6 filter='*' limits=1 ;;
     6.12-no-ll)
       series=6.12 expect=disabled
       if lsm=$(lsm_without_landlock 6.12); then append="lsm=$lsm"; fi
@@ -110,7 +113,8 @@ for c in "${cases[@]}"; do
   esac
   filter=${OARBANK_VM_SUITE_FILTER:-$filter}
   suite_env=()
-  [[ -z $suite ]] || suite_env=(--env "OARBANK_SUITE=$suite" --env "OARBANK_SUITE_FILTER=$filter")
+  [[ -z $suite ]] || suite_env=(--env "OARBANK_SUITE=$suite" --env "OARBANK_SUITE_FILTER=$filter"
+    --env "OARBANK_EXPECT_HARD_LIMITS=$limits")
   echo
   echo "######## case $c: kernel ${kpkg[$series]:-(none)}, expect Landlock $expect${append:+, $append}"
   start=$(date +%s.%N)
