@@ -7,6 +7,7 @@
 #include "apply/descriptors.hpp"
 #include "apply/launch.hpp"
 #include "cli/commands.hpp"
+#include "cli/prepared_exec.hpp"
 #include "config/node_config.hpp"
 #include "plan/plan.hpp"
 #include "plan/plan_json.hpp"
@@ -19,32 +20,11 @@ namespace {
 
 constexpr const char* kCommand = "sandbox-exec";
 
-LaunchRequest make_request(const ExecArgs& options) {
-  LaunchRequest request;
-  request.argv = options.argv;
-  for (const auto& entry : options.setenv) {
-    auto eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0 || entry.find_first_of("\n") != std::string::npos) {
-      throw Error(ErrorKind::Usage, "--setenv " + entry + ": expected NAME=VALUE");
-    }
-    request.setenv.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
-  }
-  for (int fd : options.keep_fds) {
-    if (fd < 3)
-      throw Error(ErrorKind::Usage,
-                  "--keep-fd " + std::to_string(fd) + ": 0, 1 and 2 are always kept");
-    if (!descriptor_is_open(fd))
-      throw Error(ErrorKind::Usage, "--keep-fd " + std::to_string(fd) + ": not an open descriptor");
-    request.keep_fds.push_back(fd);
-  }
-  return request;
-}
-
 }  // namespace
 
 int run_sandbox_exec(const ExecArgs& options) {
   if (options.status_fd) {
-    // Only a descriptor sandbox-run opened for us (3 and up, open): never one of 0, 1, 2.
+    // Only a descriptor the supervisor opened for us (3 and up, open): never 0, 1 or 2.
     if (*options.status_fd < 3 || !descriptor_is_open(*options.status_fd)) {
       print_error(kCommand, "usage: --status-fd " + std::to_string(*options.status_fd) +
                                 ": not an open descriptor above 2");
@@ -65,26 +45,21 @@ int run_sandbox_exec(const ExecArgs& options) {
       throw Error(ErrorKind::Usage, std::string("usage: ") + kNoCommand);
     }
     if (options.argv.empty()) throw Error(ErrorKind::Usage, std::string("usage: ") + kNoCommand);
-    const LaunchRequest request = make_request(options);
+    const LaunchRequest request = make_launch_request(options);
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
     // Probe only what this policy's rows depend on: the launch path stays short.
-    // The limit rows (rows_needed_by) depend on the cgroup only under the node's hard_limits.
-    const bool hard_limits = config.hard_limits;
-    const KernelFeatures features =
-        probe_kernel(config, ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute,
-                                        .cgroup = hard_limits,
-                                        .network_namespaces = false});
-    OpenedPaths paths;
-    const Plan plan = make_plan(policy, features, config, paths, request);
+    auto prepared = prepare_exec(request, config, policy, options.explain);
     if (options.explain) {
-      std::cout << explain_plan(plan, policy, features, config).dump(2) << std::endl;
+      std::cout << explain_plan(prepared->plan, prepared->policy, prepared->features,
+                                prepared->config)
+                       .dump(2)
+                << std::endl;
       return 0;
     }
-    PreparedLaunch prepared = prepare_launch(plan, policy, paths);
-    launch(plan, prepared, "oarbank-agent sandbox-exec");
+    launch(prepared->plan, prepared->launch, "oarbank-agent sandbox-exec");
   });
-  // Only a failure returns here (a launch execs or _exits): tell sandbox-run which.
+  // Only a failure returns here (a launch execs or _exits): tell the supervisor which.
   if (code != 0) report_launch_status(code, last_error_line());
   return code;
 }

@@ -7,9 +7,13 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 
+#include "apply/descriptors.hpp"
+#include "apply/launch.hpp"
 #include "cli/commands.hpp"
+#include "cli/prepared_exec.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/cgroup_limits.hpp"
@@ -31,7 +35,6 @@ struct RunArgs {
   std::optional<double> timeout;
   double kill_after = 10;
   std::optional<std::string> result_path;
-  std::optional<std::string> launcher;  // tests only: another sandbox-exec binary
 };
 
 std::string generate_module_id() {
@@ -48,15 +51,12 @@ std::string generate_module_id() {
   return id;
 }
 
-std::vector<std::string> launcher_argv(const RunArgs& options) {
-  std::vector<std::string> argv{"oarbank-agent", "sandbox-exec"};
-  if (options.exec.config_path) argv.insert(argv.end(), {"--config", *options.exec.config_path});
-  for (const auto& entry : options.exec.setenv) argv.insert(argv.end(), {"--setenv", entry});
-  for (int fd : options.exec.keep_fds) argv.insert(argv.end(), {"--keep-fd", std::to_string(fd)});
-  argv.push_back(options.exec.policy_path);
-  argv.emplace_back("--");
-  argv.insert(argv.end(), options.exec.argv.begin(), options.exec.argv.end());
-  return argv;
+// In the child, inside the module's container: sandbox-exec's own steps on what the parent
+// prepared (apply/launch.cpp), ending in the module's exec.
+[[noreturn]] void launch_in_child(void* context, int status_fd) {
+  auto* prepared = static_cast<PreparedExec*>(context);
+  set_launch_status_fd(status_fd);
+  launch(prepared->plan, prepared->launch, "oarbank-agent sandbox-run");
 }
 
 void write_result_file(const std::string& path, const std::string& json) {
@@ -74,7 +74,16 @@ std::string seconds_text(double s) {
 }
 
 int run_sandbox_run(const RunArgs& options) {
-  return run_guarded(kCommand, options.exec.policy_path, [&]() -> int {
+  StepError std_error;
+  // As sandbox-exec: a closed 0, 1 or 2 would otherwise be reused by our own files.
+  if (!ensure_standard_descriptors(std_error)) {
+    print_error(kCommand,
+                "step descriptors failed: " + std_error.what + ": " + errno_text(std_error.err));
+    return kExitSoftware;
+  }
+  std::string id;
+  bool result_written = false;
+  const int code = run_guarded(kCommand, options.exec.policy_path, [&]() -> int {
     if (!options.exec.separator || options.exec.argv.empty()) {
       throw Error(ErrorKind::Usage,
                   "usage: no command after -- (sandbox-run [OPTIONS] POLICY.json -- ARGV...)");
@@ -86,10 +95,11 @@ int run_sandbox_run(const RunArgs& options) {
     if (!(options.kill_after >= 0 && std::isfinite(options.kill_after))) {
       throw Error(ErrorKind::Usage, "--kill-after: expected a number of seconds, 0 or more");
     }
-    const std::string id = options.id ? *options.id : generate_module_id();
+    id = options.id ? *options.id : generate_module_id();
     if (auto problem = module_id_problem(id)) {
       throw Error(ErrorKind::Usage, "--id " + id + ": " + *problem);
     }
+    const LaunchRequest request = make_launch_request(options.exec);
     const NodeConfig config = load_node_config(options.exec.config_path);
     const Policy policy = load_policy_file(options.exec.policy_path);
 
@@ -99,8 +109,6 @@ int run_sandbox_run(const RunArgs& options) {
 
     SupervisedLaunch launch;
     launch.id = id;
-    launch.launcher = options.launcher ? *options.launcher : "/proc/self/exe";
-    launch.argv = launcher_argv(options);
     launch.timeout_seconds = options.timeout;
     launch.kill_after_seconds = options.kill_after;
     const bool root = ::geteuid() == 0;
@@ -126,6 +134,17 @@ int run_sandbox_run(const RunArgs& options) {
     if (policy.temp) writable.push_back(*policy.temp);
     const auto created =
         make_writable_dirs(writable, launch.expected.uid, launch.expected.gid, root);
+    // Everything the launch can fail at softly, here in the parent: a failure is one line and
+    // an exit code, with the leaf and the directories removed (unwinding).
+    std::unique_ptr<PreparedExec> prepared;
+    try {
+      prepared = prepare_exec(request, config, policy);
+    } catch (...) {
+      remove_created_dirs(created);
+      throw;
+    }
+    launch.launcher = &launch_in_child;
+    launch.launcher_context = prepared.get();
 
     const RunResult result = supervise(launch, state);
     switch (result.end) {
@@ -155,10 +174,23 @@ int run_sandbox_run(const RunArgs& options) {
       print_error(kCommand, "the module ran past --timeout " + seconds_text(*options.timeout) +
                                 " s and was stopped");
     }
-    if (options.result_path) write_result_file(*options.result_path, run_result_to_json(result, launch));
+    if (options.result_path) {
+      write_result_file(*options.result_path, run_result_to_json(result, launch));
+      result_written = true;
+    }
     state.finish();
     return result.exit_code;
   });
+  // Refused before the launcher started (an invalid policy, a busy id, a node that cannot
+  // enforce the policy): the result says so, with the line printed.
+  if (options.result_path && !result_written && code != 0) {
+    nlohmann::json j{{"id", id.empty() ? nlohmann::json(nullptr) : nlohmann::json(id)},
+                     {"end", "not-started"},
+                     {"exit_code", code},
+                     {"error", last_error_line()}};
+    write_result_file(*options.result_path, j.dump() + "\n");
+  }
+  return code;
 }
 
 }  // namespace
@@ -192,8 +224,6 @@ Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
       ->allow_extra_args(false);
   sub->add_flag("--explain", options->exec.explain,
                 "Print the compiled plan as JSON and run nothing");
-  // Tests point sandbox-run at a launcher built to skip a step; not for people.
-  sub->add_option("--launcher", options->launcher)->group("");
   return [options, &command] {
     options->exec.separator = command.separator;
     options->exec.argv = command.argv;

@@ -17,13 +17,7 @@
 namespace oarbank {
 namespace {
 
-// What the child does between its birth and the launcher's exec: async-signal-safe calls
-// only (the parent may have threads: the egress proxy's).
-[[noreturn]] void exec_in_child(const SpawnRequest& request, int join_cgroup_procs_fd) {
-  // The status channel's write end must reach the launcher (it is O_CLOEXEC in the parent so
-  // no other child inherits it); the launcher marks it close-on-exec again before the module's
-  // exec, so the module never holds it.
-  ::fcntl(request.status_write_fd, F_SETFD, 0);
+[[noreturn]] void run_child(const SpawnRequest& request, int join_cgroup_procs_fd) {
   ::setpgid(0, 0);
   if (join_cgroup_procs_fd >= 0) {
     if (::write(join_cgroup_procs_fd, "0", 1) != 1) {
@@ -33,10 +27,8 @@ namespace {
     }
   }
   if (request.child_mask != nullptr) ::sigprocmask(SIG_SETMASK, request.child_mask, nullptr);
-  ::execve(request.path, request.argv, request.envp);
-  const char message[] = "71\tstep spawn failed: execve of the launcher\n";
-  [[maybe_unused]] auto n = ::write(request.status_write_fd, message, sizeof message - 1);
-  ::_exit(kExitOsErr);
+  request.child_main(request.context);
+  ::_exit(kExitSoftware);
 }
 
 }  // namespace
@@ -53,7 +45,7 @@ Spawned spawn_launcher(const SpawnRequest& request) {
     args.cgroup = static_cast<std::uint64_t>(request.cgroup_dir_fd);
   }
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
-  if (pid == 0) exec_in_child(request, -1);
+  if (pid == 0) run_child(request, -1);
   if (pid > 0) {
     spawned.pid = static_cast<pid_t>(pid);
     spawned.pidfd.reset(pidfd);
@@ -75,7 +67,7 @@ Spawned spawn_launcher(const SpawnRequest& request) {
     }
     pid_t child = ::fork();
     if (child < 0) throw Error(ErrorKind::StepFailed, "step spawn failed: fork: " + errno_text(errno));
-    if (child == 0) exec_in_child(request, procs.get());
+    if (child == 0) run_child(request, procs.get());
     spawned.pid = child;
     spawned.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
     if (!spawned.pidfd.valid()) {

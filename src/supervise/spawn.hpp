@@ -1,7 +1,7 @@
-// Starts the launcher (sandbox-exec) as a child: in a new process group and, where a leaf is
-// given, born inside it (clone3 with CLONE_INTO_CGROUP, Linux 5.7), else joining the leaf
-// before its exec (fork, then a write to cgroup.procs: for a kernel or an outer seccomp
-// filter without clone3).
+// Starts the launcher as a child: in a new process group and, where a leaf is given, born
+// inside it (clone3 with CLONE_INTO_CGROUP, Linux 5.7), else joining the leaf before the
+// launch (fork, then a write to cgroup.procs: for a kernel or an outer seccomp filter without
+// clone3). The child runs `child_main`, the launcher's steps, which end in the module's exec.
 #pragma once
 
 #include <signal.h>
@@ -12,12 +12,14 @@
 namespace oarbank {
 
 struct SpawnRequest {
-  const char* path = nullptr;  // the launcher binary
-  char* const* argv = nullptr;
-  char* const* envp = nullptr;
-  int cgroup_dir_fd = -1;        // the leaf, or -1 for no cgroup
-  int status_write_fd = -1;      // the status channel's write end, kept open across this exec
+  int cgroup_dir_fd = -1;    // the leaf, or -1 for no cgroup
+  int status_write_fd = -1;  // the status channel's write end, for a failure to join the leaf
   const sigset_t* child_mask = nullptr;  // the signal mask the launcher starts with
+  // Runs in the child, in its group and leaf, with `child_mask` set; must not return (it
+  // execs the module or _exits). This process must have no other thread: the child is a
+  // copy of it, locks included.
+  void (*child_main)(void* context) = nullptr;
+  void* context = nullptr;
 };
 
 struct Spawned {

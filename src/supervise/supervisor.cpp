@@ -23,8 +23,6 @@
 #include "supervise/spawn.hpp"
 #include "sys/error.hpp"
 
-extern char** environ;
-
 namespace oarbank {
 namespace {
 
@@ -168,18 +166,19 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   UniqueFd status_read(channel[0]);
   UniqueFd status_write(channel[1]);
 
-  std::vector<std::string> argv = launch.argv;
-  argv.insert(argv.begin() + 2, {"--status-fd", std::to_string(status_write.get())});
-  std::vector<char*> c_argv;
-  for (auto& arg : argv) c_argv.push_back(arg.data());
-  c_argv.push_back(nullptr);
-
-  SpawnRequest request{.path = launch.launcher.c_str(),
-                       .argv = c_argv.data(),
-                       .envp = environ,
-                       .cgroup_dir_fd = launch.leaf ? launch.leaf->dir_fd() : -1,
+  struct ChildContext {
+    SupervisedLaunch* launch;
+    int status_fd;
+  } context{&launch, status_write.get()};
+  SpawnRequest request{.cgroup_dir_fd = launch.leaf ? launch.leaf->dir_fd() : -1,
                        .status_write_fd = status_write.get(),
-                       .child_mask = &original};
+                       .child_mask = &original,
+                       .child_main =
+                           [](void* raw) {
+                             auto* c = static_cast<ChildContext*>(raw);
+                             c->launch->launcher(c->launch->launcher_context, c->status_fd);
+                           },
+                       .context = &context};
   Spawned child;
   try {
     child = spawn_launcher(request);

@@ -19,8 +19,10 @@ namespace oarbank {
 
 struct SupervisedLaunch {
   std::string id;
-  std::string launcher;                // path of the binary run as `sandbox-exec`
-  std::vector<std::string> argv;       // its argv, without the status channel's option
+  // The launcher's steps, run in the child (sandbox-exec's launch(), prepared in this
+  // process): given the status channel's write end, it execs the module or _exits.
+  void (*launcher)(void* context, int status_fd) = nullptr;
+  void* launcher_context = nullptr;
   std::optional<CgroupLeaf> leaf;      // none: the process group (and subreaper) only
   ExecExpectation expected;
   std::optional<double> timeout_seconds;

@@ -123,8 +123,7 @@ class SandboxRun : public UncappedTest {
   std::vector<std::string> run_argv(const std::vector<std::string>& options,
                                     const std::vector<std::string>& module,
                                     const std::string& policy_file = "") const {
-    std::vector<std::string> argv{OARBANK_AGENT_BINARY, "sandbox-run", "--config", config_path,
-                                  "--id", id};
+    std::vector<std::string> argv{agent, "sandbox-run", "--config", config_path, "--id", id};
     argv.insert(argv.end(), options.begin(), options.end());
     argv.push_back(policy_file.empty() ? policy() : policy_file);
     argv.emplace_back("--");
@@ -161,6 +160,7 @@ class SandboxRun : public UncappedTest {
 
   std::string id;
   std::string state_dir;
+  std::string agent = OARBANK_AGENT_BINARY;
 };
 
 // --- 1. Spawn: exit statuses and signals pass through; launcher failures are told apart ---
@@ -192,18 +192,29 @@ TEST_F(SandboxRun, LauncherFailuresPassThroughAndAreNamedSo) {
   RunResult r = run({"--result", result_path()}, payload({"true"}),
                     tree.write_json("missing.json", missing));
   EXPECT_TRUE(r.exited(70)) << r.describe();
-  EXPECT_EQ(result()["end"], "launcher-failed");
-  EXPECT_NE(result()["launcher_error"].get<std::string>().find("no-such-runtime"), std::string::npos);
+  // Refused while the launch was prepared, in sandbox-run itself: nothing was started.
+  EXPECT_EQ(result()["end"], "not-started");
+  EXPECT_NE(result()["error"].get<std::string>().find("no-such-runtime"), std::string::npos);
   EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
   // 71: the exec failed.
   r = run({"--result", result_path()}, {tree.path("bundle/no-such-program")});
   EXPECT_TRUE(r.exited(71)) << r.describe();
   EXPECT_EQ(result()["end"], "launcher-failed");
   EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
-  // 64: a bad --setenv reaches the launcher, which refuses it.
+  // 64: a bad --setenv is refused before anything starts.
   r = run({"--result", result_path(), "--setenv", "NOEQUALS"}, payload({"true"}));
   EXPECT_TRUE(r.exited(64)) << r.describe();
-  EXPECT_EQ(result()["end"], "launcher-failed");
+  EXPECT_EQ(result()["end"], "not-started");
+  // 70 from a launch step in the child: the writable directory the module user cannot use.
+  auto unusable = base_policy();
+  unusable["data"] = {tree.path("etc")};  // root's, 0755: the module user cannot write it
+  if (running_as_root()) {
+    r = run({"--result", result_path()}, payload({"true"}), tree.write_json("unusable.json", unusable));
+    EXPECT_TRUE(r.exited(70)) << r.describe();
+    EXPECT_EQ(result()["end"], "launcher-failed");
+    EXPECT_NE(r.err.find("step identity failed"), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
+  }
   expect_nothing_left();
 }
 
@@ -239,12 +250,14 @@ TEST_F(SandboxRun, BadInputIsOneLineAndLeavesNothing) {
 
 // --- 2. Verify: a launcher that skips a step is refused ------------------------------------
 
+// oarbank-agent-skipstep is oarbank-agent linked with the test-only answer to
+// src/apply/launch_hooks.hpp: its launch skips the step OARBANK_TEST_SKIP_STEP names.
 class SkippingLauncher : public SandboxRun {
  protected:
+  SkippingLauncher() { agent = OARBANK_SKIPSTEP_BINARY; }
   RunResult run_skipping(const std::string& step) {
-    std::vector<std::string> argv = run_argv(
-        {"--launcher", OARBANK_SKIPSTEP_BINARY, "--result", result_path()},
-        payload({"sleep-forever"}));
+    std::vector<std::string> argv =
+        run_argv({"--result", result_path()}, payload({"sleep-forever"}));
     RunOptions o;
     o.env = env();
     if (!step.empty()) o.env.push_back("OARBANK_TEST_SKIP_STEP=" + step);
@@ -272,9 +285,8 @@ TEST_F(SkippingLauncher, SkippedIdentityIsRefusedNamingTheUid) {
 
 TEST_F(SkippingLauncher, TheTestLauncherWithoutTheSwitchPasses) {
   // The control: the same binary, nothing skipped, is verified and runs (killed by --timeout).
-  std::vector<std::string> argv = run_argv({"--launcher", OARBANK_SKIPSTEP_BINARY, "--timeout", "0.3",
-                                            "--kill-after", "0"},
-                                           payload({"sleep-forever"}));
+  std::vector<std::string> argv =
+      run_argv({"--timeout", "0.3", "--kill-after", "0"}, payload({"sleep-forever"}));
   RunOptions o;
   o.env = env();
   RunResult r = run_command(argv, o);

@@ -1,0 +1,48 @@
+#include "cli/prepared_exec.hpp"
+
+#include "apply/descriptors.hpp"
+#include "probe/probe.hpp"
+#include "sys/error.hpp"
+
+namespace oarbank::cli {
+
+LaunchRequest make_launch_request(const ExecArgs& options) {
+  LaunchRequest request;
+  request.argv = options.argv;
+  for (const auto& entry : options.setenv) {
+    auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0 || entry.find_first_of("\n") != std::string::npos) {
+      throw Error(ErrorKind::Usage, "--setenv " + entry + ": expected NAME=VALUE");
+    }
+    request.setenv.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  for (int fd : options.keep_fds) {
+    if (fd < 3)
+      throw Error(ErrorKind::Usage,
+                  "--keep-fd " + std::to_string(fd) + ": 0, 1 and 2 are always kept");
+    if (!descriptor_is_open(fd))
+      throw Error(ErrorKind::Usage, "--keep-fd " + std::to_string(fd) + ": not an open descriptor");
+    request.keep_fds.push_back(fd);
+  }
+  return request;
+}
+
+
+std::unique_ptr<PreparedExec> prepare_exec(const LaunchRequest& request, const NodeConfig& config,
+                                           const Policy& policy, bool explain_only) {
+  auto prepared = std::make_unique<PreparedExec>();
+  prepared->config = config;
+  prepared->policy = policy;
+  // The limit rows (rows_needed_by) depend on the cgroup only under the node's hard_limits.
+  prepared->features = probe_kernel(config, ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute,
+                                                       .cgroup = config.hard_limits,
+                                                       .network_namespaces = false});
+  prepared->plan = make_plan(prepared->policy, prepared->features, prepared->config,
+                             prepared->paths, request);
+  if (!explain_only) {
+    prepared->launch = prepare_launch(prepared->plan, prepared->policy, prepared->paths);
+  }
+  return prepared;
+}
+
+}  // namespace oarbank::cli

@@ -1,0 +1,37 @@
+// What sandbox-exec does before its first irreversible step, as one value: the node's
+// configuration, the policy, the probe, the plan and the prepared launch. sandbox-exec runs
+// launch() on it in its own process; sandbox-run prepares it in the parent and runs launch()
+// in the child it starts inside the module's container (one exec of the agent, not two).
+#pragma once
+
+#include <memory>
+
+#include "apply/launch.hpp"
+#include "cli/exec_args.hpp"
+#include "config/node_config.hpp"
+#include "oarbank/policy.hpp"
+#include "plan/plan.hpp"
+#include "probe/kernel_features.hpp"
+#include "probe/path_facts.hpp"
+
+namespace oarbank::cli {
+
+struct PreparedExec {
+  NodeConfig config;
+  Policy policy;
+  KernelFeatures features;
+  OpenedPaths paths;
+  Plan plan;
+  PreparedLaunch launch;  // points into `plan`: this value never moves (held by unique_ptr)
+};
+
+// The module's command and what the caller passes it (--setenv, --keep-fd), checked: throws
+// Error(Usage).
+LaunchRequest make_launch_request(const ExecArgs& options);
+
+// Throws what run_guarded maps: PolicyError (64), ConfigError (78), Error (64/70).
+// `explain_only`: stop after the plan (no ruleset is built).
+std::unique_ptr<PreparedExec> prepare_exec(const LaunchRequest& request, const NodeConfig& config,
+                                           const Policy& policy, bool explain_only = false);
+
+}  // namespace oarbank::cli
