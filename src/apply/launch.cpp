@@ -96,6 +96,14 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   // job. Giving it up (TIOCNOTTY) would lift those checks. What a module could do to the
   // terminal is refused by the filter: TIOCSTI, TIOCLINUX, TIOCSPGRP, TIOCSETD, TIOCCONS, and
   // setsid and setpgid.
+  // The status channel must close at the module's exec: a module that kept it could forge the
+  // launcher's report.
+  for (int fd : plan.keep_fds) {
+    if (fd == g_status_fd) {
+      step_failed(program, "descriptors", "--keep-fd " + std::to_string(fd) + " is the status channel",
+                  EBADF);
+    }
+  }
   if (!close_on_exec_except(plan.keep_fds, error))
     step_failed(program, "descriptors", error.what, error.err);
   if (!launch_test_skips("identity") && !apply_identity(plan.identity, error))

@@ -30,7 +30,7 @@ nlohmann::json status_json(const RunRecord& record) {
   auto optional = [](const std::optional<std::uint64_t>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   };
-  if (!record.cgroup.empty()) {
+  if (record_names_its_leaf(record)) {
     const std::string& leaf = record.cgroup;
     const bool frozen = read_cgroup_key(leaf + "/cgroup.events", "frozen").value_or(0) == 1;
     j["container"] = "cgroup";
@@ -74,7 +74,11 @@ int run_sandbox_ctl(const CtlArgs& options) {
     if (!record || !alive) {
       throw Error(ErrorKind::NotFound, "no module with id " + options.id + " is running");
     }
-    const bool cgroup = !record->cgroup.empty();
+    // A record is trusted no further than its shape (supervise/run_state.hpp).
+    const bool cgroup = record_names_its_leaf(*record);
+    if (!cgroup && !record_group_is_alive(*record)) {
+      throw Error(ErrorKind::NotFound, "module " + options.id + ": its process is gone");
+    }
     const std::string& action = options.action;
     if (action == "status") {
       std::cout << status_json(*record).dump(2) << std::endl;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <ctime>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,7 +18,9 @@
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/cgroup_limits.hpp"
+#include "probe/proc_status.hpp"
 #include "supervise/cgroup_leaf.hpp"
+#include "sys/landlock_abi.hpp"
 #include "supervise/module_id.hpp"
 #include "supervise/run_state.hpp"
 #include "supervise/supervisor.hpp"
@@ -67,6 +70,17 @@ void write_result_file(const std::string& path, const std::string& json) {
   }
 }
 
+// Filters this process already runs under (a container runtime's), from /proc/self/status.
+int own_seccomp_filters() {
+  UniqueFd fd(::open("/proc/self/status", O_RDONLY | O_CLOEXEC));
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; fd.valid() && (n = ::read(fd.get(), buffer, sizeof buffer)) > 0;) {
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  return parse_proc_status(text).seccomp_filters.value_or(0);
+}
+
 std::string seconds_text(double s) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", s);
@@ -114,11 +128,18 @@ int run_sandbox_run(const RunArgs& options) {
     const bool root = ::geteuid() == 0;
     launch.expected = root ? ExecExpectation{config.module_uid, config.module_gid, true}
                            : ExecExpectation{::getuid(), ::getgid(), false};
+    launch.expected.inherited_seccomp_filters = own_seccomp_filters();
 
     const LeafLimits limits = make_leaf_limits(policy, config);
     std::string why_not;
     if (auto place = find_cgroup_place(config, why_not)) {
       launch.leaf = CgroupLeaf::create(*place, leaf_name_for(id), limits);
+      // Recorded before anything runs in it: a sandbox-run killed from here on leaves a
+      // record that names its leaf, so the next start removes it.
+      state.write(RunRecord{.id = id,
+                            .supervisor_pid = ::getpid(),
+                            .cgroup = launch.leaf->path(),
+                            .started_at = static_cast<std::int64_t>(std::time(nullptr))});
     } else {
       if (limits.required && !limits.controllers.empty()) {
         throw Error(ErrorKind::Unenforceable,
@@ -133,7 +154,8 @@ int run_sandbox_run(const RunArgs& options) {
     if (policy.work) writable.push_back(*policy.work);
     if (policy.temp) writable.push_back(*policy.temp);
     const auto created =
-        make_writable_dirs(writable, launch.expected.uid, launch.expected.gid, root);
+        make_writable_dirs(writable, config.writable_roots, launch.expected.uid,
+                           launch.expected.gid, root);
     // Everything the launch can fail at softly, here in the parent: a failure is one line and
     // an exit code, with the leaf and the directories removed (unwinding).
     std::unique_ptr<PreparedExec> prepared;
@@ -142,6 +164,17 @@ int run_sandbox_run(const RunArgs& options) {
     } catch (...) {
       remove_created_dirs(created);
       throw;
+    }
+    // Started unprivileged, the module runs as this very user: only Landlock's signal scoping
+    // (ABI 6) keeps it from killing or stopping its supervisor, and the container with it.
+    if (!root && (prepared->plan.landlock.scoped & LANDLOCK_SCOPE_SIGNAL) == 0) {
+      remove_created_dirs(created);
+      throw Error(ErrorKind::Unenforceable,
+                  "step container failed: sandbox-run started unprivileged runs the module as "
+                  "the same user, and without Landlock signal scoping (ABI 6; this node uses " +
+                      std::to_string(prepared->plan.landlock.abi) +
+                      ") the module could signal sandbox-run and leave its container; run it as "
+                      "root");
     }
     launch.launcher = &launch_in_child;
     launch.launcher_context = prepared.get();

@@ -142,6 +142,15 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
                                     ? std::nullopt
                                     : std::optional(static_cast<int>(r.unsigned_int(
                                           value, pointer, 0, landlock::kNewestKnownAbi)));
+    } else if (key == "writable_roots") {
+      if (!value.is_array()) r.fail(pointer, "must be a list of absolute paths");
+      config.writable_roots.clear();
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        const std::string item = json_pointer_append(pointer, std::to_string(i));
+        std::string root = r.path(value[i], item);
+        if (root == "/") r.fail(item, "must not be / (every directory would be below it)");
+        config.writable_roots.push_back(std::move(root));
+      }
     } else {
       r.fail(pointer, "unknown key");
     }
@@ -181,6 +190,7 @@ json node_config_to_json(const NodeConfig& config) {
       {"cgroup_parent", config.cgroup_parent ? json(*config.cgroup_parent) : json(nullptr)},
       {"landlock_abi_max",
        config.landlock_abi_max ? json(*config.landlock_abi_max) : json(nullptr)},
+      {"writable_roots", config.writable_roots},
   };
 }
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace oarbank {
 
@@ -32,6 +33,11 @@ struct NodeConfig {
   // Highest Landlock ABI used, for reproducible fleets and tests of older kernels' behaviour;
   // nullopt: the kernel's.
   std::optional<int> landlock_abi_max;
+  // Where sandbox-run may create a policy's missing work and temp directories (as root, then
+  // given to the module user): strictly below one of these. A policy names its own paths, so
+  // without this a module author could have root make a module-writable directory anywhere
+  // (a systemd drop-in directory under /run, say). Elsewhere a missing directory is 70.
+  std::vector<std::string> writable_roots = {"/var/lib/oarbank", "/tmp"};
 
   friend bool operator==(const NodeConfig&, const NodeConfig&) = default;
 };

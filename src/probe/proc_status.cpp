@@ -49,6 +49,8 @@ ProcStatus parse_proc_status(std::string_view text) {
       status.no_new_privs = number<int>(value);
     } else if (key == "Seccomp") {
       status.seccomp = number<int>(value);
+    } else if (key == "Seccomp_filters") {
+      status.seccomp_filters = number<int>(value);
     } else if (key == "CapInh") {
       status.cap_inh = number<std::uint64_t>(value, 16);
     } else if (key == "CapPrm") {

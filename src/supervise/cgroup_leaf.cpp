@@ -205,13 +205,13 @@ CgroupLeaf CgroupLeaf::create(const CgroupPlace& place, const std::string& leaf_
   enable_controllers(place, limits);
   const std::string path = place.parent + "/" + leaf_name;
   if (::mkdir(path.c_str(), 0755) != 0) {
-    int err = errno;
-    // A leaf of the same name with no live run (the caller holds the id's run lock): what is
-    // left of a run that died. Tear it down and make it anew.
-    if (err != EEXIST || !remove_cgroup(path) || ::mkdir(path.c_str(), 0755) != 0) {
-      if (err == EEXIST) err = errno;
-      throw Error(ErrorKind::StepFailed, "step cgroup failed: mkdir " + path + ": " + errno_text(err));
+    // A dead run's leaf was removed by RunState::claim (its record names it): one that is
+    // still there belongs to no run of ours, and is not ours to kill.
+    if (errno == EEXIST) {
+      throw Error(ErrorKind::Busy, "step cgroup failed: " + path +
+                                       " exists and no run of this agent owns it");
     }
+    throw Error(ErrorKind::StepFailed, "step cgroup failed: mkdir " + path + ": " + errno_text(errno));
   }
   UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir.valid()) {

@@ -31,7 +31,8 @@ std::optional<CgroupPlace> find_cgroup_place(const NodeConfig& config, std::stri
 
 // Makes the parent ready (supervisor leaf, controllers in cgroup.subtree_control), then the
 // leaf with its limits. Throws Error(Unenforceable) when a required controller is missing and
-// Error(StepFailed) when a write fails; a leaf made before the failure is removed.
+// Error(StepFailed) when a write fails (a leaf made before the failure is removed), and
+// Error(Busy) when a cgroup of the leaf's name exists already.
 class CgroupLeaf {
  public:
   static CgroupLeaf create(const CgroupPlace& place, const std::string& leaf_name,

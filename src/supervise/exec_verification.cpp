@@ -17,6 +17,10 @@ std::optional<std::string> exec_verification_problem(const ProcStatus& status,
   if (status.no_new_privs != 1) return "NoNewPrivs: " + shown(status.no_new_privs) + " (expected 1)";
   // 2 is SECCOMP_MODE_FILTER; 1 (strict) is not what the launcher sets either.
   if (status.seccomp != 2) return "Seccomp: " + shown(status.seccomp) + " (expected 2)";
+  if (!status.seccomp_filters || *status.seccomp_filters <= expected.inherited_seccomp_filters) {
+    return fmt::format("Seccomp_filters: {} (expected more than the {} sandbox-run has)",
+                       shown(status.seccomp_filters), expected.inherited_seccomp_filters);
+  }
   for (auto uid : {status.real_uid, status.effective_uid, status.saved_uid, status.fs_uid}) {
     if (uid != expected.uid) {
       return fmt::format("Uid: {} {} {} {} (expected {})", shown(status.real_uid),

@@ -18,6 +18,9 @@ struct ExecExpectation {
   // Root can empty the bounding set and the supplementary groups, and the launcher does; an
   // unprivileged caller cannot (CAP_SETPCAP), so then only the other sets must be empty.
   bool privileged_launch = true;
+  // Filters already on sandbox-run (a container runtime's): the launcher's own must stack on
+  // top, or "Seccomp: 2" would only show the inherited one.
+  int inherited_seccomp_filters = 0;
 };
 
 // nullopt when the process is sandboxed as expected, else the first field that is not, as

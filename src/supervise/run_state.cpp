@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/file.h>
+#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,6 +36,38 @@ std::string read_fd(int fd) {
   return text;
 }
 
+// The run state decides what sandbox-run and sandbox-ctl kill: nobody else may be able to
+// write it. Every component is a real directory (no symbolic link) owned by root or this user,
+// writable by no one else unless sticky (/tmp: others cannot rename what is ours there); the
+// directory itself is this user's alone. Returns "" or what is wrong.
+std::string untrusted_state_dir(const std::string& dir) {
+  std::string sofar;
+  for (std::size_t start = 0; start != std::string::npos;) {
+    std::size_t slash = dir.find('/', start + 1);
+    sofar = dir.substr(0, slash);
+    start = slash;
+    if (sofar.empty()) continue;
+    struct stat st {};
+    if (::lstat(sofar.c_str(), &st) != 0) return sofar + ": " + errno_text(errno);
+    if (!S_ISDIR(st.st_mode)) return sofar + " is not a directory (a symbolic link?)";
+    const bool last = slash == std::string::npos;
+    if (st.st_uid != ::geteuid() && (last || st.st_uid != 0)) {
+      return sofar + " belongs to uid " + std::to_string(st.st_uid);
+    }
+    if ((st.st_mode & 022) != 0 && (last || (st.st_mode & S_ISVTX) == 0)) {
+      return sofar + " is writable by others";
+    }
+  }
+  return "";
+}
+
+void check_state_dir(const std::string& dir) {
+  if (auto problem = untrusted_state_dir(dir); !problem.empty()) {
+    throw Error(ErrorKind::StepFailed, "the run state directory " + dir +
+                                           " cannot be trusted: " + problem);
+  }
+}
+
 // mkdir -p for the state directory; the last component is private to this user.
 void make_state_dir(const std::string& dir) {
   for (std::size_t slash = 1; slash != std::string::npos;) {
@@ -43,34 +77,38 @@ void make_state_dir(const std::string& dir) {
       throw Error(ErrorKind::StepFailed, "mkdir " + part + ": " + errno_text(errno));
     }
   }
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
-      (st.st_mode & 022) != 0) {
-    throw Error(ErrorKind::StepFailed,
-                "the run state directory " + dir +
-                    " must be a directory owned by this user and writable by it alone");
-  }
+  check_state_dir(dir);
 }
 
 // Tears down what a dead run left. The caller holds the file's lock.
 void tear_down_dead_run(const RunRecord& record) {
-  if (!record.cgroup.empty()) {
-    // Only a leaf of ours: a record is trusted no further than its shape.
-    auto slash = record.cgroup.rfind('/');
-    if (slash != std::string::npos &&
-        record.cgroup.compare(slash + 1, kLeafPrefix.size(), kLeafPrefix) == 0) {
-      remove_cgroup(record.cgroup);
-    }
-  } else if (record.process_group > 1 && record.module_pid > 1 &&
-             process_start_time(record.module_pid) == record.module_start_time &&
-             record.module_start_time != 0) {
-    // The leader is still the module's process (same pid, same start time): its group is the
-    // module's. Descendants that left the group are out of reach without a cgroup.
+  if (record_names_its_leaf(record)) {
+    remove_cgroup(record.cgroup);
+  } else if (record.cgroup.empty() && record_group_is_alive(record)) {
+    // Descendants that left the group are out of reach without a cgroup (and the filter
+    // refuses setsid and setpgid, so a module's descendants do not leave it).
     ::kill(-record.process_group, SIGKILL);
   }
 }
 
 }  // namespace
+
+bool record_names_its_leaf(const RunRecord& record) {
+  // A record is trusted no further than its shape: the leaf of its own id, in cgroupfs.
+  const std::string name = "/" + leaf_name_for(record.id);
+  struct statfs fs {};
+  return !module_id_problem(record.id) && record.cgroup.ends_with(name) &&
+         record.cgroup.find("/../") == std::string::npos &&
+         ::statfs(record.cgroup.c_str(), &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+bool record_group_is_alive(const RunRecord& record) {
+  // The leader is still the module's process (same pid, same start time): its group is the
+  // module's, not a group that reused the number.
+  return record.process_group > 1 && record.module_pid == record.process_group &&
+         record.module_start_time != 0 &&
+         process_start_time(record.module_pid) == record.module_start_time;
+}
 
 std::string run_record_to_json(const RunRecord& r) {
   nlohmann::json j{{"id", r.id},
@@ -110,7 +148,10 @@ std::string run_state_dir() {
   if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && xdg[0] == '/') {
     return std::string(xdg) + "/oarbank/runs";
   }
-  return "/tmp/oarbank-" + std::to_string(::geteuid()) + "/runs";
+  // No shared fallback (/tmp): another user could prepare it and name what gets killed.
+  throw Error(ErrorKind::StepFailed,
+              "no run state directory: set XDG_RUNTIME_DIR (or OARBANK_STATE_DIR) to a directory "
+              "of this user's");
 }
 
 RunState RunState::claim(const std::string& dir, const std::string& id) {
@@ -162,6 +203,7 @@ std::optional<RunRecord> read_run_record(const std::string& dir, const std::stri
   const std::string path = dir + "/" + id + kSuffix;
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) return std::nullopt;
+  check_state_dir(dir);
   if (::flock(fd.get(), LOCK_SH | LOCK_NB) != 0) {
     alive = errno == EWOULDBLOCK;
   } else {
@@ -172,6 +214,7 @@ std::optional<RunRecord> read_run_record(const std::string& dir, const std::stri
 
 std::vector<std::string> clean_stale_runs(const std::string& dir) {
   std::vector<std::string> cleaned;
+  if (!untrusted_state_dir(dir).empty()) return cleaned;  // claim() names the problem
   DIR* listing = ::opendir(dir.c_str());
   if (listing == nullptr) return cleaned;
   while (const dirent* entry = ::readdir(listing)) {

@@ -29,9 +29,15 @@ std::string run_record_to_json(const RunRecord& record);
 // nullopt for a file that is not a run record.
 std::optional<RunRecord> run_record_from_json(const std::string& text);
 
-// $OARBANK_STATE_DIR, else /run/oarbank/runs for root, else $XDG_RUNTIME_DIR/oarbank/runs,
-// else /tmp/oarbank-UID/runs.
+// $OARBANK_STATE_DIR, else /run/oarbank/runs for root, else $XDG_RUNTIME_DIR/oarbank/runs;
+// throws Error(StepFailed) for a user without XDG_RUNTIME_DIR. The directory and its parents
+// must be trusted (owned by root or this user, writable by no one else) wherever it is read.
 std::string run_state_dir();
+
+// Whether a record's leaf is the leaf of its own id under the cgroup file system, and whether
+// its process group's leader is still the module's process (pid and start time).
+bool record_names_its_leaf(const RunRecord& record);
+bool record_group_is_alive(const RunRecord& record);
 
 // The state file of one run, held locked while the run lives.
 class RunState {

@@ -103,10 +103,35 @@ void kill_and_reap_descendants(pid_t group) {
   }
 }
 
-bool give_terminal(pid_t group) {
-  if (::isatty(STDIN_FILENO) == 0 || ::tcgetpgrp(STDIN_FILENO) != ::getpgrp()) return false;
-  return ::tcsetpgrp(STDIN_FILENO, group) == 0;
-}
+// An interactive run: sandbox-run is the terminal's foreground job. The module's group takes
+// the foreground (so it reads the terminal and gets ^C like any job), and gets it back from
+// sandbox-run when it stops and is continued; the terminal's settings are restored at the
+// end, whatever the module left them as.
+struct Terminal {
+  bool given = false;
+  termios saved{};
+
+  void give(pid_t group) {
+    if (::isatty(STDIN_FILENO) == 0 || ::tcgetpgrp(STDIN_FILENO) != ::getpgrp()) return;
+    if (::tcgetattr(STDIN_FILENO, &saved) != 0) return;
+    given = ::tcsetpgrp(STDIN_FILENO, group) == 0;
+  }
+  void take_back() const {
+    if (!given) return;
+    ::tcsetpgrp(STDIN_FILENO, ::getpgrp());  // SIGTTOU is blocked: allowed from the background
+    ::tcsetattr(STDIN_FILENO, TCSADRAIN, &saved);
+  }
+  // The module stopped (^Z, SIGTTIN): stop as a shell's job would, so the shell that started
+  // sandbox-run gets its terminal back; once continued (fg), hand the terminal to the module
+  // again and continue it. Without a terminal a stopped module is left as it is.
+  void module_stopped(pid_t group) const {
+    if (!given) return;
+    take_back();
+    ::kill(::getpid(), SIGSTOP);
+    ::tcsetpgrp(STDIN_FILENO, group);
+    ::kill(-group, SIGCONT);
+  }
+};
 
 struct StatusChannel {
   std::string text;
@@ -128,13 +153,14 @@ struct StatusChannel {
   }
 };
 
-int status_to_exit_code(const siginfo_t& info, RunResult& result) {
-  if (info.si_code == CLD_EXITED) {
-    result.module_status = info.si_status;
-    return info.si_status;
+// A wait status (as waitpid gives it) to the exit code a shell would show.
+int status_to_exit_code(int wstatus, RunResult& result) {
+  if (WIFEXITED(wstatus)) {
+    result.module_status = WEXITSTATUS(wstatus);
+    return result.module_status;
   }
-  result.module_signal = info.si_status;
-  return 128 + info.si_status;
+  result.module_signal = WTERMSIG(wstatus);
+  return 128 + result.module_signal;
 }
 
 }  // namespace
@@ -196,7 +222,8 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
                         .process_group = group,
                         .cgroup = launch.leaf ? launch.leaf->path() : std::string(),
                         .started_at = static_cast<std::int64_t>(std::time(nullptr))});
-  const bool gave_terminal = give_terminal(group);
+  Terminal terminal;
+  terminal.give(group);
 
   enum class Timer { None, Timeout, Grace } timer = Timer::None;
   if (launch.timeout_seconds) {
@@ -205,6 +232,8 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   }
   bool stopping = false;
   bool verified = false;
+  bool reaped = false;
+  int module_wstatus = 0;
   auto begin_stop = [&](int sig) {
     if (stopping || !verified) {
       container.kill_all();  // a second request, or the module has not been verified yet
@@ -215,10 +244,28 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     arm_timer(timer_fd.get(), launch.kill_after_seconds);
     timer = Timer::Grace;
   };
+  // After the verification: reap every child, the module's status kept. Only a subreaper
+  // (no cgroup) has other children: orphans of the module, which would pile up as zombies.
+  auto on_child = [&]() {
+    if (!verified) return;  // the module's zombie is what the verification reads
+    int wstatus = 0;
+    for (pid_t pid; (pid = ::waitpid(-1, &wstatus, WNOHANG | WUNTRACED)) > 0;) {
+      if (pid != child.pid) continue;
+      if (WIFSTOPPED(wstatus)) {
+        terminal.module_stopped(group);
+      } else {
+        module_wstatus = wstatus;
+        reaped = true;
+      }
+    }
+  };
   auto on_signal = [&]() {
     signalfd_siginfo info{};
     while (::read(signal_fd.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-      if (info.ssi_signo == SIGCHLD) continue;
+      if (info.ssi_signo == SIGCHLD) {
+        on_child();
+        continue;
+      }
       if (result.stop_signal == 0) result.stop_signal = static_cast<int>(info.ssi_signo);
       begin_stop(info.ssi_signo == SIGHUP ? SIGTERM : static_cast<int>(info.ssi_signo));
     }
@@ -260,14 +307,9 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   }
   status_read.reset();
 
-  siginfo_t info{};
-  bool reaped = false;
   auto reap_module = [&]() {
     if (reaped) return;
-    if (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(child.pidfd.get()), &info,
-                 WEXITED) == 0) {
-      reaped = true;
-    }
+    if (::waitpid(child.pid, &module_wstatus, 0) == child.pid) reaped = true;
   };
 
   if (auto failure = channel_text.failure()) {
@@ -280,7 +322,7 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     result.end = RunEnd::LauncherFailed;
     result.exit_code = kExitSoftware;
     RunResult scratch;
-    int code = status_to_exit_code(info, scratch);
+    int code = status_to_exit_code(module_wstatus, scratch);
     result.launcher_line = "the launcher ended before the module's exec (" +
                            (scratch.module_signal != 0
                                 ? "signal " + std::to_string(scratch.module_signal)
@@ -310,10 +352,10 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     if (::poll(fds, 3, -1) < 0 && errno != EINTR) break;
     if (fds[1].revents != 0) on_signal();
     if (fds[2].revents != 0) on_timer();
-    if (fds[0].revents != 0) reap_module();
+    if (fds[0].revents != 0) on_child();  // the pidfd: the module exited
   }
   if (verified) {
-    result.exit_code = status_to_exit_code(info, result);
+    result.exit_code = status_to_exit_code(module_wstatus, result);
     result.end = result.module_signal != 0 ? RunEnd::Signaled : RunEnd::Exited;
     if (result.timed_out) result.exit_code = kExitTimedOut;
   }
@@ -329,7 +371,7 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   } else {
     kill_and_reap_descendants(group);
   }
-  if (gave_terminal) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+  terminal.take_back();
   ::sigprocmask(SIG_SETMASK, &original, nullptr);
   result.duration_seconds =
       std::chrono::duration<double>(Clock::now() - started).count();

@@ -18,37 +18,70 @@ namespace {
 
 }  // namespace
 
-std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs, uid_t uid,
+std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs,
+                                            const std::vector<std::string>& roots, uid_t uid,
                                             gid_t gid, bool chown) {
   std::vector<std::string> created;
-  for (const auto& dir : dirs) {
-    struct stat st {};
-    if (::lstat(dir.c_str(), &st) == 0) continue;  // exists: the launcher checks it is usable
-    // Walk from "/" one component at a time, never through a symbolic link: a parent in a
-    // world-writable place (/tmp) cannot redirect where the directory is made.
-    UniqueFd at(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
-    std::string sofar;
-    std::size_t start = 1;
-    while (start <= dir.size()) {
-      std::size_t end = dir.find('/', start);
-      if (end == std::string::npos) end = dir.size();
-      const std::string name = dir.substr(start, end - start);
-      start = end + 1;
-      if (name.empty()) continue;
-      sofar += "/" + name;
-      const bool last = end == dir.size();
-      if (::mkdirat(at.get(), name.c_str(), last ? 0700 : 0755) == 0) {
-        created.push_back(sofar);
-        if (last && chown && ::fchownat(at.get(), name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
-          fail("chown " + sofar, errno);
+  try {
+    for (const auto& dir : dirs) {
+      struct stat st {};
+      if (::lstat(dir.c_str(), &st) == 0) continue;  // exists: the launcher checks it is usable
+      // Paths here are normalized (no "..", no "//", no trailing "/"): a prefix ending at a "/"
+      // is a real ancestor.
+      bool below_a_root = false;
+      std::string root_list;
+      for (const auto& root : roots) {
+        if (dir.size() > root.size() + 1 && dir.starts_with(root) && dir[root.size()] == '/') {
+          below_a_root = true;
         }
-      } else if (errno != EEXIST) {
-        fail("mkdir " + sofar, errno);
+        root_list += (root_list.empty() ? "" : ", ") + root;
       }
-      UniqueFd next(::openat(at.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (!next.valid()) fail("open " + sofar + " (a symbolic link or not a directory?)", errno);
-      at = std::move(next);
+      if (!below_a_root) {
+        throw Error(ErrorKind::Unenforceable,
+                    "step directories failed: " + dir +
+                        " does not exist, and sandbox-run creates missing directories only below "
+                        "the node's writable_roots (" +
+                        root_list + ")");
+      }
+      // Walk from "/" one component at a time, never through a symbolic link: a parent in a
+      // world-writable place (/tmp) cannot redirect where the directory is made.
+      UniqueFd at(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+      std::string sofar;
+      std::size_t start = 1;
+      while (start <= dir.size()) {
+        std::size_t end = dir.find('/', start);
+        if (end == std::string::npos) end = dir.size();
+        const std::string name = dir.substr(start, end - start);
+        start = end + 1;
+        if (name.empty()) continue;
+        sofar += "/" + name;
+        const bool last = end == dir.size();
+        bool made = false;
+        if (::mkdirat(at.get(), name.c_str(), last ? 0700 : 0755) == 0) {
+          created.push_back(sofar);
+          made = true;
+        } else if (errno != EEXIST) {
+          fail("mkdir " + sofar, errno);
+        }
+        UniqueFd next(
+            ::openat(at.get(), name.c_str(),
+                     (made && last ? O_RDONLY : O_PATH) | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!next.valid()) fail("open " + sofar + " (a symbolic link or not a directory?)", errno);
+        if (made && last && chown) {
+          // Through the descriptor, after checking it is the directory just made (ours, empty
+          // of owners but us): the owner of the parent cannot swap another one in by name.
+          struct stat made_st {};
+          if (::fstat(next.get(), &made_st) != 0 || made_st.st_uid != ::geteuid()) {
+            fail("chown " + sofar + " (not the directory just made)", EPERM);
+          }
+          if (::fchown(next.get(), uid, gid) != 0) fail("chown " + sofar, errno);
+        }
+        at = std::move(next);
+      }
     }
+  } catch (...) {
+    remove_created_dirs(created);  // nothing is left of a refused run
+    throw;
   }
   return created;
 }

@@ -9,10 +9,13 @@
 
 namespace oarbank {
 
-// Creates each missing directory (and missing parents, root's, 0755) without following a
-// symbolic link at any component. The last component is chowned to uid:gid when `chown`.
-// Returns the directories created, outermost first. Throws Error(StepFailed).
-std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs, uid_t uid,
+// Creates each missing directory (and missing parents, 0755) without following a symbolic
+// link at any component, only when it lies strictly below one of `roots` (the node's
+// writable_roots); elsewhere a missing directory throws Error(Unenforceable), named. The last
+// component is chowned to uid:gid when `chown`. Returns the directories created, outermost
+// first. Throws Error(StepFailed) when a step fails.
+std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs,
+                                            const std::vector<std::string>& roots, uid_t uid,
                                             gid_t gid, bool chown);
 
 // Removes what make_writable_dirs created (innermost first; only while empty).

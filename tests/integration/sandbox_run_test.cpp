@@ -4,6 +4,7 @@
 // cgroup2 hierarchy; the hard limits themselves are proven in the qemu guests (tests/vm).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -482,6 +483,110 @@ TEST_F(SandboxRun, MakesWorkAndTempForTheModuleUser) {
   r = run({}, payload({"true"}), tree.write_json("jobs8.json", p));
   EXPECT_TRUE(r.exited(70)) << r.describe();
   EXPECT_FALSE(exists(tree.path("jobs/8")));
+}
+
+// --- What an attacker review found (module author, local user) ----------------------------
+
+TEST_F(SandboxRun, MissingDirectoriesAreCreatedOnlyBelowTheWritableRoots) {
+  // A policy is its module author's: it must not have root make a module-writable directory
+  // where root trusts what it finds (a systemd drop-in directory under /run, say).
+  const std::string outside = "/run/" + unique_name("oarbank-it-dropin") + "/x.service.d";
+  auto p = base_policy();
+  p["work"] = outside;
+  RunResult r = run({}, payload({"true"}), tree.write_json("outside.json", p));
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_NE(r.err.find("writable_roots"), std::string::npos) << r.describe();
+  EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
+  EXPECT_FALSE(exists(outside.substr(0, outside.rfind('/'))));
+  expect_nothing_left();
+}
+
+TEST_F(SandboxRun, AnUntrustedStateDirectoryIsRefused) {
+  // Whoever can write the run state decides what sandbox-run and sandbox-ctl kill.
+  ::mkdir(state_dir.c_str(), 0700);
+  ::chmod(state_dir.c_str(), 0777);
+  RunResult r = run({}, payload({"true"}));
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_NE(r.err.find("cannot be trusted"), std::string::npos) << r.describe();
+  r = ctl("status");
+  EXPECT_FALSE(r.exited(0)) << r.describe();
+  ::chmod(state_dir.c_str(), 0700);
+}
+
+TEST_F(SandboxRun, ACgroupOfTheLeafsNameThatNoRunOwnsIsLeftAlone) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  ASSERT_EQ(::mkdir(leaf().c_str(), 0755), 0);
+  RunResult r = run({}, payload({"true"}));
+  EXPECT_TRUE(r.exited(75)) << r.describe();
+  EXPECT_NE(r.err.find("no run of this agent owns it"), std::string::npos) << r.describe();
+  EXPECT_TRUE(exists(leaf())) << "sandbox-run removed a cgroup that was not its own";
+  ::rmdir(leaf().c_str());
+}
+
+TEST_F(SkippingLauncher, AFilterInheritedFromAContainerRuntimeDoesNotPassForTheLaunchers) {
+  // sandbox-run itself under a seccomp filter (as in a container), with a launcher that skips
+  // its own: "Seccomp: 2" shows only the inherited filter, and the count tells them apart.
+  std::vector<std::string> argv = run_argv({}, payload({"true"}));
+  argv.insert(argv.begin(), {tree.probe(), "without-clone3"});
+  RunOptions o;
+  o.env = env();
+  o.env.push_back("OARBANK_TEST_SKIP_STEP=seccomp");
+  RunResult r = run_command(argv, o);
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_NE(r.err.find("Seccomp_filters: 1 (expected more than the 1 sandbox-run has)"), std::string::npos)
+      << r.describe();
+  expect_nothing_left();
+}
+
+TEST_F(SandboxRun, UnprivilegedWithoutSignalScopingIsRefused) {
+  if (!running_as_root()) GTEST_SKIP() << "runs sandbox-run as another user (needs root)";
+  // The module would run as sandbox-run's own user and could kill it (found by review).
+  const uid_t user = 4242;
+  const std::string user_state = tree.path("user-state");
+  ASSERT_EQ(::mkdir(user_state.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(user_state.c_str(), user, user), 0);
+  auto config = node_config();
+  config["landlock_abi_max"] = 5;
+  const std::string capped = tree.write_json("abi5.json", config);
+  RunOptions o;
+  o.env = env();
+  o.env.back() = "OARBANK_STATE_DIR=" + user_state;
+  o.user = std::make_pair(user, static_cast<gid_t>(user));
+  RunResult r = run_command({OARBANK_AGENT_BINARY, "sandbox-run", "--config", capped, "--id", id, policy(), "--",
+                             tree.probe(), "true"},
+                            o);
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_NE(r.err.find("signal scoping"), std::string::npos) << r.describe();
+}
+
+TEST_F(SandboxRun, AModuleStoppedAtTheTerminalStopsSandboxRunAndResumesWithIt) {
+  // Interactive: sandbox-run hands its terminal's foreground to the module. When the module
+  // stops (^Z), sandbox-run takes the terminal back and stops too, as a shell job would; when
+  // continued (fg), the module is continued, and the run ends normally.
+  Pty pty;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setsid();
+    ::ioctl(pty.slave(), TIOCSCTTY, 0);
+    for (int fd = 0; fd < 3; ++fd) ::dup2(pty.slave(), fd);
+    std::vector<std::string> argv = run_argv({}, payload({"stop-then-exit", "7"}));
+    std::vector<char*> args, envp;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    auto e = env();
+    for (auto& v : e) envp.push_back(v.data());
+    envp.push_back(nullptr);
+    ::execve(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, WUNTRACED), pid);
+  ASSERT_TRUE(WIFSTOPPED(status)) << "sandbox-run did not stop with its module, status " << status;
+  EXPECT_EQ(::tcgetpgrp(pty.master()), pid) << "sandbox-run did not take its terminal back";
+  ::kill(pid, SIGCONT);
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7) << "status " << status;
+  expect_nothing_left();
 }
 
 // --- Hard limits the node requires but this cgroup cannot enforce: 70, named ------------------

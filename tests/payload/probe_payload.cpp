@@ -537,6 +537,11 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     waitpid(child, nullptr, 0);
     return 0;
   }
+  if (cmd == "stop-then-exit" && need(1)) {
+    // Stops itself as ^Z would (SIGTSTP), then, once continued, exits with status A[0].
+    raise(SIGTSTP);
+    return std::atoi(a[0].c_str());
+  }
   if (cmd == "sleep-forever") {
     std::printf("ok\n");
     std::fflush(stdout);

@@ -147,6 +147,10 @@ std::vector<InvalidConfig> invalid_configs() {
   return {
       {"Malformed", R"({"hard_limits": true)", "", "malformed JSON"},
       {"UnterminatedComment", "{} /* none", "", "malformed JSON"},
+      {"WritableRootsNotAList", R"({"writable_roots": "/tmp"})", "/writable_roots", "must be a list"},
+      {"WritableRootsRelative", R"({"writable_roots": ["/tmp", "jobs"]})", "/writable_roots/1", "absolute"},
+      {"WritableRootsSlash", R"({"writable_roots": ["/"]})", "/writable_roots/0", "must not be /"},
+      {"WritableRootsDotDot", R"({"writable_roots": ["/var/../etc"]})", "/writable_roots/0", ".."},
       {"NulThenGarbage", "{}\0{\"module_user\":{\"uid\":0}}"s, "", "NUL byte"},
       {"InvalidUtf8", "{\"cgroup_parent\": \"/a\xff\"}", "", "UTF-8"},
       {"NumberOverflow", R"({"pids_max": 1e999})", "", "number overflow"},

@@ -79,6 +79,17 @@ TEST(ExecVerification, EachMissingStepIsNamedByItsField) {
   }
 }
 
+TEST(ExecVerification, TheLaunchersFilterMustStackOnWhatSandboxRunInherited) {
+  ExecExpectation in_a_container{65534, 65534, true};
+  in_a_container.inherited_seccomp_filters = 1;
+  // One filter: only the container's. Two: the launcher's on top.
+  EXPECT_EQ(exec_verification_problem(parse_proc_status(kSandboxedStatus), in_a_container).value_or(""),
+            "Seccomp_filters: 1 (expected more than the 1 sandbox-run has)");
+  EXPECT_EQ(exec_verification_problem(
+                parse_proc_status(with_line(kSandboxedStatus, "Seccomp_filters", "2")), in_a_container),
+            std::nullopt);
+}
+
 TEST(ExecVerification, AMissingFieldFailsClosed) {
   const ExecExpectation root_launch{65534, 65534, true};
   EXPECT_EQ(exec_verification_problem(parse_proc_status(""), root_launch).value_or(""),

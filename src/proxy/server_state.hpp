@@ -1,0 +1,50 @@
+// What the server's connections share, on the event loop's thread: internal to the proxy
+// library (proxy_server.cpp and session.cpp), not part of its API.
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "oarbank/policy.hpp"
+#include "proxy/address_class.hpp"
+#include "proxy/proxy_log.hpp"
+#include "proxy/proxy_settings.hpp"
+#include "proxy/resolver.hpp"
+
+namespace oarbank::proxy {
+
+class Session;
+
+struct ModuleState {
+  std::string id;
+  std::vector<EgressDestination> allowlist;
+  std::size_t active = 0;  // connections of this module being handled
+};
+
+struct ServerState {
+  ServerState(asio::io_context& io_context, ProxySettings proxy_settings,
+              std::vector<IpRange> exemptions);
+
+  // The address context, its node addresses refreshed when older than a few seconds
+  // (interfaces come and go; getifaddrs per connection would cost more than it is worth).
+  const AddressContext& address_context();
+
+  asio::io_context& io;
+  ProxySettings settings;
+  ProxyLog log;
+  std::unique_ptr<Resolver> resolver;
+  std::size_t active_total = 0;
+  std::set<Session*> sessions;  // every live session, for stop() and remove_module()
+  bool stopping = false;
+
+ private:
+  AddressContext context_;
+  std::chrono::steady_clock::time_point refreshed_{};
+};
+
+}  // namespace oarbank::proxy

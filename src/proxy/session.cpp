@@ -1,0 +1,557 @@
+#include "proxy/session.hpp"
+
+#include <array>
+#include <asio/connect.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+#include <cstring>
+
+#include "proxy/http_refusal.hpp"
+#include "proxy/http_response.hpp"
+
+namespace oarbank::proxy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After a refusal or a forwarded response, what the client still sends is read and dropped
+// for a moment before closing: closing a socket with unread data sends a reset, which can
+// destroy the answer before the client reads it.
+constexpr auto kLingerTime = std::chrono::seconds(1);
+constexpr std::size_t kLingerBytes = 1 << 20;
+
+std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint) {
+  const auto address = endpoint.address();
+  const std::string host = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
+  return host + ":" + std::to_string(endpoint.port());
+}
+
+asio::ip::address to_asio(const IpAddress& address) {
+  if (address.v6) {
+    asio::ip::address_v6::bytes_type bytes{};
+    std::memcpy(bytes.data(), address.bytes.data(), 16);
+    return asio::ip::address_v6(bytes);
+  }
+  asio::ip::address_v4::bytes_type bytes{};
+  std::memcpy(bytes.data(), address.bytes.data(), 4);
+  return asio::ip::address_v4(bytes);
+}
+
+void close_socket(asio::ip::tcp::socket& socket, bool reset) {
+  if (!socket.is_open()) return;
+  std::error_code ignored;
+  if (reset) socket.set_option(asio::socket_base::linger(true, 0), ignored);
+  socket.close(ignored);
+}
+
+}  // namespace
+
+Session::Session(ServerState& server, std::shared_ptr<ModuleState> module,
+                 asio::ip::tcp::socket client)
+    : server_(server),
+      module_(std::move(module)),
+      client_(std::move(client)),
+      upstream_(server.io),
+      timer_(server.io),
+      started_(Clock::now()),
+      last_activity_(started_) {
+  ++module_->active;
+  ++server_.active_total;
+  server_.sessions.insert(this);
+  std::error_code ec;
+  const auto peer = client_.remote_endpoint(ec);
+  if (!ec) client_text_ = endpoint_text(peer);
+  up_buf_.resize(std::max(kRelayBufferBytes, server_.settings.max_header_bytes));
+}
+
+Session::~Session() {
+  if (phase_ != Phase::Done) finish("closed", false);
+}
+
+void Session::start() {
+  std::error_code ignored;
+  client_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  timer_.expires_after(server_.settings.header_read_timeout);
+  timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+    if (ec || self->phase_ != Phase::Head) return;
+    self->refuse(504,
+                 "no complete request head within " +
+                     std::to_string(self->server_.settings.header_read_timeout.count()) + " ms",
+                 true);
+  });
+  read_head();
+}
+
+void Session::abort(const std::string& outcome) {
+  if (phase_ != Phase::Done) finish(outcome, false);
+}
+
+// --- The request head -------------------------------------------------------------------
+
+void Session::read_head() {
+  const std::size_t limit = server_.settings.max_header_bytes;
+  client_.async_read_some(
+      asio::buffer(up_buf_.data() + received_, limit - received_),
+      [self = shared_from_this(), limit](const std::error_code& ec, std::size_t n) {
+        if (self->phase_ != Phase::Head) return;
+        if (ec) {
+          // The client left before asking anything: nothing to decide, nothing to log.
+          self->finish("client closed", false);
+          return;
+        }
+        self->received_ += n;
+        self->on_head(
+            parse_request_head(std::string_view(self->up_buf_.data(), self->received_), limit));
+      });
+}
+
+void Session::on_head(const RequestParse& parse) {
+  switch (parse.status) {
+    case RequestParse::Status::Incomplete:
+      read_head();
+      return;
+    case RequestParse::Status::Refused:
+      refuse(parse.http_status, parse.problem, true);
+      return;
+    case RequestParse::Status::Complete:
+      break;
+  }
+  request_ = parse.request;
+  head_bytes_ = parse.head_bytes;
+  if (request_->form == RequestForm::Origin) {
+    refuse(400, "not a proxy request: use CONNECT host:port or an absolute http:// URL", true);
+    return;
+  }
+  destination_ = request_->target->authority();
+  phase_ = Phase::Deciding;
+  decide(*request_->target, module_->allowlist, server_.address_context(), *server_.resolver,
+         [self = shared_from_this()](Verdict verdict) { self->on_verdict(std::move(verdict)); });
+}
+
+DecisionRecord Session::decision_record() const {
+  DecisionRecord record;
+  record.module = module_->id;
+  record.client = client_text_;
+  if (request_) record.method = request_->method;
+  record.destination = destination_;
+  for (const auto& address : verdict_.addresses) record.addresses.push_back(address.to_string());
+  record.allowed = verdict_.allowed;
+  record.status = verdict_.http_status;
+  record.reason = verdict_.reason;
+  return record;
+}
+
+void Session::on_verdict(Verdict verdict) {
+  if (phase_ != Phase::Deciding) return;  // aborted while resolving
+  verdict_ = std::move(verdict);
+  server_.log.decision(decision_record());
+  if (!verdict_.allowed) {
+    refuse(verdict_.http_status, verdict_.reason, false);
+    return;
+  }
+  phase_ = Phase::Connecting;
+  timer_.expires_after(server_.settings.connect_timeout);
+  timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+    if (ec || self->phase_ != Phase::Connecting) return;
+    close_socket(self->upstream_, false);
+    self->end_outcome_ = "connect timeout";
+    self->refuse(504,
+                 "connecting to " + self->destination_ + " timed out after " +
+                     std::to_string(self->server_.settings.connect_timeout.count()) + " ms",
+                 false);
+  });
+  connect_next();
+}
+
+// --- Connecting ---------------------------------------------------------------------------
+
+void Session::connect_next() {
+  if (next_address_ >= verdict_.addresses.size()) {
+    end_outcome_ = "connect failed";
+    refuse(502, "connecting to " + destination_ + " failed: " + connect_error_, false);
+    return;
+  }
+  const asio::ip::tcp::endpoint endpoint(to_asio(verdict_.addresses[next_address_++]),
+                                         request_->target->port);
+  std::error_code ec;
+  close_socket(upstream_, false);
+  upstream_.open(endpoint.protocol(), ec);
+  if (ec) {
+    connect_error_ = endpoint_text(endpoint) + ": " + ec.message();
+    connect_next();
+    return;
+  }
+  upstream_.async_connect(
+      endpoint, [self = shared_from_this(), endpoint](const std::error_code& error) {
+        if (self->phase_ != Phase::Connecting) return;
+        if (error) {
+          self->connect_error_ = endpoint_text(endpoint) + ": " + error.message();
+          self->connect_next();
+          return;
+        }
+        self->connected_to_ = endpoint_text(endpoint);
+        self->on_connected();
+      });
+}
+
+void Session::on_connected() {
+  phase_ = Phase::Relaying;
+  std::error_code ignored;
+  upstream_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  down_buf_.resize(kRelayBufferBytes);
+  touch();
+  arm_idle_timer();
+  if (request_->form == RequestForm::Connect) {
+    start_tunnel();
+  } else {
+    start_forward();
+  }
+}
+
+// --- Refusals -----------------------------------------------------------------------------
+
+void Session::refuse(int status, const std::string& reason, bool log_decision) {
+  if (phase_ == Phase::Done) return;
+  phase_ = Phase::Refusing;
+  end_status_ = status;
+  end_reason_ = reason;
+  if (end_outcome_.empty()) end_outcome_ = "refused";
+  if (log_decision) {
+    verdict_.allowed = false;
+    verdict_.http_status = status;
+    verdict_.reason = reason;
+    server_.log.decision(decision_record());
+  }
+  close_socket(upstream_, false);
+  out_head_ = refusal_response(status, reason);
+  asio::async_write(client_, asio::buffer(out_head_),
+                    [self = shared_from_this()](const std::error_code& ec, std::size_t) {
+                      if (self->phase_ != Phase::Refusing) return;
+                      if (ec) {
+                        self->finish(self->end_outcome_, false, self->end_status_,
+                                     self->end_reason_);
+                        return;
+                      }
+                      self->linger_close();
+                    });
+}
+
+void Session::linger_close() {
+  phase_ = Phase::Refusing;
+  std::error_code ignored;
+  client_.shutdown(asio::socket_base::shutdown_send, ignored);
+  timer_.expires_after(
+      std::min<Clock::duration>(kLingerTime, server_.settings.header_read_timeout));
+  timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+    if (ec || self->phase_ != Phase::Refusing) return;
+    self->finish(self->end_outcome_, false, self->end_status_, self->end_reason_);
+  });
+  drain_client();
+}
+
+void Session::drain_client() {
+  // The bytes are dropped: one scratch buffer per thread serves every connection.
+  thread_local std::array<char, 16384> scratch;
+  client_.async_read_some(
+      asio::buffer(scratch), [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+        if (self->phase_ != Phase::Refusing) return;
+        self->drained_ += n;
+        if (ec || self->drained_ > kLingerBytes) {
+          self->finish(self->end_outcome_, false, self->end_status_, self->end_reason_);
+          return;
+        }
+        self->drain_client();
+      });
+}
+
+// --- Relaying -----------------------------------------------------------------------------
+
+void Session::start_tunnel() {
+  asio::async_write(client_, asio::buffer(kTunnelEstablished),
+                    [self = shared_from_this()](const std::error_code& ec, std::size_t) {
+                      if (self->phase_ != Phase::Relaying) return;
+                      if (ec) {
+                        self->finish("reset", true, 0, "client: " + ec.message());
+                        return;
+                      }
+                      self->pump_down();
+                    });
+  // Bytes the client sent right after the head (a TLS ClientHello) belong to the tunnel.
+  const std::size_t extra = received_ - head_bytes_;
+  if (extra == 0) {
+    pump_up();
+    return;
+  }
+  asio::async_write(upstream_, asio::buffer(up_buf_.data() + head_bytes_, extra),
+                    [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+                      if (self->phase_ != Phase::Relaying) return;
+                      if (ec) {
+                        self->finish("reset", true, 0, "upstream: " + ec.message());
+                        return;
+                      }
+                      self->bytes_up_ += n;
+                      self->pump_up();
+                    });
+}
+
+void Session::start_forward() {
+  out_head_ = forwarded_request_head(*request_);
+  if (request_->chunked) {
+    chunked_.emplace();
+    body_done_ = false;
+  } else if (request_->content_length && *request_->content_length > 0) {
+    body_remaining_ = *request_->content_length;
+    body_done_ = false;
+  }
+  bool malformed = false;
+  const std::size_t extra =
+      body_take(up_buf_.data() + head_bytes_, received_ - head_bytes_, malformed);
+  if (malformed) {
+    end_outcome_ = "refused";
+    refuse(400, "malformed chunked request body", false);
+    return;
+  }
+  const std::array<asio::const_buffer, 2> head_and_body = {
+      asio::buffer(out_head_), asio::buffer(up_buf_.data() + head_bytes_, extra)};
+  asio::async_write(upstream_, head_and_body,
+                    [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+                      if (self->phase_ != Phase::Relaying) return;
+                      if (ec) {
+                        self->finish("reset", true, 0, "upstream: " + ec.message());
+                        return;
+                      }
+                      self->bytes_up_ += n;
+                      self->touch();
+                      self->pump_up();
+                    });
+  read_response_head();
+}
+
+std::size_t Session::body_take(char* data, std::size_t size, bool& malformed) {
+  if (body_done_) return 0;
+  if (chunked_) {
+    const std::size_t taken = chunked_->consume(std::string_view(data, size));
+    malformed = chunked_->failed();
+    body_done_ = chunked_->done();
+    return taken;
+  }
+  const auto taken = static_cast<std::size_t>(std::min<std::uint64_t>(body_remaining_, size));
+  body_remaining_ -= taken;
+  body_done_ = body_remaining_ == 0;
+  return taken;
+}
+
+void Session::pump_up() {
+  if (phase_ != Phase::Relaying) return;
+  const bool forwarding = request_->form == RequestForm::Absolute;
+  if (forwarding && body_done_) {
+    up_done_ = true;  // the request is complete: what the client sends next is not read
+    return;
+  }
+  client_.async_read_some(
+      asio::buffer(up_buf_.data(), kRelayBufferBytes),
+      [self = shared_from_this(), forwarding](const std::error_code& ec, std::size_t n) {
+        if (self->phase_ != Phase::Relaying) return;
+        if (ec) {
+          if (ec == asio::error::eof) {
+            self->up_finished();
+          } else {
+            self->finish("reset", true, 0, "client: " + ec.message());
+          }
+          return;
+        }
+        self->touch();
+        std::size_t send = n;
+        if (forwarding) {
+          bool malformed = false;
+          send = self->body_take(self->up_buf_.data(), n, malformed);
+          if (malformed) {
+            self->finish("malformed request body", true, 0, "invalid chunked framing");
+            return;
+          }
+        }
+        asio::async_write(self->upstream_, asio::buffer(self->up_buf_.data(), send),
+                          [self](const std::error_code& error, std::size_t written) {
+                            if (self->phase_ != Phase::Relaying) return;
+                            if (error) {
+                              self->finish("reset", true, 0, "upstream: " + error.message());
+                              return;
+                            }
+                            self->bytes_up_ += written;
+                            self->touch();
+                            self->pump_up();
+                          });
+      });
+}
+
+void Session::up_finished() {
+  // The client will send nothing more: the upstream sees the same (half-close).
+  up_done_ = true;
+  std::error_code ignored;
+  upstream_.shutdown(asio::socket_base::shutdown_send, ignored);
+  if (request_->form == RequestForm::Connect && down_done_) finish("closed", false);
+}
+
+void Session::pump_down() {
+  if (phase_ != Phase::Relaying) return;
+  upstream_.async_read_some(asio::buffer(down_buf_), [self = shared_from_this()](
+                                                         const std::error_code& ec, std::size_t n) {
+    if (self->phase_ != Phase::Relaying) return;
+    if (ec) {
+      if (ec == asio::error::eof) {
+        self->down_finished();
+      } else {
+        self->finish("reset", true, 0, "upstream: " + ec.message());
+      }
+      return;
+    }
+    self->touch();
+    asio::async_write(self->client_, asio::buffer(self->down_buf_.data(), n),
+                      [self](const std::error_code& error, std::size_t written) {
+                        if (self->phase_ != Phase::Relaying) return;
+                        if (error) {
+                          self->finish("reset", true, 0, "client: " + error.message());
+                          return;
+                        }
+                        self->bytes_down_ += written;
+                        self->touch();
+                        self->pump_down();
+                      });
+  });
+}
+
+void Session::down_finished() {
+  down_done_ = true;
+  if (request_->form == RequestForm::Absolute) {
+    // The response is complete (the upstream closes after it).
+    close_socket(upstream_, false);
+    end_outcome_ = "closed";
+    linger_close();
+    return;
+  }
+  std::error_code ignored;
+  client_.shutdown(asio::socket_base::shutdown_send, ignored);
+  if (up_done_) finish("closed", false);
+}
+
+void Session::read_response_head() {
+  upstream_.async_read_some(
+      asio::buffer(down_buf_.data() + down_len_, down_buf_.size() - down_len_),
+      [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+        if (self->phase_ != Phase::Relaying) return;
+        if (ec) {
+          const std::string why = ec == asio::error::eof ? "the upstream closed without a response"
+                                                         : "upstream: " + ec.message();
+          if (self->response_started_) {
+            self->finish("reset", true, 0, why);
+          } else {
+            self->end_outcome_ = "upstream error";
+            self->refuse(502, why, false);
+          }
+          return;
+        }
+        self->touch();
+        self->down_len_ += n;
+        self->on_response_bytes();
+      });
+}
+
+void Session::on_response_bytes() {
+  const ResponseParse parse =
+      parse_response_head(std::string_view(down_buf_.data(), down_len_), kMaxResponseHeadBytes);
+  switch (parse.status) {
+    case ResponseParse::Status::Incomplete:
+      read_response_head();
+      return;
+    case ResponseParse::Status::Invalid:
+      if (response_started_) {
+        finish("upstream protocol error", true, 0, parse.problem);
+      } else {
+        end_outcome_ = "upstream protocol error";
+        refuse(502, parse.problem, false);
+      }
+      return;
+    case ResponseParse::Status::Complete:
+      break;
+  }
+  response_started_ = true;
+  response_head_ = parse.rewritten;
+  const std::size_t rest = down_len_ - parse.head_bytes;
+  if (parse.interim) {
+    // 100 Continue and the like: pass it on, then read the next head from what is left.
+    std::memmove(down_buf_.data(), down_buf_.data() + parse.head_bytes, rest);
+    down_len_ = rest;
+    asio::async_write(client_, asio::buffer(response_head_),
+                      [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+                        if (self->phase_ != Phase::Relaying) return;
+                        if (ec) {
+                          self->finish("reset", true, 0, "client: " + ec.message());
+                          return;
+                        }
+                        self->bytes_down_ += n;
+                        self->on_response_bytes();
+                      });
+    return;
+  }
+  upstream_status_ = parse.status_code;
+  const std::array<asio::const_buffer, 2> head_and_body = {
+      asio::buffer(response_head_), asio::buffer(down_buf_.data() + parse.head_bytes, rest)};
+  asio::async_write(client_, head_and_body,
+                    [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+                      if (self->phase_ != Phase::Relaying) return;
+                      if (ec) {
+                        self->finish("reset", true, 0, "client: " + ec.message());
+                        return;
+                      }
+                      self->bytes_down_ += n;
+                      self->touch();
+                      self->pump_down();
+                    });
+}
+
+void Session::arm_idle_timer() {
+  timer_.expires_at(last_activity_ + server_.settings.idle_timeout);
+  timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+    if (ec || self->phase_ != Phase::Relaying) return;
+    if (Clock::now() - self->last_activity_ >= self->server_.settings.idle_timeout) {
+      self->finish("idle timeout", false, 0,
+                   "no data either way for " +
+                       std::to_string(self->server_.settings.idle_timeout.count()) + " ms");
+      return;
+    }
+    self->arm_idle_timer();
+  });
+}
+
+// --- The end --------------------------------------------------------------------------------
+
+void Session::finish(const std::string& outcome, bool reset, int status,
+                     const std::string& reason) {
+  if (phase_ == Phase::Done) return;
+  phase_ = Phase::Done;
+  timer_.cancel();
+  close_socket(client_, reset);
+  close_socket(upstream_, reset);
+  if (verdict_.allowed) {
+    ClosedRecord record;
+    record.module = module_->id;
+    record.client = client_text_;
+    record.method = request_ ? request_->method : "";
+    record.destination = destination_;
+    record.address = connected_to_;
+    record.bytes_up = bytes_up_;
+    record.bytes_down = bytes_down_;
+    record.duration_ms = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_).count());
+    record.outcome = outcome;
+    record.status = status;
+    record.upstream_status = upstream_status_;
+    record.reason = reason;
+    server_.log.closed(record);
+  }
+  --module_->active;
+  --server_.active_total;
+  server_.sessions.erase(this);
+}
+
+}  // namespace oarbank::proxy

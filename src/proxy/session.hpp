@@ -1,0 +1,112 @@
+// One client connection: read and judge the request head, resolve, connect, then relay a
+// CONNECT tunnel or one forwarded plain-HTTP request. Memory is bounded per connection (two
+// fixed buffers); every phase has its timeout; every path closes both sockets.
+#pragma once
+
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proxy/chunked_body.hpp"
+#include "proxy/decision.hpp"
+#include "proxy/http_request.hpp"
+#include "proxy/server_state.hpp"
+
+namespace oarbank::proxy {
+
+// Bytes read at once in each direction of a relay.
+inline constexpr std::size_t kRelayBufferBytes = 64 * 1024;
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(ServerState& server, std::shared_ptr<ModuleState> module, asio::ip::tcp::socket client);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  void start();
+  // Ends the connection now (the server stops, or the module was removed).
+  void abort(const std::string& outcome);
+  [[nodiscard]] const ModuleState& module() const { return *module_; }
+
+ private:
+  enum class Phase { Head, Deciding, Connecting, Relaying, Refusing, Done };
+
+  void read_head();
+  void on_head(const RequestParse& parse);
+  void on_verdict(Verdict verdict);
+  void connect_next();
+  void on_connected();
+  // Answers `status` with `reason`, then closes after a short linger. `log_decision`: this
+  // refusal is the decision (else it follows an allowed decision, and ends it).
+  void refuse(int status, const std::string& reason, bool log_decision);
+  void linger_close();
+  void drain_client();
+  void start_tunnel();
+  void start_forward();
+  void pump_up();
+  void pump_down();
+  void read_response_head();
+  void on_response_bytes();
+  void up_finished();
+  void down_finished();
+  std::size_t body_take(char* data, std::size_t size, bool& malformed);
+  void arm_idle_timer();
+  void touch() { last_activity_ = std::chrono::steady_clock::now(); }
+  // Closes both sockets (with RST when `reset`), logs the closed line when the connection
+  // was allowed, releases the slot. Idempotent.
+  void finish(const std::string& outcome, bool reset, int status = 0,
+              const std::string& reason = {});
+  DecisionRecord decision_record() const;
+
+  ServerState& server_;
+  std::shared_ptr<ModuleState> module_;
+  asio::ip::tcp::socket client_;
+  asio::ip::tcp::socket upstream_;
+  asio::steady_timer timer_;
+  Phase phase_ = Phase::Head;
+  std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::time_point last_activity_;
+  std::string client_text_;
+
+  // Client to upstream; also holds the request head while it is read.
+  std::vector<char> up_buf_;
+  std::size_t received_ = 0;
+  // Upstream to client; also holds the response head while it is read (forwarding).
+  std::vector<char> down_buf_;
+  std::size_t down_len_ = 0;
+
+  std::optional<HttpRequest> request_;
+  std::size_t head_bytes_ = 0;
+  std::string destination_;
+  Verdict verdict_;
+  std::size_t next_address_ = 0;
+  std::string connect_error_;
+  std::string connected_to_;
+  std::string out_head_;  // the forwarded request head, or the refusal, or the response head
+  std::string response_head_;
+
+  // Forwarding: where the request body ends.
+  bool body_done_ = true;
+  std::uint64_t body_remaining_ = 0;
+  std::optional<ChunkedBodyTracker> chunked_;
+  std::optional<int> upstream_status_;
+  bool response_started_ = false;
+
+  bool up_done_ = false;
+  bool down_done_ = false;
+  std::uint64_t bytes_up_ = 0;
+  std::uint64_t bytes_down_ = 0;
+  std::size_t drained_ = 0;
+  // How the connection ended, for the closed line when it ends after a linger.
+  std::string end_outcome_;
+  int end_status_ = 0;
+  std::string end_reason_;
+};
+
+}  // namespace oarbank::proxy
