@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config ninja-build
-  libseccomp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libasio-dev
+  libseccomp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libasio-dev libc-ares-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   hyperfine python3

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target with clang (ASan + UBSan) in build-fuzz and fuzzes the policy,
-# node configuration and egress parsers for SECONDS (default 60), starting from fuzz/corpus.
+# Builds the libFuzzer targets with clang (ASan + UBSan) in build-fuzz and fuzzes the policy,
+# node configuration and egress parsers for SECONDS (default 60), starting from fuzz/corpus,
+# then the egress proxy's HTTP parsers for as long again.
 # Exits non-zero on a finding (a crash, a sanitizer report, an unexpected exception, a broken
 # round trip); the reproducer is left in build-fuzz/findings/.
 #
@@ -24,7 +25,7 @@ cmake -S . -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DOARBANK_FUZZ=ON -DOARBANK_STATIC=OFF -DOARBANK_TESTS=OFF -DOARBANK_BENCH=OFF >/dev/null
-ninja -C "$build" oarbank-policy-fuzz
+ninja -C "$build" oarbank-policy-fuzz oarbank-proxy-request-fuzz
 
 # The working corpus grows in the build directory; fuzz/corpus (the seeds) is only read.
 corpus=$build/corpus
@@ -91,6 +92,21 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   "${parallel[@]}" \
   "$corpus" fuzz/corpus >"$log" 2>&1 || status=$?
 if ((jobs > 1)); then cat fuzz-*.log >>"$log" 2>/dev/null && rm -f fuzz-*.log; fi
+
+# The egress proxy's parsers (fuzz/proxy.cmake); the first byte of an input picks the parser.
+if ((status == 0)); then
+  mkdir -p "$build/proxy-corpus"
+  printf '\000CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n' >"$build/proxy-corpus/seed-connect"
+  printf '\000POST http://example.com/a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' >"$build/proxy-corpus/seed-forward"
+  printf '\001HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok' >"$build/proxy-corpus/seed-response"
+  printf '\003[::ffff:127.0.0.1]:80' >"$build/proxy-corpus/seed-authority"
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    "$build/fuzz/oarbank-proxy-request-fuzz" \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+    -artifact_prefix="$findings/" -print_final_stats=1 \
+    "$build/proxy-corpus" >>"$log" 2>&1 || status=$?
+fi
 
 if ((status != 0)) || ls "$findings"/* >/dev/null 2>&1; then
   tail -n 60 "$log" >&2

@@ -1,0 +1,552 @@
+// The proxy on loopback with real sockets: tunnels, forwarding, refusals, timeouts, limits,
+// log lines, and no descriptor left behind.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+
+#include "test_support.hpp"
+
+namespace oarbank::proxy::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string connect_request(std::uint16_t port) {
+  return "CONNECT 127.0.0.1:" + std::to_string(port) +
+         " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\n\r\n";
+}
+
+// Sends CONNECT and returns the proxy's response head.
+std::string open_tunnel(int fd, std::uint16_t port) {
+  send_all(fd, connect_request(port));
+  return recv_until(fd, "\r\n\r\n");
+}
+
+TEST(ProxyServer, ConnectTunnelCarriesBytesBothWays) {
+  constexpr std::size_t kBig = 4 << 20;
+  Upstream echo([](int fd) {
+    char buf[65536];
+    while (true) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      send_all(fd, std::string_view(buf, static_cast<std::size_t>(n)));
+    }
+  });
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", echo.port)});
+  const int fd = connect_tcp(proxy.port);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(open_tunnel(fd, echo.port), "HTTP/1.1 200 Connection established\r\n\r\n");
+  send_all(fd, "hello");
+  EXPECT_EQ(recv_until(fd, "hello"), "hello");
+  // Megabytes each way at once: a writer thread, and the echo read back here.
+  std::string payload(kBig, 'x');
+  for (std::size_t i = 0; i < payload.size(); i += 4096)
+    payload[i] = static_cast<char>('a' + (i / 4096) % 26);
+  std::thread writer([&] {
+    send_all(fd, payload);
+    ::shutdown(fd, SHUT_WR);
+  });
+  const std::string back = recv_all(fd);
+  writer.join();
+  EXPECT_EQ(back.size(), payload.size());
+  EXPECT_TRUE(back == payload);
+  ::close(fd);
+  auto closed = proxy.wait_for_log("closed", 1);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0]["bytes_up"], kBig + 5);
+  EXPECT_EQ(closed[0]["bytes_down"], kBig + 5);
+  EXPECT_EQ(closed[0]["outcome"], "closed");
+}
+
+TEST(ProxyServer, TunnelDataSentWithTheHeadIsRelayed) {
+  Upstream upstream([](int fd) { send_all(fd, "got:" + recv_until(fd, "ping")); });
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)});
+  const int fd = connect_tcp(proxy.port);
+  send_all(fd, connect_request(upstream.port) + "ping");
+  EXPECT_EQ(recv_until(fd, "got:ping"), "HTTP/1.1 200 Connection established\r\n\r\ngot:ping");
+  ::close(fd);
+}
+
+TEST(ProxyServer, HalfClosePropagates) {
+  std::atomic<bool> upstream_saw_eof{false};
+  Upstream upstream([&](int fd) {
+    const std::string request = recv_all(fd);  // until the client's EOF comes through
+    upstream_saw_eof = true;
+    send_all(fd, "received " + std::to_string(request.size()) + " bytes, and here is the rest");
+  });
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)});
+  const int fd = connect_tcp(proxy.port);
+  ASSERT_EQ(status_of(open_tunnel(fd, upstream.port)), 200);
+  send_all(fd, std::string(100000, 'q'));
+  ::shutdown(fd, SHUT_WR);
+  EXPECT_EQ(recv_all(fd), "received 100000 bytes, and here is the rest");
+  EXPECT_TRUE(upstream_saw_eof);
+  ::close(fd);
+  auto closed = proxy.wait_for_log("closed", 1);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0]["outcome"], "closed");
+}
+
+TEST(ProxyServer, UpstreamResetReachesTheClient) {
+  Upstream upstream([](int fd) {
+    recv_until(fd, "x");
+    const linger hard{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);  // close() sends RST
+  });
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)});
+  const int fd = connect_tcp(proxy.port);
+  ASSERT_EQ(status_of(open_tunnel(fd, upstream.port)), 200);
+  send_all(fd, "x");
+  char c;
+  const ssize_t n = ::recv(fd, &c, 1, 0);
+  EXPECT_EQ(n, -1);
+  EXPECT_EQ(errno, ECONNRESET);
+  ::close(fd);
+  auto closed = proxy.wait_for_log("closed", 1);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0]["outcome"], "reset");
+}
+
+TEST(ProxyServer, ClientResetReachesTheUpstream) {
+  std::atomic<int> upstream_errno{0};
+  Upstream upstream([&](int fd) {
+    send_all(fd, "ready");
+    char buf[16];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    upstream_errno = n < 0 ? errno : 0;
+  });
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)});
+  const int fd = connect_tcp(proxy.port);
+  send_all(fd, connect_request(upstream.port));
+  EXPECT_EQ(recv_until(fd, "ready"), "HTTP/1.1 200 Connection established\r\n\r\nready");
+  const linger hard{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+  ::close(fd);
+  proxy.wait_for_log("closed", 1);
+  for (int i = 0; i < 100 && upstream_errno == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(upstream_errno, ECONNRESET);
+}
+
+TEST(ProxyServer, AbsoluteUriForwardedWithHopByHopStripped) {
+  std::string seen;
+  Upstream upstream([&](int fd) {
+    seen = recv_until(fd, "\r\n\r\n");
+    send_all(
+        fd,
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive, X-Private\r\nKeep-Alive: "
+        "timeout=5\r\nX-Private: 1\r\nX-Public: 2\r\n\r\nok");
+  });
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)});
+  const int fd = connect_tcp(proxy.port);
+  const std::string authority = "127.0.0.1:" + std::to_string(upstream.port);
+  send_all(fd, "GET http://" + authority +
+                   "/path?q=1 HTTP/1.1\r\n"
+                   "Host: " +
+                   authority +
+                   "\r\n"
+                   "Connection: keep-alive, X-Hop\r\n"
+                   "X-Hop: secret\r\n"
+                   "Keep-Alive: timeout=5\r\n"
+                   "Proxy-Authorization: Basic Zm9vOmJhcg==\r\n"
+                   "Proxy-Connection: keep-alive\r\n"
+                   "TE: trailers\r\n"
+                   "Trailer: X-Sum\r\n"
+                   "Upgrade: websocket\r\n"
+                   "User-Agent: test\r\n\r\n");
+  const std::string response = recv_all(fd);
+  ::close(fd);
+  EXPECT_EQ(seen, "GET /path?q=1 HTTP/1.1\r\nHost: " + authority +
+                      "\r\nUser-Agent: test\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(response,
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Public: 2\r\nConnection: close\r\n\r\nok");
+  auto closed = proxy.wait_for_log("closed", 1);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0]["upstream_status"], 200);
+  EXPECT_EQ(closed[0]["method"], "GET");
+}
+
+TEST(ProxyServer, ForwardedBodiesEndWhereTheirFramingSays) {
+  std::string seen_length;
+  std::string seen_chunked;
+  Upstream upstream(
+      [&](int fd) {
+        std::string got = recv_until(fd, "\r\n\r\n");
+        std::string& seen = got.find("chunked") != std::string::npos ? seen_chunked : seen_length;
+        // Read what arrives within a moment: nothing beyond the body may come.
+        timeval tv{0, 300000};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        got += recv_all(fd);
+        seen = got;
+        send_all(fd, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n");
+      },
+      2);
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)});
+  const std::string url = "http://127.0.0.1:" + std::to_string(upstream.port) + "/upload";
+  int fd = connect_tcp(proxy.port);
+  send_all(fd, "POST " + url +
+                   " HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET /smuggled HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(status_of(recv_all(fd)), 201);
+  ::close(fd);
+  EXPECT_TRUE(seen_length.ends_with("\r\n\r\nhello")) << seen_length;
+  fd = connect_tcp(proxy.port);
+  const std::string chunks = "5\r\nhello\r\n0\r\n\r\n";
+  send_all(fd, "POST " + url + " HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks +
+                   "GET /smuggled HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(status_of(recv_all(fd)), 201);
+  ::close(fd);
+  EXPECT_TRUE(
+      seen_chunked.ends_with("Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunks))
+      << seen_chunked;
+}
+
+TEST(ProxyServer, NotOnTheAllowlistIs403WithTheReason) {
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", 1)});
+  const int fd = connect_tcp(proxy.port);
+  send_all(fd, "CONNECT 127.0.0.1:2 HTTP/1.1\r\n\r\n");
+  const std::string response = recv_all(fd);
+  ::close(fd);
+  EXPECT_EQ(status_of(response), 403);
+  EXPECT_NE(response.find("127.0.0.1:2 is not on the module's egress allowlist"), std::string::npos)
+      << response;
+  auto decisions = proxy.wait_for_log("decision", 1);
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(decisions[0]["verdict"], "refuse");
+  EXPECT_EQ(decisions[0]["status"], 403);
+  EXPECT_EQ(decisions[0]["module"], "m1");
+  EXPECT_EQ(decisions[0]["destination"], "127.0.0.1:2");
+  EXPECT_EQ(proxy.wait_for_log("closed", 0).size(), 0u);
+}
+
+TEST(ProxyServer, LoopbackIsRefusedWithoutTheTestingExemption) {
+  Upstream upstream([](int) {});
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)}, /*exempt_loopback=*/false);
+  const int fd = connect_tcp(proxy.port);
+  std::string response = open_tunnel(fd, upstream.port);
+  response += recv_all(fd);
+  ::close(fd);
+  EXPECT_EQ(status_of(response), 403);
+  EXPECT_NE(response.find("loopback"), std::string::npos) << response;
+  const int poke = connect_tcp(upstream.port);  // lets the upstream's thread end
+  ::close(poke);
+}
+
+TEST(ProxyServer, HostileTargetsAreRefused) {
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", 80)});
+  for (const char* request : {
+           "GET http://2130706433/ HTTP/1.1\r\n\r\n",
+           "GET http://0x7f.1/ HTTP/1.1\r\n\r\n",
+           "CONNECT 0177.0.0.1:80 HTTP/1.1\r\n\r\n",
+           "CONNECT [::1%25lo]:80 HTTP/1.1\r\n\r\n",
+           "CONNECT a@127.0.0.1:80 HTTP/1.1\r\n\r\n",
+           "GET http://127.0.0.1/ HTTP/1.1\r\nHost: evil.com\r\n\r\n",
+           "GET http://127.0.0.1/ HTTP/1.1\nHost: 127.0.0.1\n\n",
+           "POST http://127.0.0.1/ HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: "
+           "chunked\r\n\r\n",
+           "GET /local HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+       }) {
+    const int fd = connect_tcp(proxy.port);
+    send_all(fd, request);
+    const std::string response = recv_all(fd);
+    ::close(fd);
+    EXPECT_EQ(status_of(response), 400) << request << "\n" << response;
+  }
+}
+
+TEST(ProxyServer, ConnectRefusedIs502) {
+  const std::uint16_t closed_port = unused_port();
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", closed_port)});
+  const int fd = connect_tcp(proxy.port);
+  std::string response = open_tunnel(fd, closed_port);
+  response += recv_all(fd);
+  ::close(fd);
+  EXPECT_EQ(status_of(response), 502);
+  EXPECT_NE(response.find("refused"), std::string::npos) << response;
+  auto closed = proxy.wait_for_log("closed", 1);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0]["outcome"], "connect failed");
+  EXPECT_EQ(closed[0]["status"], 502);
+}
+
+TEST(ProxyServer, NamesAreResolvedByTheConfiguredServer) {
+  Upstream upstream([](int fd) { send_all(fd, "hi from upstream"); });
+  FakeDns dns({{"svc.test", {"127.0.0.1"}},
+               {"rebind.test", {"127.0.0.1", "169.254.169.254"}},
+               {"mapped.test", {"::ffff:127.0.0.1"}}},
+              {"silent.test"});
+  ProxySettings settings = quick_settings();
+  settings.dns_servers = {dns.server()};
+  settings.dns_timeout = 400ms;
+  const std::uint16_t port = upstream.port;
+  Proxy proxy(settings, {name_entry("svc.test", port), name_entry("rebind.test", port),
+                         name_entry("nx.test", port), name_entry("silent.test", port),
+                         name_entry("mapped.test", port)});
+  auto ask = [&](const std::string& name) {
+    const int fd = connect_tcp(proxy.port);
+    send_all(fd, "CONNECT " + name + ":" + std::to_string(port) + " HTTP/1.1\r\n\r\n");
+    std::string response = recv_all(fd);
+    ::close(fd);
+    return response;
+  };
+  const std::string ok = ask("SVC.test.");
+  EXPECT_EQ(ok, "HTTP/1.1 200 Connection established\r\n\r\nhi from upstream");
+  const std::string rebind = ask("rebind.test");
+  EXPECT_EQ(status_of(rebind), 403);
+  EXPECT_NE(rebind.find("169.254.169.254"), std::string::npos) << rebind;
+  EXPECT_EQ(status_of(ask("mapped.test")), 403);
+  const std::string nx = ask("nx.test");
+  EXPECT_EQ(status_of(nx), 502);
+  EXPECT_NE(nx.find("does not resolve"), std::string::npos) << nx;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(status_of(ask("silent.test")), 504);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  auto decisions = proxy.wait_for_log("decision", 5);
+  ASSERT_EQ(decisions.size(), 5u);
+  EXPECT_EQ(decisions[0]["verdict"], "allow");
+  EXPECT_EQ(decisions[0]["destination"], "svc.test:" + std::to_string(port));
+  EXPECT_EQ(decisions[0]["addresses"], nlohmann::json::array({"127.0.0.1"}));
+  EXPECT_EQ(decisions[1]["addresses"].size(), 2u);
+}
+
+TEST(ProxyServer, HeaderReadTimeoutIs504) {
+  ProxySettings settings = quick_settings();
+  settings.header_read_timeout = 300ms;
+  Proxy proxy(settings, {});
+  const int fd = connect_tcp(proxy.port);
+  send_all(fd, "CONNECT example.com:443 HTTP/1.1\r\nHost: exa");  // and then nothing (slowloris)
+  const auto start = std::chrono::steady_clock::now();
+  const std::string response = recv_all(fd);
+  ::close(fd);
+  EXPECT_EQ(status_of(response), 504);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
+TEST(ProxyServer, ConnectTimeoutIs504) {
+  // A listener whose accept queue is full drops further SYNs: the connect hangs.
+  std::uint16_t port = 0;
+  const int full = listen_tcp(port, 0);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    const int f = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    ::connect(f, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    fillers.push_back(f);
+  }
+  std::this_thread::sleep_for(50ms);
+  ProxySettings settings = quick_settings();
+  settings.connect_timeout = 300ms;
+  Proxy proxy(settings, {ip_entry("127.0.0.1", port)});
+  const int fd = connect_tcp(proxy.port);
+  std::string response = open_tunnel(fd, port);
+  response += recv_all(fd);
+  ::close(fd);
+  EXPECT_EQ(status_of(response), 504) << response;
+  auto closed = proxy.wait_for_log("closed", 1);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0]["outcome"], "connect timeout");
+  for (int f : fillers) ::close(f);
+  ::close(full);
+}
+
+TEST(ProxyServer, IdleTunnelIsClosed) {
+  Upstream upstream([](int fd) { recv_all(fd); });
+  ProxySettings settings = quick_settings();
+  settings.idle_timeout = 300ms;
+  Proxy proxy(settings, {ip_entry("127.0.0.1", upstream.port)});
+  const int fd = connect_tcp(proxy.port);
+  ASSERT_EQ(status_of(open_tunnel(fd, upstream.port)), 200);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(recv_all(fd), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  ::close(fd);
+  auto closed = proxy.wait_for_log("closed", 1);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0]["outcome"], "idle timeout");
+}
+
+TEST(ProxyServer, PerModuleLimit) {
+  ProxySettings settings = quick_settings();
+  settings.max_tunnels_per_module = 2;
+  Proxy proxy(settings, {});
+  const int a = connect_tcp(proxy.port);
+  const int b = connect_tcp(proxy.port);
+  send_all(a, "CONN");  // both held in the head phase
+  send_all(b, "CONN");
+  std::this_thread::sleep_for(100ms);
+  const int c = connect_tcp(proxy.port);
+  const std::string response = recv_all(c);
+  EXPECT_EQ(status_of(response), 503);
+  EXPECT_NE(response.find("this module"), std::string::npos) << response;
+  ::close(c);
+  ::close(a);
+  std::this_thread::sleep_for(100ms);  // the slot is released
+  const int d = connect_tcp(proxy.port);
+  send_all(d, "CONNECT 127.0.0.1:9 HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(status_of(recv_all(d)), 403);
+  ::close(d);
+  ::close(b);
+}
+
+TEST(ProxyServer, TotalLimitAcrossModules) {
+  ProxySettings settings = quick_settings();
+  settings.max_tunnels_total = 2;
+  Proxy proxy(settings, {});
+  const std::uint16_t second = proxy.add_module("m2", {});
+  const int a = connect_tcp(proxy.port);
+  const int b = connect_tcp(proxy.port);
+  send_all(a, "CONN");
+  send_all(b, "CONN");
+  std::this_thread::sleep_for(100ms);
+  const int c = connect_tcp(second);
+  const std::string response = recv_all(c);
+  EXPECT_EQ(status_of(response), 503);
+  EXPECT_NE(response.find("in all"), std::string::npos) << response;
+  ::close(a);
+  ::close(b);
+  ::close(c);
+  auto decisions = proxy.wait_for_log("decision", 1);
+  ASSERT_FALSE(decisions.empty());
+  EXPECT_EQ(decisions[0]["module"], "m2");
+  EXPECT_EQ(decisions[0]["status"], 503);
+}
+
+TEST(ProxyServer, ModulesAreAddedAndRemovedAtRunTime) {
+  Upstream upstream([](int fd) { recv_all(fd); });
+  Proxy proxy(quick_settings(), {});
+  const std::uint16_t second = proxy.add_module("m2", {ip_entry("127.0.0.1", upstream.port)});
+  // Each module's listener applies its own allowlist.
+  int fd = connect_tcp(proxy.port);
+  EXPECT_EQ(status_of(open_tunnel(fd, upstream.port)), 403);
+  ::close(fd);
+  fd = connect_tcp(second);
+  EXPECT_EQ(status_of(open_tunnel(fd, upstream.port)), 200);
+  EXPECT_THROW(proxy.add_module("m2", {}), std::invalid_argument);
+  proxy.server->remove_module("m2");
+  EXPECT_EQ(recv_all(fd), "");  // its tunnel is closed
+  ::close(fd);
+  auto closed = proxy.wait_for_log("closed", 1);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0]["outcome"], "module removed");
+  EXPECT_EQ(connect_tcp(second), -1);  // and its listener
+  const std::uint16_t again = proxy.add_module("m2", {});
+  fd = connect_tcp(again);
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+}
+
+TEST(ProxyServer, AddModuleRefusesWhatIsNotAListeningSocket) {
+  ProxyServer server(quick_settings());
+  const int udp = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  EXPECT_THROW(server.add_module("u", {}, udp), std::invalid_argument);
+  EXPECT_EQ(::fcntl(udp, F_GETFD), -1);  // closed all the same
+  const int unbound = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  EXPECT_THROW(server.add_module("t", {}, unbound), std::invalid_argument);
+  EXPECT_THROW(server.add_module("x", {}, -1), std::invalid_argument);
+  ProxySettings bad = quick_settings();
+  bad.dns_servers = {"not-an-ip"};
+  EXPECT_THROW(ProxyServer{bad}, std::invalid_argument);
+  bad = quick_settings();
+  bad.max_tunnels_total = 0;
+  EXPECT_THROW(ProxyServer{bad}, std::invalid_argument);
+}
+
+TEST(ProxyServer, StopClosesEverySocket) {
+  const int baseline = count_open_fds();
+  {
+    FakeDns dns(std::map<std::string, std::vector<std::string>>{{"svc.test", {"127.0.0.1"}}});
+    Upstream upstream([&](int fd) {
+      send_all(fd, "x");
+      recv_all(fd);
+    });
+    ProxySettings settings = quick_settings();
+    settings.dns_servers = {dns.server()};
+    {
+      Proxy proxy(settings, {name_entry("svc.test", upstream.port)});
+      const int tunnel = connect_tcp(proxy.port);
+      send_all(tunnel, "CONNECT svc.test:" + std::to_string(upstream.port) + " HTTP/1.1\r\n\r\n");
+      EXPECT_EQ(recv_until(tunnel, "x"), "HTTP/1.1 200 Connection established\r\n\r\nx");
+      const int waiting = connect_tcp(proxy.port);  // in the head phase
+      send_all(waiting, "CONNECT");
+      std::this_thread::sleep_for(50ms);
+      proxy.stop();  // run() returns only after closing everything
+      EXPECT_EQ(recv_all(tunnel), "");
+      EXPECT_EQ(recv_all(waiting), "");
+      ::close(tunnel);
+      ::close(waiting);
+    }
+  }
+  EXPECT_EQ(count_open_fds(), baseline);
+}
+
+TEST(ProxyServer, StopBeforeRunAndTwice) {
+  ProxyServer server(quick_settings());
+  std::uint16_t port = 0;
+  server.add_module("m", {}, listen_tcp(port));
+  server.stop();
+  server.stop();
+  server.run();  // returns at once
+  EXPECT_THROW(server.add_module("n", {}, listen_tcp(port)), std::logic_error);
+}
+
+TEST(ProxyServer, LogLinesAreJsonWithEveryField) {
+  Upstream upstream([](int fd) {
+    recv_until(fd, "ping");
+    send_all(fd, "pong!");
+  });
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)});
+  const int fd = connect_tcp(proxy.port);
+  ASSERT_EQ(status_of(open_tunnel(fd, upstream.port)), 200);
+  send_all(fd, "ping");
+  EXPECT_EQ(recv_all(fd), "pong!");
+  ::close(fd);
+  auto closed = proxy.wait_for_log("closed", 1);
+  auto decisions = proxy.wait_for_log("decision", 1);
+  ASSERT_EQ(closed.size(), 1u);
+  ASSERT_EQ(decisions.size(), 1u);
+  const auto& d = decisions[0];
+  EXPECT_EQ(d["module"], "m1");
+  EXPECT_EQ(d["method"], "CONNECT");
+  EXPECT_EQ(d["verdict"], "allow");
+  EXPECT_TRUE(d["client"].get<std::string>().starts_with("127.0.0.1:"));
+  EXPECT_EQ(d["addresses"], nlohmann::json::array({"127.0.0.1"}));
+  EXPECT_NE(d["reason"].get<std::string>().find("allowed by 127.0.0.1:"), std::string::npos);
+  const auto& c = closed[0];
+  EXPECT_EQ(c["destination"], "127.0.0.1:" + std::to_string(upstream.port));
+  EXPECT_EQ(c["address"], "127.0.0.1:" + std::to_string(upstream.port));
+  EXPECT_EQ(c["bytes_up"], 4);
+  EXPECT_EQ(c["bytes_down"], 5);
+  EXPECT_TRUE(c["duration_ms"].is_number_unsigned());
+}
+
+TEST(ProxyServer, RealCurlThroughTheProxy) {
+  if (std::system("command -v curl >/dev/null 2>&1") != 0) GTEST_SKIP() << "curl is not installed";
+  Upstream upstream(
+      [](int fd) {
+        recv_until(fd, "\r\n\r\n");
+        send_all(fd,
+                 "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nContent-Type: text/plain\r\n\r\nhello\n");
+      },
+      2);
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)});
+  const std::string url = "http://127.0.0.1:" + std::to_string(upstream.port) + "/";
+  const std::string proxy_url = "http://127.0.0.1:" + std::to_string(proxy.port);
+  const std::string out = ::testing::TempDir() + "/curl-out";
+  for (const std::string flags : {"", "--proxytunnel"}) {
+    const std::string command = "curl -sS --max-time 5 --noproxy '' " + flags + " -x " + proxy_url +
+                                " " + url + " -o " + out;
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    std::ifstream in(out);
+    std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(body, "hello\n") << flags;
+  }
+}
+
+}  // namespace
+}  // namespace oarbank::proxy::testing
