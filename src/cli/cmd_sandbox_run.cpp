@@ -15,6 +15,8 @@
 #include "apply/launch.hpp"
 #include "cli/commands.hpp"
 #include "cli/prepared_exec.hpp"
+#include "cli/proxy_host.hpp"
+#include "supervise/module_network.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/cgroup_limits.hpp"
@@ -38,6 +40,13 @@ struct RunArgs {
   std::optional<double> timeout;
   double kill_after = 10;
   std::optional<std::string> result_path;
+  std::optional<std::string> proxy_log;
+};
+
+// What the child needs: the prepared launch, and the module's network namespace to join.
+struct ChildLaunch {
+  PreparedExec* prepared = nullptr;
+  int netns_fd = -1;
 };
 
 std::string generate_module_id() {
@@ -57,9 +66,18 @@ std::string generate_module_id() {
 // In the child, inside the module's container: sandbox-exec's own steps on what the parent
 // prepared (apply/launch.cpp), ending in the module's exec.
 [[noreturn]] void launch_in_child(void* context, int status_fd) {
-  auto* prepared = static_cast<PreparedExec*>(context);
+  auto* child = static_cast<ChildLaunch*>(context);
   set_launch_status_fd(status_fd);
-  launch(prepared->plan, prepared->launch, "oarbank-agent sandbox-run");
+  if (child->netns_fd >= 0) {
+    if (int err = join_network_namespace(child->netns_fd); err != 0) {
+      std::string line = "oarbank-agent sandbox-run: step network failed: setns(the module's "
+                         "network namespace): " + errno_text(err);
+      std::fprintf(stderr, "%s\n", line.c_str());
+      report_launch_status(kExitSoftware, line);
+      ::_exit(kExitSoftware);
+    }
+  }
+  launch(child->prepared->plan, child->prepared->launch, "oarbank-agent sandbox-run");
 }
 
 void write_result_file(const std::string& path, const std::string& json) {
@@ -176,8 +194,29 @@ int run_sandbox_run(const RunArgs& options) {
                       ") the module could signal sandbox-run and leave its container; run it as "
                       "root");
     }
+    // Egress: the proxy for this module, on a listener inside the module's own network
+    // namespace where this node can make one (root), else on the node's proxy_listen.
+    ChildLaunch child{prepared.get(), -1};
+    ModuleNetwork network;
+    std::unique_ptr<ProxyHost> proxy;
+    if (policy.net == NetMode::EgressAllowlist) {
+      try {
+        if (root) {
+          network = make_module_network(config.proxy_host, config.proxy_port);
+          child.netns_fd = network.netns.get();
+        } else {
+          network.listener = listen_on(config.proxy_host, config.proxy_port);
+        }
+        proxy = std::make_unique<ProxyHost>(config, options.proxy_log, id, policy,
+                                            std::move(network.listener));
+      } catch (...) {
+        remove_created_dirs(created);
+        throw;
+      }
+      launch.after_spawn = [&proxy] { proxy->start_thread(); };
+    }
     launch.launcher = &launch_in_child;
-    launch.launcher_context = prepared.get();
+    launch.launcher_context = &child;
 
     const RunResult result = supervise(launch, state);
     switch (result.end) {
@@ -207,6 +246,7 @@ int run_sandbox_run(const RunArgs& options) {
       print_error(kCommand, "the module ran past --timeout " + seconds_text(*options.timeout) +
                                 " s and was stopped");
     }
+    proxy.reset();  // stops the proxy: every tunnel of the module closes with it
     if (options.result_path) {
       write_result_file(*options.result_path, run_result_to_json(result, launch));
       result_written = true;
@@ -255,6 +295,8 @@ Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
   sub->add_option("--keep-fd", options->exec.keep_fds,
                   "Pass this open descriptor to the module (repeatable)")
       ->allow_extra_args(false);
+  sub->add_option("--proxy-log", options->proxy_log,
+                  "Append the egress proxy's JSON log lines to FILE (default: stderr)");
   sub->add_flag("--explain", options->exec.explain,
                 "Print the compiled plan as JSON and run nothing");
   return [options, &command] {

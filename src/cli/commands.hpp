@@ -28,6 +28,7 @@ inline constexpr const char* kNoCommand =
     "no command after -- (sandbox-exec [OPTIONS] POLICY.json -- ARGV...)";
 Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command);
 Runner add_sandbox_ctl(CLI::App& app);
+Runner add_egress_proxy(CLI::App& app);
 Runner add_sandbox_report(CLI::App& app);
 Runner add_sandbox_check(CLI::App& app);
 // Hidden: the operations sandbox-report --verify runs inside the sandbox.

@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   runners["sandbox-exec"] = cli::add_sandbox_exec(app, module_command);
   runners["sandbox-run"] = cli::add_sandbox_run(app, module_command);
   runners["sandbox-ctl"] = cli::add_sandbox_ctl(app);
+  runners["egress-proxy"] = cli::add_egress_proxy(app);
   runners["sandbox-report"] = cli::add_sandbox_report(app);
   runners["sandbox-check"] = cli::add_sandbox_check(app);
   runners["sandbox-probe"] = cli::add_sandbox_probe(app);

@@ -56,6 +56,29 @@ struct Reader {
   }
 };
 
+// "IP", "IPv4:PORT" or "[IPv6]:PORT", as the proxy's resolver takes them.
+bool dns_server_is_valid(const std::string& text) {
+  std::array<unsigned char, 16> buf{};
+  auto port_ok = [](const std::string& port) {
+    return !port.empty() && port.size() <= 5 &&
+           port.find_first_not_of("0123456789") == std::string::npos && std::stoul(port) >= 1 &&
+           std::stoul(port) <= 65535;
+  };
+  if (text.find('\0') != std::string::npos) return false;
+  if (inet_pton(AF_INET, text.c_str(), buf.data()) == 1) return true;
+  if (inet_pton(AF_INET6, text.c_str(), buf.data()) == 1) return true;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find("]:");
+    return close != std::string::npos &&
+           inet_pton(AF_INET6, text.substr(1, close - 1).c_str(), buf.data()) == 1 &&
+           port_ok(text.substr(close + 2));
+  }
+  auto colon = text.rfind(':');
+  return colon != std::string::npos &&
+         inet_pton(AF_INET, text.substr(0, colon).c_str(), buf.data()) == 1 &&
+         port_ok(text.substr(colon + 1));
+}
+
 }  // namespace
 
 NodeConfig parse_node_config(std::string_view text, const std::string& source) {
@@ -151,6 +174,20 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
         if (root == "/") r.fail(item, "must not be / (every directory would be below it)");
         config.writable_roots.push_back(std::move(root));
       }
+    } else if (key == "proxy_dns_servers") {
+      if (!value.is_array()) r.fail(pointer, "must be a list of \"IP\" or \"IP:PORT\"");
+      config.proxy_dns_servers.clear();
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        const std::string item = json_pointer_append(pointer, std::to_string(i));
+        const std::string& server = r.string(value[i], item);
+        if (!dns_server_is_valid(server)) {
+          r.fail(item, "must be an IP address, \"IPv4:PORT\" or \"[IPv6]:PORT\"");
+        }
+        config.proxy_dns_servers.push_back(server);
+      }
+    } else if (key == "proxy_allow_private_ranges") {
+      if (!value.is_boolean()) r.fail(pointer, "must be true or false");
+      config.proxy_allow_private_ranges = value.get<bool>();
     } else {
       r.fail(pointer, "unknown key");
     }
@@ -191,6 +228,8 @@ json node_config_to_json(const NodeConfig& config) {
       {"landlock_abi_max",
        config.landlock_abi_max ? json(*config.landlock_abi_max) : json(nullptr)},
       {"writable_roots", config.writable_roots},
+      {"proxy_dns_servers", config.proxy_dns_servers},
+      {"proxy_allow_private_ranges", config.proxy_allow_private_ranges},
   };
 }
 

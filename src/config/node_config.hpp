@@ -38,6 +38,11 @@ struct NodeConfig {
   // without this a module author could have root make a module-writable directory anywhere
   // (a systemd drop-in directory under /run, say). Elsewhere a missing directory is 70.
   std::vector<std::string> writable_roots = {"/var/lib/oarbank", "/tmp"};
+  // The DNS servers the egress proxy asks ("IP", "IP:PORT" or "[IPv6]:PORT"); empty: the
+  // system's resolv.conf.
+  std::vector<std::string> proxy_dns_servers;
+  // Let the proxy reach private ranges (RFC 1918, CGNAT, ULA) an allowlist names.
+  bool proxy_allow_private_ranges = false;
 
   friend bool operator==(const NodeConfig&, const NodeConfig&) = default;
 };

@@ -221,14 +221,22 @@ CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& f
     case CapabilityRow::LimitPids:
       return limit_row(row, "pids", features);
     case CapabilityRow::EgressNetns:
-      // sandbox-run does not create network namespaces yet (the proxy's issue): say so rather
-      // than infer from what the kernel could do.
-      return {
-          row, CapabilityStatus::Unavailable,
-          features.network_namespaces
-              ? "port only: this node can create network namespaces, but the agent does not yet "
-                "confine modules in one; a module can reach any host on the proxy's port"
-              : "port only: a module can reach any host that listens on the proxy's port"};
+      // sandbox-run makes the namespace when it runs as root (supervise/module_network.cpp);
+      // a bare sandbox-exec, or an unprivileged sandbox-run, confines by port alone.
+      if (!features.network_namespaces_probed) {
+        return {row, CapabilityStatus::Unavailable, "network namespaces were not probed"};
+      }
+      if (features.network_namespaces && features.running_as_root) {
+        return {row, CapabilityStatus::Enforced,
+                "sandbox-run gives each egress-allowlist module a network namespace holding only "
+                "loopback, the proxy's listener inside it (a bare sandbox-exec: port only)"};
+      }
+      return {row, CapabilityStatus::Unavailable,
+              features.running_as_root
+                  ? "port only: this node cannot create network namespaces; a module can reach "
+                    "any host that listens on the proxy's port"
+                  : "port only: the agent is not root, so it cannot create network namespaces; a "
+                    "module can reach any host that listens on the proxy's port"};
     case CapabilityRow::ExecWritableScope:
       return {
           row, CapabilityStatus::NotPromised,

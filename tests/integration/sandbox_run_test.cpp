@@ -485,6 +485,25 @@ TEST_F(SandboxRun, MakesWorkAndTempForTheModuleUser) {
   EXPECT_FALSE(exists(tree.path("jobs/8")));
 }
 
+// --- Egress: the module's own network namespace, the proxy inside it (issue 5) -------------
+
+TEST_F(SandboxRun, AnEgressModuleHasOnlyLoopbackWithTheProxyOnIt) {
+  if (!running_as_root()) GTEST_SKIP() << "network namespaces need root";
+  const std::string port = std::to_string(proxy.port());
+  const std::string log = tree.path("proxy.log");
+  RunResult r = run({"--proxy-log", log},
+                    {"/bin/sh", "-c",
+                     "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; " + tree.probe() +
+                         " connect 127.0.0.1 " + port + "; " + tree.probe() + " connect 127.0.0.1 " +
+                         std::to_string(proxy.port() == 65535 ? 65534 : proxy.port() + 1)},
+                    tree.write_json("egress.json", egress_policy()));
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  // Only lo; the proxy answers on its port (inside the namespace: the test's own listener on
+  // the node's 127.0.0.1 is not reachable from there); any other port is Landlock's EACCES.
+  EXPECT_EQ(r.out, "lo\nok\nerrno EACCES\n") << r.describe();
+  expect_nothing_left();
+}
+
 // --- What an attacker review found (module author, local user) ----------------------------
 
 TEST_F(SandboxRun, MissingDirectoriesAreCreatedOnlyBelowTheWritableRoots) {

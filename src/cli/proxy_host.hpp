@@ -1,0 +1,40 @@
+// The egress proxy hosted by a command (sandbox-run for its module, or egress-proxy alone):
+// settings from the node's configuration, a log sink, and the server's thread.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "config/node_config.hpp"
+#include "oarbank/policy.hpp"
+#include "proxy/proxy_server.hpp"
+#include "sys/unique_fd.hpp"
+
+namespace oarbank::cli {
+
+class ProxyHost {
+ public:
+  // Serves `policy.egress` for module `id` on `listener`. `log_path`: append the JSON lines
+  // there, else to stderr. Throws Error(Config) for settings the proxy refuses.
+  ProxyHost(const NodeConfig& config, const std::optional<std::string>& log_path,
+            const std::string& id, const Policy& policy, UniqueFd listener);
+  ~ProxyHost();  // stops the server and joins its thread
+  ProxyHost(const ProxyHost&) = delete;
+  ProxyHost& operator=(const ProxyHost&) = delete;
+
+  // Runs the server on a thread of its own (sandbox-run: after the module's child exists, so
+  // that the child was cloned from a process with one thread).
+  void start_thread();
+  // Runs the server on this thread until stop() (egress-proxy).
+  void run();
+  void stop() noexcept;
+
+ private:
+  UniqueFd log_fd_;
+  std::unique_ptr<proxy::ProxyServer> server_;
+  std::thread thread_;
+};
+
+}  // namespace oarbank::cli

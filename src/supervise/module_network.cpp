@@ -1,0 +1,93 @@
+#include "supervise/module_network.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "sys/error.hpp"
+
+namespace oarbank {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, int err) {
+  throw Error(ErrorKind::StepFailed, "step network failed: " + what + ": " + errno_text(err));
+}
+
+// A fresh namespace's loopback is down: without it nothing, the proxy included, is reachable.
+void bring_loopback_up() {
+  UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!sock.valid()) fail("socket for SIOCSIFFLAGS", errno);
+  ifreq request{};
+  std::strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
+  if (::ioctl(sock.get(), SIOCGIFFLAGS, &request) != 0) fail("SIOCGIFFLAGS lo", errno);
+  request.ifr_flags = static_cast<short>(request.ifr_flags | IFF_UP | IFF_RUNNING);
+  if (::ioctl(sock.get(), SIOCSIFFLAGS, &request) != 0) fail("SIOCSIFFLAGS lo up", errno);
+}
+
+}  // namespace
+
+UniqueFd listen_on(const std::string& host, std::uint16_t port) {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  int family = AF_INET;
+  if (host.find(':') != std::string::npos) {
+    family = AF_INET6;
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) != 1) fail("address " + host, EINVAL);
+    length = sizeof *v6;
+  } else {
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) != 1) fail("address " + host, EINVAL);
+    length = sizeof *v4;
+  }
+  UniqueFd sock(::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!sock.valid()) fail("socket", errno);
+  int one = 1;
+  ::setsockopt(sock.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(sock.get(), reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    fail("bind " + host + ":" + std::to_string(port) + " (the proxy's port)", errno);
+  }
+  if (::listen(sock.get(), SOMAXCONN) != 0) fail("listen", errno);
+  return sock;
+}
+
+ModuleNetwork make_module_network(const std::string& host, std::uint16_t port) {
+  // The namespace is per thread: this thread enters the new one for as long as it takes to
+  // make the socket there (a socket stays in the namespace it was made in), then comes back.
+  UniqueFd own(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!own.valid()) fail("open /proc/thread-self/ns/net", errno);
+  if (::unshare(CLONE_NEWNET) != 0) fail("unshare(CLONE_NEWNET)", errno);
+  ModuleNetwork network;
+  try {
+    network.netns.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (!network.netns.valid()) fail("open the new namespace", errno);
+    bring_loopback_up();
+    network.listener = listen_on(host, port);
+  } catch (...) {
+    ::setns(own.get(), CLONE_NEWNET);
+    throw;
+  }
+  if (::setns(own.get(), CLONE_NEWNET) != 0) {
+    // Staying in the module's namespace would cut the proxy off from the network: no way on.
+    fail("setns back to the node's namespace", errno);
+  }
+  return network;
+}
+
+int join_network_namespace(int netns_fd) {
+  return ::setns(netns_fd, CLONE_NEWNET) == 0 ? 0 : errno;
+}
+
+}  // namespace oarbank

@@ -1,0 +1,32 @@
+// contract.md, "Egress only through the proxy": Landlock's rule is a port, not an address, so
+// where the agent can (root), an egress-allowlist module gets its own network namespace that
+// holds only loopback, with the proxy's listening socket created inside it. The proxy itself
+// stays in the node's namespace, the only way out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sys/unique_fd.hpp"
+
+namespace oarbank {
+
+struct ModuleNetwork {
+  UniqueFd netns;     // the module's namespace (the child joins it before the launch); -1: none
+  UniqueFd listener;  // the proxy's listening TCP socket for this module
+};
+
+// A new network namespace with loopback up and a socket listening on host:port inside it;
+// this process stays in (returns to) its own namespace. Throws Error(StepFailed) naming the
+// call that failed.
+ModuleNetwork make_module_network(const std::string& host, std::uint16_t port);
+
+// A listening socket on host:port in this process's namespace (no confinement: Landlock's
+// port rule alone). Throws Error(StepFailed); EADDRINUSE names the port.
+UniqueFd listen_on(const std::string& host, std::uint16_t port);
+
+// Joins the namespace (in the child, before the launch drops the capability to). Returns 0 or
+// an errno.
+int join_network_namespace(int netns_fd);
+
+}  // namespace oarbank
