@@ -10,6 +10,8 @@ packages=(
   hyperfine python3
   # tests/packaging: file(1) tells a static binary
   file
+  # tests/e2e: test hosts in network namespaces, a real DNS server, real clients
+  dnsmasq-base iproute2 openssl curl
   # tests/vm: real Debian kernels under qemu (software emulation); qboot.rom is in qemu-system-data
   qemu-system-x86 qemu-system-data busybox-static
 )

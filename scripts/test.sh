@@ -12,6 +12,9 @@ echo "=== build (Release, static launcher)"
 echo "=== tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
+echo "=== egress whole-system tests (test hosts in network namespaces, dnsmasq, curl and python3 inside sandbox-run)"
+tests/e2e/run-egress-e2e.sh build
+
 echo "=== the .deb: build it and check it"
 deb=$(./scripts/package.sh)
 tests/packaging/check-deb.sh "$deb"

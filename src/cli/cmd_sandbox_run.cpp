@@ -34,14 +34,6 @@ namespace {
 
 constexpr const char* kCommand = "sandbox-run";
 
-struct RunArgs {
-  ExecArgs exec;  // passed on to the launcher
-  std::optional<std::string> id;
-  std::optional<double> timeout;
-  double kill_after = 10;
-  std::optional<std::string> result_path;
-  std::optional<std::string> proxy_log;
-};
 
 // What the child needs: the prepared launch, and the module's network namespace to join.
 struct ChildLaunch {
@@ -104,6 +96,8 @@ std::string seconds_text(double s) {
   std::snprintf(text, sizeof text, "%g", s);
   return text;
 }
+
+}  // namespace
 
 int run_sandbox_run(const RunArgs& options) {
   StepError std_error;
@@ -265,8 +259,6 @@ int run_sandbox_run(const RunArgs& options) {
   }
   return code;
 }
-
-}  // namespace
 
 Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
   auto options = std::make_shared<RunArgs>();

@@ -27,6 +27,8 @@ int run_sandbox_exec(const ExecArgs& args);
 inline constexpr const char* kNoCommand =
     "no command after -- (sandbox-exec [OPTIONS] POLICY.json -- ARGV...)";
 Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command);
+// sandbox-run itself, for both the CLI11 path and main()'s fast path.
+int run_sandbox_run(const RunArgs& args);
 Runner add_sandbox_ctl(CLI::App& app);
 Runner add_egress_proxy(CLI::App& app);
 Runner add_sandbox_report(CLI::App& app);

@@ -49,4 +49,78 @@ std::optional<ExecArgs> parse_plain_exec_args(int argc, const char* const* argv)
   return args;
 }
 
+namespace {
+
+// A plain decimal number of seconds ("0.5", "30"): anything else is CLI11's to judge.
+std::optional<double> plain_seconds(std::string_view text) {
+  if (text.empty() || text.size() > 32 || text.find_first_not_of("0123456789.") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::optional<RunArgs> parse_plain_run_args(int argc, const char* const* argv) {
+  if (argc < 2 || std::string_view(argv[1]) != "sandbox-run") return std::nullopt;
+  RunArgs args;
+  bool have_policy = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word == "--") {
+      args.exec.separator = true;
+      args.exec.argv.assign(argv + i + 1, argv + argc);
+      break;
+    }
+    const bool takes_value = word == "--config" || word == "--setenv" || word == "--keep-fd" ||
+                             word == "--id" || word == "--timeout" || word == "--kill-after" ||
+                             word == "--result" || word == "--proxy-log";
+    if (takes_value) {
+      if (i + 1 >= argc) return std::nullopt;
+      const std::string_view value = argv[++i];
+      if (value == "--" || value.empty()) return std::nullopt;
+      auto once = [](auto& slot, std::string_view v) {
+        if (slot) return false;  // CLI11 decides what a repeat means
+        slot = std::string(v);
+        return true;
+      };
+      if (word == "--config") {
+        if (!once(args.exec.config_path, value)) return std::nullopt;
+      } else if (word == "--id") {
+        if (!once(args.id, value)) return std::nullopt;
+      } else if (word == "--result") {
+        if (!once(args.result_path, value)) return std::nullopt;
+      } else if (word == "--proxy-log") {
+        if (!once(args.proxy_log, value)) return std::nullopt;
+      } else if (word == "--setenv") {
+        args.exec.setenv.emplace_back(value);
+      } else if (word == "--timeout" || word == "--kill-after") {
+        auto seconds = plain_seconds(value);
+        if (!seconds) return std::nullopt;
+        if (word == "--timeout") {
+          if (args.timeout) return std::nullopt;
+          args.timeout = seconds;
+        } else {
+          args.kill_after = *seconds;
+        }
+      } else {
+        int fd = -1;
+        auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), fd);
+        if (ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
+        args.exec.keep_fds.push_back(fd);
+      }
+    } else if (word.starts_with("-") || have_policy) {
+      return std::nullopt;
+    } else {
+      args.exec.policy_path = std::string(word);
+      have_policy = true;
+    }
+  }
+  if (!have_policy || !args.exec.separator) return std::nullopt;
+  return args;
+}
+
 }  // namespace oarbank::cli

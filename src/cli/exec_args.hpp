@@ -22,6 +22,22 @@ struct ExecArgs {
   friend bool operator==(const ExecArgs&, const ExecArgs&) = default;
 };
 
+// sandbox-run's options: sandbox-exec's, and the parent's own.
+struct RunArgs {
+  ExecArgs exec;  // policy, --config, --setenv, --keep-fd, --explain, the module's argv
+  std::optional<std::string> id;
+  std::optional<double> timeout;
+  double kill_after = 10;
+  std::optional<std::string> result_path;
+  std::optional<std::string> proxy_log;
+  friend bool operator==(const RunArgs&, const RunArgs&) = default;
+};
+
+// argv[1] "sandbox-run": the plain form `[--config F] [--id ID] [--timeout S] [--kill-after S]
+// [--result F] [--proxy-log F] [--setenv N=V]... [--keep-fd N]... POLICY -- ARGV...`, else
+// nullopt (CLI11 then parses it, and words its errors).
+std::optional<RunArgs> parse_plain_run_args(int argc, const char* const* argv);
+
 // argv[0] is the program, argv[1] "sandbox-exec". Returns nullopt when the line is not the
 // plain form `[--config F] [--setenv N=V]... [--keep-fd N]... [--status-fd N] POLICY -- ARGV...`.
 std::optional<ExecArgs> parse_plain_exec_args(int argc, const char* const* argv);

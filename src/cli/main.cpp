@@ -63,6 +63,14 @@ int main(int argc, char** argv) {
       return kExitSoftware;
     }
   }
+  if (auto plain = cli::parse_plain_run_args(argc, argv)) {
+    try {
+      return cli::run_sandbox_run(*plain);
+    } catch (const std::exception& e) {
+      cli::print_error("sandbox-run", std::string("internal error: ") + e.what());
+      return kExitSoftware;
+    }
+  }
   CLI::App app{"oarbank-agent: runs third-party modules under Landlock, seccomp and cgroup v2"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every sub-command");

@@ -56,5 +56,41 @@ TEST(PlainExecArgs, AnEmptyCommandAfterTheSeparatorIsStillPlain) {
   EXPECT_TRUE(args->argv.empty());
 }
 
+std::optional<RunArgs> parse_run(std::vector<const char*> words) {
+  words.insert(words.begin(), {"oarbank-agent", "sandbox-run"});
+  return parse_plain_run_args(static_cast<int>(words.size()), words.data());
+}
+
+TEST(PlainRunArgs, ThePlainFormIsParsedByHand) {
+  auto args = parse_run({"--config", "c.json", "--id", "job-1", "--timeout", "2.5", "--kill-after",
+                         "0", "--result", "r.json", "--proxy-log", "p.log", "--setenv", "A=1",
+                         "--keep-fd", "5", "p.json", "--", "prog", "--explain"});
+  ASSERT_TRUE(args.has_value());
+  EXPECT_EQ(args->exec.config_path, "c.json");
+  EXPECT_EQ(args->id, "job-1");
+  EXPECT_EQ(args->timeout, 2.5);
+  EXPECT_EQ(args->kill_after, 0.0);
+  EXPECT_EQ(args->result_path, "r.json");
+  EXPECT_EQ(args->proxy_log, "p.log");
+  EXPECT_EQ(args->exec.setenv, std::vector<std::string>{"A=1"});
+  EXPECT_EQ(args->exec.keep_fds, std::vector<int>{5});
+  EXPECT_EQ(args->exec.policy_path, "p.json");
+  EXPECT_EQ(args->exec.argv, (std::vector<std::string>{"prog", "--explain"}));
+  EXPECT_FALSE(args->exec.explain);
+}
+
+TEST(PlainRunArgs, AnythingElseIsLeftToCli11) {
+  EXPECT_FALSE(parse_run({"--explain", "p.json", "--", "prog"}).has_value());
+  EXPECT_FALSE(parse_run({"--timeout", "1e3", "p.json", "--", "prog"}).has_value());
+  EXPECT_FALSE(parse_run({"--timeout", "-1", "p.json", "--", "prog"}).has_value());
+  EXPECT_FALSE(parse_run({"--timeout", "1", "--timeout", "2", "p.json", "--", "prog"}).has_value());
+  EXPECT_FALSE(parse_run({"--id", "a", "--id", "b", "p.json", "--", "prog"}).has_value());
+  EXPECT_FALSE(parse_run({"--id", "", "p.json", "--", "prog"}).has_value());
+  EXPECT_FALSE(parse_run({"--bogus", "p.json", "--", "prog"}).has_value());
+  EXPECT_FALSE(parse_run({"p.json", "prog"}).has_value());  // no "--"
+  std::vector<const char*> exec = {"oarbank-agent", "sandbox-exec", "p.json", "--", "prog"};
+  EXPECT_FALSE(parse_plain_run_args(5, exec.data()).has_value());
+}
+
 }  // namespace
 }  // namespace oarbank::cli
