@@ -48,6 +48,9 @@ void decide(const Target& target, const std::vector<EgressDestination>& allowlis
     Verdict verdict;
     verdict.http_status = 403;
     verdict.reason = target.authority() + " is not on the module's egress allowlist";
+    // The log's "addresses" names the literal itself (docs/proxy.md); a name is not resolved
+    // for a destination that is refused anyway.
+    if (target.ip) verdict.addresses = {*target.ip};
     done(std::move(verdict));
     return;
   }

@@ -342,6 +342,9 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
       result.verification_problem = *problem;
     } else {
       verified = true;
+      // A stop or exit whose SIGCHLD came before this point was left for now (the zombie
+      // was still to be verified): look once, as waitpid still reports it.
+      on_child();
     }
   }
 

@@ -598,12 +598,23 @@ TEST_F(SandboxRun, AModuleStoppedAtTheTerminalStopsSandboxRunAndResumesWithIt) {
     ::execve(args[0], args.data(), envp.data());
     ::_exit(127);
   }
+  // Waits (bounded) for a change of sandbox-run's state; on a hang, kills the whole session.
+  auto wait_change = [&](int& status) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (::waitpid(pid, &status, WNOHANG | WUNTRACED) == pid) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return false;
+  };
   int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, WUNTRACED), pid);
+  ASSERT_TRUE(wait_change(status)) << "sandbox-run neither stopped nor ended";
   ASSERT_TRUE(WIFSTOPPED(status)) << "sandbox-run did not stop with its module, status " << status;
   EXPECT_EQ(::tcgetpgrp(pty.master()), pid) << "sandbox-run did not take its terminal back";
   ::kill(pid, SIGCONT);
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(wait_change(status)) << "sandbox-run did not end once continued";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7) << "status " << status;
   expect_nothing_left();
 }
