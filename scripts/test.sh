@@ -26,11 +26,14 @@ echo "=== build (ASan + UBSan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOARBANK_SANITIZE=ON -DOARBANK_BENCH=OFF >/dev/null
 ninja -C build-asan
 echo "=== tests under ASan + UBSan"
+# Every test, but the integration suite under the node's ABI caps 3 to 6 only in the Release run
+# above: under the sanitizers the same agent code runs uncapped, and the suite stays short.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'LandlockCap/.*/cap[3-6]'
+
 
 if [[ -x scripts/run-fuzz.sh ]]; then
   echo "=== fuzzing the policy parser"
-  ./scripts/run-fuzz.sh "${OARBANK_FUZZ_SECONDS:-30}"
+  ./scripts/run-fuzz.sh "${OARBANK_FUZZ_SECONDS:-20}"
 fi
 echo "=== all tests passed"
