@@ -20,6 +20,8 @@ ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>&
   proxy::ProxySettings settings;
   settings.dns_servers = config.proxy_dns_servers;
   settings.allow_private_ranges = config.proxy_allow_private_ranges;
+  settings.max_tunnels_per_module = config.proxy_max_tunnels_per_module;
+  settings.max_tunnels_total = config.proxy_max_tunnels_total;
   const int fd = log_fd_.valid() ? log_fd_.get() : STDERR_FILENO;
   // One write(2) per line: lines from the proxy never interleave with others' in the file.
   settings.log = [fd](std::string_view line) {

@@ -185,6 +185,10 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
         }
         config.proxy_dns_servers.push_back(server);
       }
+    } else if (key == "proxy_max_tunnels_per_module") {
+      config.proxy_max_tunnels_per_module = r.unsigned_int(value, pointer, 1, 1000000);
+    } else if (key == "proxy_max_tunnels_total") {
+      config.proxy_max_tunnels_total = r.unsigned_int(value, pointer, 1, 1000000);
     } else if (key == "proxy_allow_private_ranges") {
       if (!value.is_boolean()) r.fail(pointer, "must be true or false");
       config.proxy_allow_private_ranges = value.get<bool>();
@@ -230,6 +234,8 @@ json node_config_to_json(const NodeConfig& config) {
       {"writable_roots", config.writable_roots},
       {"proxy_dns_servers", config.proxy_dns_servers},
       {"proxy_allow_private_ranges", config.proxy_allow_private_ranges},
+      {"proxy_max_tunnels_per_module", config.proxy_max_tunnels_per_module},
+      {"proxy_max_tunnels_total", config.proxy_max_tunnels_total},
   };
 }
 

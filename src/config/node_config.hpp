@@ -43,6 +43,10 @@ struct NodeConfig {
   std::vector<std::string> proxy_dns_servers;
   // Let the proxy reach private ranges (RFC 1918, CGNAT, ULA) an allowlist names.
   bool proxy_allow_private_ranges = false;
+  // Concurrent connections the proxy holds for one module, and in all (each process hosts
+  // one module's proxy, so the smaller one binds); beyond them a client gets 503.
+  std::uint64_t proxy_max_tunnels_per_module = 128;
+  std::uint64_t proxy_max_tunnels_total = 1024;
 
   friend bool operator==(const NodeConfig&, const NodeConfig&) = default;
 };

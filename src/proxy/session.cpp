@@ -394,7 +394,7 @@ void Session::up_finished() {
 
 void Session::pump_down() {
   if (phase_ != Phase::Relaying) return;
-  upstream_.async_read_some(asio::buffer(down_buf_), [self = shared_from_this()](
+  upstream_.async_read_some(asio::buffer(down_buf_.data(), down_buf_.size()), [self = shared_from_this()](
                                                          const std::error_code& ec, std::size_t n) {
     if (self->phase_ != Phase::Relaying) return;
     if (ec) {

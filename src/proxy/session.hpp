@@ -22,6 +22,23 @@ namespace oarbank::proxy {
 // Bytes read at once in each direction of a relay.
 inline constexpr std::size_t kRelayBufferBytes = 64 * 1024;
 
+// A relay buffer that is not zero-filled: its pages become resident only as bytes arrive, so an
+// idle tunnel holds little memory (a std::vector's resize would touch all 64 KiB at once).
+class RelayBuffer {
+ public:
+  void resize(std::size_t size) {
+    if (size == size_) return;
+    data_.reset(new char[size]);
+    size_ = size;
+  }
+  [[nodiscard]] char* data() { return data_.get(); }
+  [[nodiscard]] std::size_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  std::size_t size_ = 0;
+};
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(ServerState& server, std::shared_ptr<ModuleState> module, asio::ip::tcp::socket client);
@@ -75,10 +92,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string client_text_;
 
   // Client to upstream; also holds the request head while it is read.
-  std::vector<char> up_buf_;
+  RelayBuffer up_buf_;
   std::size_t received_ = 0;
   // Upstream to client; also holds the response head while it is read (forwarding).
-  std::vector<char> down_buf_;
+  RelayBuffer down_buf_;
   std::size_t down_len_ = 0;
 
   std::optional<HttpRequest> request_;
