@@ -11,6 +11,8 @@ add_executable(oarbank-proxy-request-fuzz
   ${OARBANK_PROXY_SRC}/http_request.cpp
   ${OARBANK_PROXY_SRC}/http_response.cpp
   ${OARBANK_PROXY_SRC}/chunked_body.cpp
+  # valid_dns_name: one rule for names, shared with the policy's egress entries.
+  ${CMAKE_CURRENT_LIST_DIR}/../src/policy/egress.cpp
 )
 target_include_directories(oarbank-proxy-request-fuzz PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../include ${CMAKE_CURRENT_LIST_DIR}/../src)

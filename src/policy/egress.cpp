@@ -12,44 +12,6 @@ namespace {
 
 bool is_ldh(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }
 
-// A DNS name in ASCII (IDNs in punycode): labels of letters, digits and hyphens, 1 to 63
-// characters, not starting or ending with a hyphen, 253 characters in all.
-bool valid_dns_name(std::string_view name, std::string& problem) {
-  if (name.empty()) {
-    problem = "empty host";
-    return false;
-  }
-  if (name.size() > 253) {
-    problem = "host longer than 253 characters";
-    return false;
-  }
-  std::size_t start = 0;
-  while (start <= name.size()) {
-    std::size_t end = name.find('.', start);
-    if (end == std::string_view::npos) end = name.size();
-    std::string_view label = name.substr(start, end - start);
-    if (label.empty()) {
-      problem = "host has an empty label";
-      return false;
-    }
-    if (label.size() > 63) {
-      problem = "host has a label longer than 63 characters";
-      return false;
-    }
-    for (char c : label) {
-      if (!is_ldh(c)) {
-        problem = "host has a character other than letters, digits, '-' and '.' (use punycode)";
-        return false;
-      }
-    }
-    if (label.front() == '-' || label.back() == '-') {
-      problem = "host has a label that starts or ends with '-'";
-      return false;
-    }
-    start = end + 1;
-  }
-  return true;
-}
 
 std::string lower_ascii(std::string_view text) {
   std::string out(text);
@@ -98,6 +60,45 @@ const char* never_allowed(const EgressDestination& dest) {
 }
 
 }  // namespace
+
+// A DNS name in ASCII (IDNs in punycode): labels of letters, digits and hyphens, 1 to 63
+// characters, not starting or ending with a hyphen, 253 characters in all.
+bool valid_dns_name(std::string_view name, std::string& problem) {
+  if (name.empty()) {
+    problem = "empty host";
+    return false;
+  }
+  if (name.size() > 253) {
+    problem = "host longer than 253 characters";
+    return false;
+  }
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t end = name.find('.', start);
+    if (end == std::string_view::npos) end = name.size();
+    std::string_view label = name.substr(start, end - start);
+    if (label.empty()) {
+      problem = "host has an empty label";
+      return false;
+    }
+    if (label.size() > 63) {
+      problem = "host has a label longer than 63 characters";
+      return false;
+    }
+    for (char c : label) {
+      if (!is_ldh(c)) {
+        problem = "host has a character other than letters, digits, '-' and '.' (use punycode)";
+        return false;
+      }
+    }
+    if (label.front() == '-' || label.back() == '-') {
+      problem = "host has a label that starts or ends with '-'";
+      return false;
+    }
+    start = end + 1;
+  }
+  return true;
+}
 
 std::string EgressDestination::to_string() const {
   std::string out;

@@ -2,12 +2,13 @@
 
 #include <charconv>
 
+#include "policy/egress.hpp"
+
 namespace oarbank::proxy {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f'); }
-bool is_ldh(char c) { return (c >= 'a' && c <= 'z') || is_digit(c) || c == '-'; }
 
 // A label a resolver or a URL parser might read as a number: decimal, octal, "0x" hex.
 bool numeric_label(std::string_view label) {
@@ -24,38 +25,6 @@ bool numeric_label(std::string_view label) {
   return true;
 }
 
-bool valid_name(std::string_view name, std::string& problem) {
-  if (name.empty()) {
-    problem = "empty host";
-    return false;
-  }
-  if (name.size() > 253) {
-    problem = "host longer than 253 characters";
-    return false;
-  }
-  std::size_t start = 0;
-  while (true) {
-    std::size_t end = name.find('.', start);
-    if (end == std::string_view::npos) end = name.size();
-    const std::string_view label = name.substr(start, end - start);
-    if (label.empty() || label.size() > 63) {
-      problem = "host has an empty label or one longer than 63 characters";
-      return false;
-    }
-    for (char c : label) {
-      if (!is_ldh(c)) {
-        problem = "host has a character other than letters, digits, '-' and '.'";
-        return false;
-      }
-    }
-    if (label.front() == '-' || label.back() == '-') {
-      problem = "host has a label that starts or ends with '-'";
-      return false;
-    }
-    if (end == name.size()) return true;
-    start = end + 1;
-  }
-}
 
 bool parse_port(std::string_view text, std::uint16_t& port) {
   if (text.empty() || text.size() > 5 || text[0] == '0') return false;
@@ -131,7 +100,7 @@ std::optional<Target> parse_target_host(std::string_view text, std::uint16_t por
     target.host = target.ip->to_string();
     return target;
   }
-  if (!valid_name(name, problem)) return std::nullopt;
+  if (!valid_dns_name(name, problem)) return std::nullopt;
   target.host = std::move(name);
   return target;
 }
