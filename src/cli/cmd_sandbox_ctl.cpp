@@ -10,6 +10,7 @@
 #include "supervise/module_id.hpp"
 #include "supervise/run_state.hpp"
 #include "sys/error.hpp"
+#include "sys/text_file.hpp"
 
 namespace oarbank::cli {
 namespace {
@@ -45,16 +46,10 @@ nlohmann::json status_json(const RunRecord& record) {
     j["cgroup"] = nullptr;
     // A group stopped with SIGSTOP: its leader's state letter is T.
     j["state"] = "running";
-    std::FILE* stat = std::fopen(("/proc/" + std::to_string(record.module_pid) + "/stat").c_str(), "r");
-    if (stat != nullptr) {
-      char buffer[512] = {};
-      std::size_t n = std::fread(buffer, 1, sizeof buffer - 1, stat);
-      std::fclose(stat);
-      std::string text(buffer, n);
-      auto close = text.rfind(')');
-      if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'T') {
-        j["state"] = "frozen";
-      }
+    const std::string text = read_text_file("/proc/" + std::to_string(record.module_pid) + "/stat");
+    auto close = text.rfind(')');
+    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'T') {
+      j["state"] = "frozen";
     }
     j["processes"] = nullptr;
     j["cpu_usec"] = nullptr;

@@ -28,6 +28,7 @@
 #include "supervise/supervisor.hpp"
 #include "supervise/writable_dirs.hpp"
 #include "sys/error.hpp"
+#include "sys/text_file.hpp"
 
 namespace oarbank::cli {
 namespace {
@@ -82,13 +83,7 @@ void write_result_file(const std::string& path, const std::string& json) {
 
 // Filters this process already runs under (a container runtime's), from /proc/self/status.
 int own_seccomp_filters() {
-  UniqueFd fd(::open("/proc/self/status", O_RDONLY | O_CLOEXEC));
-  std::string text;
-  char buffer[4096];
-  for (ssize_t n; fd.valid() && (n = ::read(fd.get(), buffer, sizeof buffer)) > 0;) {
-    text.append(buffer, static_cast<std::size_t>(n));
-  }
-  return parse_proc_status(text).seccomp_filters.value_or(0);
+  return parse_proc_status(read_text_file("/proc/self/status")).seccomp_filters.value_or(0);
 }
 
 std::string seconds_text(double s) {

@@ -4,8 +4,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <sstream>
+
+#include "supervise/module_id.hpp"
+#include "sys/text_file.hpp"
 
 namespace oarbank {
 namespace {
@@ -26,13 +28,6 @@ std::string unescape_mountinfo(std::string_view field) {
     out += field[i];
   }
   return out;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
 }
 
 bool xattr_is_one(const std::string& path, const char* name) {
@@ -76,22 +71,31 @@ std::optional<std::string> find_unified_cgroup(std::string_view proc_cgroup) {
   return std::nullopt;
 }
 
+std::string leaf_parent_cgroup(const NodeConfig& config, const std::string& own_cgroup) {
+  std::string relative = config.cgroup_parent ? *config.cgroup_parent : own_cgroup;
+  const std::string supervisor = "/" + std::string(kSupervisorLeaf);
+  if (!config.cgroup_parent && relative.ends_with(supervisor)) {
+    relative.resize(relative.size() - supervisor.size());
+  }
+  if (relative == "/") relative.clear();
+  return relative;
+}
+
 CgroupFacts probe_cgroup(const NodeConfig& config, const std::string& proc_root) {
   CgroupFacts facts;
   facts.probed = true;
-  auto mount = find_cgroup2_mount(read_text(proc_root + "/self/mountinfo"));
+  auto mount = find_cgroup2_mount(read_text_file(proc_root + "/self/mountinfo"));
   if (!mount) return facts;
   facts.mounted = true;
   facts.mount_point = *mount;
-  facts.own_cgroup = find_unified_cgroup(read_text(proc_root + "/self/cgroup")).value_or("/");
-  std::string relative = config.cgroup_parent ? *config.cgroup_parent : facts.own_cgroup;
-  if (relative == "/") relative.clear();
+  facts.own_cgroup = find_unified_cgroup(read_text_file(proc_root + "/self/cgroup")).value_or("/");
+  const std::string relative = leaf_parent_cgroup(config, facts.own_cgroup);
   facts.parent = facts.mount_point + relative;
   facts.parent_writable = ::access(facts.parent.c_str(), W_OK) == 0 &&
                           ::access((facts.parent + "/cgroup.procs").c_str(), W_OK) == 0;
   facts.delegated =
       xattr_is_one(facts.parent, "trusted.delegate") || xattr_is_one(facts.parent, "user.delegate");
-  std::istringstream controllers(read_text(facts.parent + "/cgroup.controllers"));
+  std::istringstream controllers(read_text_file(facts.parent + "/cgroup.controllers"));
   for (std::string name; controllers >> name;) facts.controllers.push_back(name);
   // The root cgroup has neither cgroup.kill nor cgroup.freeze; a leaf does. Look in the
   // parent when it is not the root, else in a probe leaf made and removed at once.

@@ -14,23 +14,10 @@
 #include "probe/cgroup_facts.hpp"
 #include "supervise/module_id.hpp"
 #include "sys/error.hpp"
+#include "sys/text_file.hpp"
 
 namespace oarbank {
 namespace {
-
-std::string read_small_file(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return {};
-  std::string text;
-  char buffer[4096];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buffer, static_cast<std::size_t>(n));
-  }
-  return text;
-}
 
 // Returns 0 or the errno of the write: cgroup files report a refused value on write().
 int write_file(const std::string& path, std::string_view value) {
@@ -85,7 +72,7 @@ bool wait_for_event(const std::string& path, const char* key, std::uint64_t want
 }  // namespace
 
 std::optional<std::uint64_t> read_cgroup_key(const std::string& file, const std::string& key) {
-  std::istringstream in(read_small_file(file));
+  std::istringstream in(read_text_file(file));
   for (std::string line; std::getline(in, line);) {
     std::istringstream fields(line);
     std::string k;
@@ -96,7 +83,7 @@ std::optional<std::uint64_t> read_cgroup_key(const std::string& file, const std:
 }
 
 std::optional<std::uint64_t> read_cgroup_number(const std::string& file) {
-  std::istringstream in(read_small_file(file));
+  std::istringstream in(read_text_file(file));
   std::uint64_t v = 0;
   if (in >> v) return v;
   return std::nullopt;
@@ -104,34 +91,23 @@ std::optional<std::uint64_t> read_cgroup_number(const std::string& file) {
 
 std::vector<int> read_cgroup_pids(const std::string& path) {
   std::vector<int> pids;
-  std::istringstream in(read_small_file(path + "/cgroup.procs"));
+  std::istringstream in(read_text_file(path + "/cgroup.procs"));
   for (int pid = 0; in >> pid;) pids.push_back(pid);
   return pids;
 }
 
 std::optional<CgroupPlace> find_cgroup_place(const NodeConfig& config, std::string& why_not) {
-  auto mount = find_cgroup2_mount(read_small_file("/proc/self/mountinfo"));
+  auto mount = find_cgroup2_mount(read_text_file("/proc/self/mountinfo"));
   if (!mount) {
     why_not = "no cgroup2 file system is mounted";
     return std::nullopt;
   }
   CgroupPlace place;
   place.mount_point = *mount;
-  std::string relative;
-  if (config.cgroup_parent) {
-    relative = *config.cgroup_parent;
-  } else {
-    relative = find_unified_cgroup(read_small_file("/proc/self/cgroup")).value_or("/");
-    // An earlier sandbox-run of this service moved the agent into its supervisor leaf: the
-    // module leaves are its siblings.
-    const std::string supervisor = "/" + std::string(kSupervisorLeaf);
-    if (relative.ends_with(supervisor)) relative.resize(relative.size() - supervisor.size());
-    place.parent_is_own = true;
-  }
-  if (relative.empty() || relative == "/") {
-    relative.clear();
-    place.parent_is_root = true;
-  }
+  place.parent_is_own = !config.cgroup_parent;
+  const std::string relative = leaf_parent_cgroup(
+      config, find_unified_cgroup(read_text_file("/proc/self/cgroup")).value_or("/"));
+  place.parent_is_root = relative.empty();
   place.parent = place.mount_point + relative;
   if (::access((place.parent + "/cgroup.procs").c_str(), W_OK) != 0 ||
       ::access(place.parent.c_str(), W_OK) != 0) {
@@ -148,8 +124,8 @@ namespace {
 // into a supervisor leaf first (systemd's documented pattern for Delegate=yes services).
 void enable_controllers(const CgroupPlace& place, const LeafLimits& limits) {
   if (limits.controllers.empty()) return;
-  const auto available = words(read_small_file(place.parent + "/cgroup.controllers"));
-  auto enabled = words(read_small_file(place.parent + "/cgroup.subtree_control"));
+  const auto available = words(read_text_file(place.parent + "/cgroup.controllers"));
+  auto enabled = words(read_text_file(place.parent + "/cgroup.subtree_control"));
   std::vector<std::string> to_enable;
   for (const auto& controller : limits.controllers) {
     if (contains(enabled, controller)) continue;
@@ -170,16 +146,16 @@ void enable_controllers(const CgroupPlace& place, const LeafLimits& limits) {
                   "step cgroup failed: mkdir " + supervisor + ": " + errno_text(errno));
     }
     if (int err = write_file(supervisor + "/cgroup.procs", "0")) {
-      throw Error(ErrorKind::StepFailed, "step cgroup failed: moving the agent into " +
-                                             supervisor + ": " + errno_text(err));
+      throw Error(ErrorKind::StepFailed, "step cgroup failed: moving the agent into " + supervisor +
+                                             ": " + errno_text(err));
     }
   }
   for (const auto& controller : to_enable) {
     if (int err = write_file(place.parent + "/cgroup.subtree_control", "+" + controller)) {
       // EBUSY: the parent holds processes of its own (not ours to move).
       throw Error(ErrorKind::StepFailed, "step cgroup failed: enabling " + controller + " in " +
-                                             place.parent + "/cgroup.subtree_control: " +
-                                             errno_text(err));
+                                             place.parent +
+                                             "/cgroup.subtree_control: " + errno_text(err));
     }
   }
 }
@@ -208,10 +184,11 @@ CgroupLeaf CgroupLeaf::create(const CgroupPlace& place, const std::string& leaf_
     // A dead run's leaf was removed by RunState::claim (its record names it): one that is
     // still there belongs to no run of ours, and is not ours to kill.
     if (errno == EEXIST) {
-      throw Error(ErrorKind::Busy, "step cgroup failed: " + path +
-                                       " exists and no run of this agent owns it");
+      throw Error(ErrorKind::Busy,
+                  "step cgroup failed: " + path + " exists and no run of this agent owns it");
     }
-    throw Error(ErrorKind::StepFailed, "step cgroup failed: mkdir " + path + ": " + errno_text(errno));
+    throw Error(ErrorKind::StepFailed,
+                "step cgroup failed: mkdir " + path + ": " + errno_text(errno));
   }
   UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir.valid()) {
@@ -221,7 +198,8 @@ CgroupLeaf CgroupLeaf::create(const CgroupPlace& place, const std::string& leaf_
   }
   CgroupLeaf leaf(path, std::move(dir));
   // The destructor removes the leaf if a limit cannot be written.
-  if (limits.pids_max) write_limit(path, "pids.max", std::to_string(*limits.pids_max), limits.required);
+  if (limits.pids_max)
+    write_limit(path, "pids.max", std::to_string(*limits.pids_max), limits.required);
   if (limits.memory_max) {
     write_limit(path, "memory.max", std::to_string(*limits.memory_max), true);
     // Without this the module would swap instead of meeting its limit (when swap exists).

@@ -46,8 +46,6 @@ class CgroupLeaf {
   [[nodiscard]] int dir_fd() const { return dir_.get(); }
   // Kills every process in the leaf, waits until it is empty and removes it. True when gone.
   bool destroy();
-  // Stops tracking the leaf without removing it (the destructor then leaves it alone).
-  void release() { path_.clear(); }
 
  private:
   CgroupLeaf(std::string path, UniqueFd dir) : path_(std::move(path)), dir_(std::move(dir)) {}

@@ -16,25 +16,12 @@
 #include "supervise/cgroup_leaf.hpp"
 #include "supervise/module_id.hpp"
 #include "sys/error.hpp"
+#include "sys/text_file.hpp"
 
 namespace oarbank {
 namespace {
 
 constexpr const char* kSuffix = ".json";
-
-std::string read_fd(int fd) {
-  std::string text;
-  char buffer[4096];
-  off_t offset = 0;
-  for (;;) {
-    ssize_t n = ::pread(fd, buffer, sizeof buffer, offset);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buffer, static_cast<std::size_t>(n));
-    offset += n;
-  }
-  return text;
-}
 
 // The run state decides what sandbox-run and sandbox-ctl kill: nobody else may be able to
 // write it. Every component is a real directory (no symbolic link) owned by root or this user,
@@ -174,7 +161,7 @@ RunState RunState::claim(const std::string& dir, const std::string& id) {
       continue;
     }
     // A record left by a dead run: tear down what it left before the id is reused.
-    if (auto previous = run_record_from_json(read_fd(fd.get()))) tear_down_dead_run(*previous);
+    if (auto previous = run_record_from_json(read_fd_text(fd.get()))) tear_down_dead_run(*previous);
     return RunState(path, std::move(fd));
   }
   throw Error(ErrorKind::Busy, "module id " + id + " is being started and stopped concurrently");
@@ -209,7 +196,7 @@ std::optional<RunRecord> read_run_record(const std::string& dir, const std::stri
   } else {
     ::flock(fd.get(), LOCK_UN);
   }
-  return run_record_from_json(read_fd(fd.get()));
+  return run_record_from_json(read_fd_text(fd.get()));
 }
 
 std::vector<std::string> clean_stale_runs(const std::string& dir) {
@@ -230,7 +217,7 @@ std::vector<std::string> clean_stale_runs(const std::string& dir) {
         by_fd.st_ino != by_path.st_ino) {
       continue;  // finished and removed meanwhile
     }
-    if (auto record = run_record_from_json(read_fd(fd.get()))) tear_down_dead_run(*record);
+    if (auto record = run_record_from_json(read_fd_text(fd.get()))) tear_down_dead_run(*record);
     ::unlink(path.c_str());
     cleaned.push_back(id);
   }
@@ -242,7 +229,7 @@ std::uint64_t process_start_time(pid_t pid) {
   const std::string path = "/proc/" + std::to_string(pid) + "/stat";
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return 0;
-  std::string text = read_fd(fd.get());
+  std::string text = read_fd_text(fd.get());
   // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
   auto close = text.rfind(')');
   if (close == std::string::npos) return 0;

@@ -109,7 +109,6 @@ Spawned spawn_launcher(const SpawnRequest& request) {
   if (pid > 0) {
     spawned.pid = static_cast<pid_t>(pid);
     spawned.pidfd.reset(pidfd);
-    spawned.born_in_cgroup = request.cgroup_dir_fd >= 0;
   } else {
     // ENOSYS: no clone3 (before 5.3, or an outer filter answering like ours does); E2BIG or
     // EINVAL: no CLONE_INTO_CGROUP (before 5.7). Anything else is a real failure.

@@ -25,7 +25,6 @@ struct SpawnRequest {
 struct Spawned {
   pid_t pid = -1;
   UniqueFd pidfd;
-  bool born_in_cgroup = false;  // clone3 placed it (else it joined before its exec)
 };
 
 // Throws Error(StepFailed) naming the call that failed.

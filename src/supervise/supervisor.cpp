@@ -22,6 +22,7 @@
 #include "probe/proc_status.hpp"
 #include "supervise/spawn.hpp"
 #include "sys/error.hpp"
+#include "sys/text_file.hpp"
 
 namespace oarbank {
 namespace {
@@ -29,17 +30,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMaxStatusBytes = 4096;
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-
-std::string read_proc_file(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return {};
-  std::string text;
-  char buffer[4096];
-  for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) > 0;) {
-    text.append(buffer, static_cast<std::size_t>(n));
-  }
-  return text;
-}
 
 void arm_timer(int timer_fd, double seconds) {
   itimerspec spec{};
@@ -89,7 +79,7 @@ void kill_and_reap_descendants(pid_t group) {
       while (const dirent* task = ::readdir(tasks)) {
         if (task->d_name[0] == '.') continue;
         std::istringstream children(
-            read_proc_file(std::string("/proc/self/task/") + task->d_name + "/children"));
+            read_text_file(std::string("/proc/self/task/") + task->d_name + "/children"));
         for (int pid = 0; children >> pid;) ::kill(pid, SIGKILL);
       }
       ::closedir(tasks);
@@ -333,7 +323,7 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     // 2. Verification: the exec happened (the module may even have exited already: a zombie
     // keeps its status until it is reaped, which is done only below).
     const ProcStatus status =
-        parse_proc_status(read_proc_file("/proc/" + std::to_string(child.pid) + "/status"));
+        parse_proc_status(read_text_file("/proc/" + std::to_string(child.pid) + "/status"));
     if (auto problem = exec_verification_problem(status, launch.expected)) {
       container.kill_all();
       reap_module();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "plan/cgroup_limits.hpp"
+#include "probe/cgroup_facts.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/exec_verification.hpp"
 #include "supervise/module_id.hpp"
@@ -111,6 +112,19 @@ TEST(ExecVerification, AnUnprivilegedLaunchKeepsItsBoundingSetAndGroups) {
                                       user_launch)
                 .value_or(""),
             "CapEff: 0000000000000001 (expected 0)");
+}
+
+TEST(LeafParent, OwnCgroupLessTheSupervisorLeafElseTheConfiguredOne) {
+  NodeConfig own;
+  const std::string unit = "/system.slice/system-oarbank\\x2dagent.slice/oarbank-agent@job.service";
+  EXPECT_EQ(leaf_parent_cgroup(own, unit), unit);
+  // After sandbox-run moved itself into its supervisor leaf, the leaves are that leaf's siblings.
+  EXPECT_EQ(leaf_parent_cgroup(own, unit + "/oarbank-supervisor"), unit);
+  EXPECT_EQ(leaf_parent_cgroup(own, "/"), "");
+  EXPECT_EQ(leaf_parent_cgroup(own, "/oarbank-supervisor"), "");
+  NodeConfig configured;
+  configured.cgroup_parent = "/oarbank.slice";
+  EXPECT_EQ(leaf_parent_cgroup(configured, unit + "/oarbank-supervisor"), "/oarbank.slice");
 }
 
 Policy reserved(std::optional<double> cpu, std::optional<std::uint64_t> memory) {
