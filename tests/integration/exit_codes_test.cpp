@@ -336,5 +336,50 @@ TEST_F(InvalidConfig, FromTheEnvironmentVariable) {
   expect_nothing_ran();
 }
 
+// --- The status channel for supervisors (--status-fd, docs/launcher.md) ---------------------
+
+class StatusChannel : public LauncherExit {
+ protected:
+  // Runs sandbox-exec with the write end of a pipe as --status-fd; returns what it wrote.
+  std::string channel_of(const std::string& policy, const std::vector<std::string>& module, RunResult& r) {
+    int fds[2];
+    EXPECT_EQ(::pipe(fds), 0);
+    std::vector<std::string> args{"sandbox-exec", "--config", config_path, "--status-fd",
+                                  std::to_string(fds[1]), policy, "--"};
+    args.insert(args.end(), module.begin(), module.end());
+    r = agent(args);
+    ::close(fds[1]);
+    std::string text;
+    char buffer[512];
+    for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    return text;
+  }
+};
+
+TEST_F(StatusChannel, SaysExecBeforeTheModuleAndIsClosedByIt) {
+  RunResult r;
+  // The module lists its descriptors: the channel is not among them.
+  const std::string text = channel_of(tree.write_json("p.json", base_policy()),
+                                      {"/bin/ls", "/proc/self/fd"}, r);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(text, "exec\n");
+  EXPECT_EQ(r.out, "0\n1\n2\n3\n") << "only 0, 1, 2 and ls's own listing";
+}
+
+TEST_F(StatusChannel, NamesTheLaunchersFailureWithItsCode) {
+  auto missing = base_policy();
+  missing["runtime"] = {tree.path("no-such-runtime")};
+  RunResult r;
+  const std::string text = channel_of(tree.write_json("missing.json", missing), {tree.probe(), "true"}, r);
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_TRUE(text.starts_with("70\toarbank-agent sandbox-exec: ")) << text;
+  EXPECT_NE(text.find("no-such-runtime"), std::string::npos) << text;
+  r = {};
+  const std::string exec_failed = channel_of(tree.write_json("p2.json", base_policy()), {tree.path("bundle/nope")}, r);
+  EXPECT_TRUE(r.exited(71)) << r.describe();
+  EXPECT_TRUE(exec_failed.starts_with("exec\n71\t")) << exec_failed;
+}
+
 }  // namespace
 }  // namespace oarbank::it
