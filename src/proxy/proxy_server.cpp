@@ -1,5 +1,6 @@
 #include "proxy/proxy_server.hpp"
 
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <cerrno>
+#include <csignal>
+#include <ctime>
 #include <map>
 #include <mutex>
 #include <set>
@@ -169,6 +172,7 @@ ProxyServer::ProxyServer(ProxySettings settings, TestingOnlyExemptions exemption
   stop_fd_ = stop_fd.get();
   impl_ = std::make_unique<Impl>(std::move(settings), std::move(exemptions.permitted_ranges),
                                  stop_fd.get());
+  impl_->state.relay_tunnels_by_copy = exemptions.relay_tunnels_by_copy;
   stop_fd.release();  // the stream_descriptor owns it now
   impl_->watch_stop();
 }
@@ -232,7 +236,22 @@ void ProxyServer::remove_module(const std::string& module_id) {
   });
 }
 
-void ProxyServer::run() { impl_->io.run(); }
+void ProxyServer::run() {
+  // splice(2) into a socket whose peer has gone raises SIGPIPE (splice has no MSG_NOSIGNAL),
+  // and it is sent to this thread: blocked while the loop runs, and any pending one taken
+  // before the mask is restored. Not ignored process-wide: sandbox-run's module would inherit
+  // SIG_IGN across its exec.
+  sigset_t pipe_only;
+  sigset_t previous;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &previous);
+  impl_->io.run();
+  const timespec no_wait{};
+  while (sigtimedwait(&pipe_only, nullptr, &no_wait) == SIGPIPE) {
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
 
 void ProxyServer::stop() noexcept {
   const std::uint64_t one = 1;

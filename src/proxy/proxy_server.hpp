@@ -30,6 +30,9 @@ namespace oarbank::proxy {
 // configuration key reaches it.
 struct TestingOnlyExemptions {
   std::vector<IpRange> permitted_ranges;
+  // Relay CONNECT tunnels through buffers, as the proxy does when it cannot have a pipe (out
+  // of descriptors), so that tests cover that path too.
+  bool relay_tunnels_by_copy = false;
 };
 
 class ProxyServer {

@@ -41,6 +41,7 @@ struct ServerState {
   std::size_t active_total = 0;
   std::set<Session*> sessions;  // every live session, for stop() and remove_module()
   bool stopping = false;
+  bool relay_tunnels_by_copy = false;  // TestingOnlyExemptions
 
  private:
   AddressContext context_;

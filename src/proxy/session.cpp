@@ -2,9 +2,11 @@
 
 #include <array>
 #include <asio/connect.hpp>
+#include <asio/post.hpp>
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 #include <cstring>
+#include <system_error>
 
 #include "proxy/http_refusal.hpp"
 #include "proxy/http_response.hpp"
@@ -198,7 +200,6 @@ void Session::on_connected() {
   phase_ = Phase::Relaying;
   std::error_code ignored;
   upstream_.set_option(asio::ip::tcp::no_delay(true), ignored);
-  down_buf_.resize(kRelayBufferBytes);
   touch();
   arm_idle_timer();
   if (request_->form == RequestForm::Connect) {
@@ -274,12 +275,12 @@ void Session::start_tunnel() {
                         self->finish("reset", true, 0, "client: " + ec.message());
                         return;
                       }
-                      self->pump_down();
+                      self->relay(Direction::Down);
                     });
   // Bytes the client sent right after the head (a TLS ClientHello) belong to the tunnel.
   const std::size_t extra = received_ - head_bytes_;
   if (extra == 0) {
-    pump_up();
+    relay(Direction::Up);
     return;
   }
   asio::async_write(upstream_, asio::buffer(up_buf_.data() + head_bytes_, extra),
@@ -290,11 +291,112 @@ void Session::start_tunnel() {
                         return;
                       }
                       self->bytes_up_ += n;
-                      self->pump_up();
+                      self->relay(Direction::Up);
                     });
 }
 
+void Session::relay(Direction direction) {
+  const bool up = direction == Direction::Up;
+  std::error_code ec;
+  // splice(2) on a socket blocks unless the socket itself is non-blocking. Asio has made both
+  // so already (for its own asynchronous operations): then this costs no system call.
+  if (!client_.native_non_blocking()) client_.native_non_blocking(true, ec);
+  if (!ec && !upstream_.native_non_blocking()) upstream_.native_non_blocking(true, ec);
+  if (ec || server_.relay_tunnels_by_copy) {
+    if (up) {
+      pump_up();
+    } else {
+      pump_down();
+    }
+    return;
+  }
+  // The head is relayed: the tunnel's bytes go through pipes from here on. Each pipe is made
+  // when its direction first has bytes, so an idle tunnel holds its two sockets and no more.
+  if (up) up_buf_.release();
+  (up ? client_ : upstream_)
+      .async_wait(asio::socket_base::wait_read,
+                  [self = shared_from_this(), direction](const std::error_code&) {
+                    self->splice_relay(direction);
+                  });
+}
+
+void Session::splice_relay(Direction direction) {
+  if (phase_ != Phase::Relaying) return;
+  const bool up = direction == Direction::Up;
+  asio::ip::tcp::socket& from = up ? client_ : upstream_;
+  asio::ip::tcp::socket& to = up ? upstream_ : client_;
+  const char* from_name = up ? "client: " : "upstream: ";
+  const char* to_name = up ? "upstream: " : "client: ";
+  SplicePipe& pipe = up ? up_pipe_ : down_pipe_;
+  if (!pipe.valid()) {
+    pipe = SplicePipe::open();
+    if (!pipe.valid()) {
+      // Out of descriptors: this direction relays through a buffer instead.
+      if (up) {
+        pump_up();
+      } else {
+        pump_down();
+      }
+      return;
+    }
+  }
+  bool& source_ended = up ? up_source_ended_ : down_source_ended_;
+  std::uint64_t& relayed = up ? bytes_up_ : bytes_down_;
+  auto again = [self = shared_from_this(), direction](const std::error_code&) {
+    self->splice_relay(direction);
+  };
+  // One turn moves at most this much before letting the loop serve the other direction and
+  // the other connections.
+  constexpr std::size_t kTurnBytes = 4 << 20;
+  std::size_t moved = 0;
+  for (;;) {
+    SpliceStep in;
+    if (!source_ended) {
+      in = pipe.fill(from.native_handle());
+      if (in.error != 0) {
+        finish("reset", true, 0, from_name + std::system_category().message(in.error));
+        return;
+      }
+      source_ended = in.end_of_stream;
+    }
+    SpliceStep out;
+    if (pipe.held() > 0) {
+      out = pipe.drain(to.native_handle());
+      if (out.error != 0) {
+        finish("reset", true, 0, to_name + std::system_category().message(out.error));
+        return;
+      }
+      relayed += out.bytes;
+      moved += out.bytes;
+    }
+    if (in.bytes > 0 || out.bytes > 0) touch();
+    if (source_ended && pipe.held() == 0) {
+      if (up) {
+        up_finished();
+      } else {
+        down_finished();
+      }
+      return;
+    }
+    if (out.would_block) {
+      to.async_wait(asio::socket_base::wait_write, std::move(again));
+      return;
+    }
+    // With the pipe empty, EAGAIN from the source means the source is empty (with bytes held,
+    // it can also mean the pipe is full).
+    if (in.would_block && pipe.held() == 0) {
+      from.async_wait(asio::socket_base::wait_read, std::move(again));
+      return;
+    }
+    if (moved >= kTurnBytes) {
+      asio::post(from.get_executor(), [again] { again({}); });
+      return;
+    }
+  }
+}
+
 void Session::start_forward() {
+  down_buf_.resize(kRelayBufferBytes);  // holds the response head as it is read
   out_head_ = forwarded_request_head(*request_);
   if (request_->chunked) {
     chunked_.emplace();
@@ -343,6 +445,7 @@ std::size_t Session::body_take(char* data, std::size_t size, bool& malformed) {
 
 void Session::pump_up() {
   if (phase_ != Phase::Relaying) return;
+  if (up_buf_.size() < kRelayBufferBytes) up_buf_.resize(kRelayBufferBytes);
   const bool forwarding = request_->form == RequestForm::Absolute;
   if (forwarding && body_done_) {
     up_done_ = true;  // the request is complete: what the client sends next is not read
@@ -394,30 +497,32 @@ void Session::up_finished() {
 
 void Session::pump_down() {
   if (phase_ != Phase::Relaying) return;
-  upstream_.async_read_some(asio::buffer(down_buf_.data(), down_buf_.size()), [self = shared_from_this()](
-                                                         const std::error_code& ec, std::size_t n) {
-    if (self->phase_ != Phase::Relaying) return;
-    if (ec) {
-      if (ec == asio::error::eof) {
-        self->down_finished();
-      } else {
-        self->finish("reset", true, 0, "upstream: " + ec.message());
-      }
-      return;
-    }
-    self->touch();
-    asio::async_write(self->client_, asio::buffer(self->down_buf_.data(), n),
-                      [self](const std::error_code& error, std::size_t written) {
-                        if (self->phase_ != Phase::Relaying) return;
-                        if (error) {
-                          self->finish("reset", true, 0, "client: " + error.message());
-                          return;
-                        }
-                        self->bytes_down_ += written;
-                        self->touch();
-                        self->pump_down();
-                      });
-  });
+  if (down_buf_.size() < kRelayBufferBytes) down_buf_.resize(kRelayBufferBytes);
+  upstream_.async_read_some(asio::buffer(down_buf_.data(), down_buf_.size()),
+                            [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+                              if (self->phase_ != Phase::Relaying) return;
+                              if (ec) {
+                                if (ec == asio::error::eof) {
+                                  self->down_finished();
+                                } else {
+                                  self->finish("reset", true, 0, "upstream: " + ec.message());
+                                }
+                                return;
+                              }
+                              self->touch();
+                              asio::async_write(
+                                  self->client_, asio::buffer(self->down_buf_.data(), n),
+                                  [self](const std::error_code& error, std::size_t written) {
+                                    if (self->phase_ != Phase::Relaying) return;
+                                    if (error) {
+                                      self->finish("reset", true, 0, "client: " + error.message());
+                                      return;
+                                    }
+                                    self->bytes_down_ += written;
+                                    self->touch();
+                                    self->pump_down();
+                                  });
+                            });
 }
 
 void Session::down_finished() {
@@ -532,6 +637,8 @@ void Session::finish(const std::string& outcome, bool reset, int status,
   timer_.cancel();
   close_socket(client_, reset);
   close_socket(upstream_, reset);
+  up_pipe_ = SplicePipe{};
+  down_pipe_ = SplicePipe{};
   if (verdict_.allowed) {
     ClosedRecord record;
     record.module = module_->id;

@@ -1,6 +1,7 @@
 // One client connection: read and judge the request head, resolve, connect, then relay a
-// CONNECT tunnel or one forwarded plain-HTTP request. Memory is bounded per connection (two
-// fixed buffers); every phase has its timeout; every path closes both sockets.
+// CONNECT tunnel (in the kernel, splice_pipe.hpp) or one forwarded plain-HTTP request. Memory is
+// bounded per connection (two fixed buffers, or two pipes); every phase has its timeout; every
+// path closes both sockets.
 #pragma once
 
 #include <asio/ip/tcp.hpp>
@@ -16,6 +17,7 @@
 #include "proxy/decision.hpp"
 #include "proxy/http_request.hpp"
 #include "proxy/server_state.hpp"
+#include "proxy/splice_pipe.hpp"
 
 namespace oarbank::proxy {
 
@@ -30,6 +32,11 @@ class RelayBuffer {
     if (size == size_) return;
     data_.reset(new char[size]);
     size_ = size;
+  }
+  // Gives the memory back (a CONNECT tunnel relayed by splice needs no buffer after its head).
+  void release() {
+    data_.reset();
+    size_ = 0;
   }
   [[nodiscard]] char* data() { return data_.get(); }
   [[nodiscard]] std::size_t size() const { return size_; }
@@ -53,6 +60,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   enum class Phase { Head, Deciding, Connecting, Relaying, Refusing, Done };
+  enum class Direction { Up, Down };  // client to upstream, upstream to client
 
   void read_head();
   void on_head(const RequestParse& parse);
@@ -66,6 +74,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void drain_client();
   void start_tunnel();
   void start_forward();
+  // Starts relaying `direction` of a CONNECT tunnel: in the kernel (splice), else through a
+  // buffer (pump_up/pump_down) when no pipe can be had.
+  void relay(Direction direction);
+  void splice_relay(Direction direction);
   void pump_up();
   void pump_down();
   void read_response_head();
@@ -97,6 +109,12 @@ class Session : public std::enable_shared_from_this<Session> {
   // Upstream to client; also holds the response head while it is read (forwarding).
   RelayBuffer down_buf_;
   std::size_t down_len_ = 0;
+
+  // CONNECT tunnels: one pipe per direction, made when that direction first relays.
+  SplicePipe up_pipe_;
+  SplicePipe down_pipe_;
+  bool up_source_ended_ = false;
+  bool down_source_ended_ = false;
 
   std::optional<HttpRequest> request_;
   std::size_t head_bytes_ = 0;

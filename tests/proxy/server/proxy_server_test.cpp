@@ -27,7 +27,16 @@ std::string open_tunnel(int fd, std::uint16_t port) {
   return recv_until(fd, "\r\n\r\n");
 }
 
-TEST(ProxyServer, ConnectTunnelCarriesBytesBothWays) {
+// The tunnel tests run with both relays: splice(2) through pipes, and the buffers the proxy
+// falls back to when it cannot have a pipe.
+class ProxyTunnel : public ::testing::TestWithParam<Relay> {};
+INSTANTIATE_TEST_SUITE_P(Relays, ProxyTunnel, ::testing::Values(Relay::Splice, Relay::Copy),
+                         [](const ::testing::TestParamInfo<Relay>& relay) {
+                           return relay.param == Relay::Splice ? std::string("Splice")
+                                                               : std::string("Copy");
+                         });
+
+TEST_P(ProxyTunnel, ConnectTunnelCarriesBytesBothWays) {
   constexpr std::size_t kBig = 4 << 20;
   Upstream echo([](int fd) {
     char buf[65536];
@@ -37,7 +46,7 @@ TEST(ProxyServer, ConnectTunnelCarriesBytesBothWays) {
       send_all(fd, std::string_view(buf, static_cast<std::size_t>(n)));
     }
   });
-  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", echo.port)});
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", echo.port)}, true, GetParam());
   const int fd = connect_tcp(proxy.port);
   ASSERT_GE(fd, 0);
   EXPECT_EQ(open_tunnel(fd, echo.port), "HTTP/1.1 200 Connection established\r\n\r\n");
@@ -63,23 +72,23 @@ TEST(ProxyServer, ConnectTunnelCarriesBytesBothWays) {
   EXPECT_EQ(closed[0]["outcome"], "closed");
 }
 
-TEST(ProxyServer, TunnelDataSentWithTheHeadIsRelayed) {
+TEST_P(ProxyTunnel, TunnelDataSentWithTheHeadIsRelayed) {
   Upstream upstream([](int fd) { send_all(fd, "got:" + recv_until(fd, "ping")); });
-  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)});
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)}, true, GetParam());
   const int fd = connect_tcp(proxy.port);
   send_all(fd, connect_request(upstream.port) + "ping");
   EXPECT_EQ(recv_until(fd, "got:ping"), "HTTP/1.1 200 Connection established\r\n\r\ngot:ping");
   ::close(fd);
 }
 
-TEST(ProxyServer, HalfClosePropagates) {
+TEST_P(ProxyTunnel, HalfClosePropagates) {
   std::atomic<bool> upstream_saw_eof{false};
   Upstream upstream([&](int fd) {
     const std::string request = recv_all(fd);  // until the client's EOF comes through
     upstream_saw_eof = true;
     send_all(fd, "received " + std::to_string(request.size()) + " bytes, and here is the rest");
   });
-  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)});
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)}, true, GetParam());
   const int fd = connect_tcp(proxy.port);
   ASSERT_EQ(status_of(open_tunnel(fd, upstream.port)), 200);
   send_all(fd, std::string(100000, 'q'));
@@ -92,13 +101,13 @@ TEST(ProxyServer, HalfClosePropagates) {
   EXPECT_EQ(closed[0]["outcome"], "closed");
 }
 
-TEST(ProxyServer, UpstreamResetReachesTheClient) {
+TEST_P(ProxyTunnel, UpstreamResetReachesTheClient) {
   Upstream upstream([](int fd) {
     recv_until(fd, "x");
     const linger hard{1, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);  // close() sends RST
   });
-  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)});
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)}, true, GetParam());
   const int fd = connect_tcp(proxy.port);
   ASSERT_EQ(status_of(open_tunnel(fd, upstream.port)), 200);
   send_all(fd, "x");
@@ -112,7 +121,7 @@ TEST(ProxyServer, UpstreamResetReachesTheClient) {
   EXPECT_EQ(closed[0]["outcome"], "reset");
 }
 
-TEST(ProxyServer, ClientResetReachesTheUpstream) {
+TEST_P(ProxyTunnel, ClientResetReachesTheUpstream) {
   std::atomic<int> upstream_errno{0};
   Upstream upstream([&](int fd) {
     send_all(fd, "ready");
@@ -120,7 +129,7 @@ TEST(ProxyServer, ClientResetReachesTheUpstream) {
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     upstream_errno = n < 0 ? errno : 0;
   });
-  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)});
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)}, true, GetParam());
   const int fd = connect_tcp(proxy.port);
   send_all(fd, connect_request(upstream.port));
   EXPECT_EQ(recv_until(fd, "ready"), "HTTP/1.1 200 Connection established\r\n\r\nready");
@@ -130,6 +139,66 @@ TEST(ProxyServer, ClientResetReachesTheUpstream) {
   proxy.wait_for_log("closed", 1);
   for (int i = 0; i < 100 && upstream_errno == 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(upstream_errno, ECONNRESET);
+}
+
+TEST_P(ProxyTunnel, ASlowReaderHoldsTheTunnelBackAndLosesNothing) {
+  // The client does not read for a while: the proxy's pipe (or buffer) and both sockets fill,
+  // the proxy waits for the client to take more, and every byte arrives, in order.
+  constexpr std::size_t kBig = 16 << 20;
+  std::string payload(kBig, 'x');
+  for (std::size_t i = 0; i < payload.size(); i += 1000)
+    payload[i] = static_cast<char>('a' + (i / 1000) % 26);
+  Upstream upstream([&](int fd) { send_all(fd, payload); });
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)}, true, GetParam());
+  const int fd = connect_tcp(proxy.port);
+  send_all(fd, connect_request(upstream.port));
+  std::this_thread::sleep_for(300ms);
+  std::string back = recv_all(fd);
+  const std::string head = "HTTP/1.1 200 Connection established\r\n\r\n";
+  ASSERT_EQ(back.substr(0, head.size()), head);
+  back.erase(0, head.size());
+  EXPECT_EQ(back.size(), payload.size());
+  EXPECT_TRUE(back == payload);
+  ::close(fd);
+  auto closed = proxy.wait_for_log("closed", 1);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0]["bytes_down"], kBig);
+  EXPECT_EQ(closed[0]["outcome"], "closed");
+}
+
+TEST_P(ProxyTunnel, AClientGoneInTheMiddleOfAStreamEndsOnlyItsTunnel) {
+  // The upstream streams; the client reads a little and goes. Writing into a socket whose
+  // peer has gone fails (and splice raises SIGPIPE, which must not end the process): the
+  // tunnel ends as a reset, the upstream sees its connection end, the proxy serves on.
+  std::atomic<bool> upstream_write_failed{false};
+  Upstream upstream(
+      [&](int fd) {
+        const std::string chunk(65536, 's');
+        if (recv_until(fd, "go") != "go") return;  // the second connection only says "go" back
+        for (int i = 0; i < 100000; ++i) {
+          if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) < 0) {
+            upstream_write_failed = true;
+            return;
+          }
+        }
+      },
+      2);
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)}, true, GetParam());
+  const int fd = connect_tcp(proxy.port);
+  ASSERT_EQ(status_of(open_tunnel(fd, upstream.port)), 200);
+  send_all(fd, "go");
+  char buf[4096];
+  ASSERT_GT(::recv(fd, buf, sizeof buf, 0), 0);
+  ::close(fd);  // unread bytes: the client's kernel answers with a reset
+  auto closed = proxy.wait_for_log("closed", 1);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(closed[0]["outcome"], "reset");
+  for (int i = 0; i < 200 && !upstream_write_failed; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(upstream_write_failed);
+  // The same proxy still serves.
+  const int again = connect_tcp(proxy.port);
+  ASSERT_EQ(status_of(open_tunnel(again, upstream.port)), 200);
+  ::close(again);
 }
 
 TEST(ProxyServer, AbsoluteUriForwardedWithHopByHopStripped) {

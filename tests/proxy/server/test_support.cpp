@@ -199,14 +199,15 @@ ProxySettings quick_settings() {
   return s;
 }
 
-Proxy::Proxy(ProxySettings settings, std::vector<EgressDestination> allowlist,
-             bool exempt_loopback) {
+Proxy::Proxy(ProxySettings settings, std::vector<EgressDestination> allowlist, bool exempt_loopback,
+             Relay relay) {
   settings.log = [this](std::string_view line) {
     std::lock_guard lock(mutex_);
     lines_.emplace_back(line);
   };
   TestingOnlyExemptions exemptions;
   if (exempt_loopback) exemptions.permitted_ranges.push_back(*parse_ip_range("127.0.0.0/8"));
+  exemptions.relay_tunnels_by_copy = relay == Relay::Copy;
   server = std::make_unique<ProxyServer>(std::move(settings), std::move(exemptions));
   const int fd = listen_tcp(port);
   server->add_module("m1", std::move(allowlist), fd);

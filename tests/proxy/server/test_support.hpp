@@ -73,10 +73,14 @@ EgressDestination name_entry(const std::string& name, std::uint16_t port);
 ProxySettings quick_settings();
 
 // The proxy on its own thread with one module ("m1"); loopback exempted unless told not to.
+// How the proxy relays CONNECT tunnels: splice(2) through pipes (production), or through
+// buffers (its fallback when it cannot have a pipe).
+enum class Relay { Splice, Copy };
+
 class Proxy {
  public:
   Proxy(ProxySettings settings, std::vector<EgressDestination> allowlist,
-        bool exempt_loopback = true);
+        bool exempt_loopback = true, Relay relay = Relay::Splice);
   ~Proxy();
   void stop();
   // Adds another module on a fresh listener; returns its port.
