@@ -2,6 +2,8 @@
 // that a bare sandbox-exec (or another supervisor) runs: the same code sandbox-run hosts.
 // One module per process, on its own listener (the proxy always knows whose allowlist
 // applies); it runs until SIGTERM or SIGINT.
+#include <sys/resource.h>
+
 #include <csignal>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -29,6 +31,18 @@ struct ProxyArgs {
 
 ProxyHost* g_host = nullptr;
 
+// Each tunnel holds two sockets, and two pipes while it carries bytes
+// (src/proxy/splice_pipe.hpp): the default soft limit of 1024 descriptors would stop the
+// proxy well short of its tunnel limits. The proxy waits with epoll, never select, so the
+// hard limit is safe to take; this service starts no modules that would inherit it.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 extern "C" void stop_on_signal(int /*sig*/) {
   if (g_host != nullptr) g_host->stop();  // one write(2) to an eventfd: async-signal-safe
 }
@@ -50,6 +64,7 @@ int run_egress_proxy(const ProxyArgs& options) {
     if (policy.net != NetMode::EgressAllowlist) {
       throw Error(ErrorKind::Usage, "the policy's net is not egress-allowlist: nothing to proxy");
     }
+    raise_descriptor_limit();
     ProxyHost host(config, options.log_path, options.id, policy,
                    listen_on(config.proxy_host, config.proxy_port));
     g_host = &host;

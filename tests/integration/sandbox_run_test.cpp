@@ -4,7 +4,9 @@
 // cgroup2 hierarchy; the hard limits themselves are proven in the qemu guests (tests/vm).
 #include <fcntl.h>
 #include <signal.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -502,6 +504,72 @@ TEST_F(SandboxRun, AnEgressModuleHasOnlyLoopbackWithTheProxyOnIt) {
   // the node's 127.0.0.1 is not reachable from there); any other port is Landlock's EACCES.
   EXPECT_EQ(r.out, "lo\nok\nerrno EACCES\n") << r.describe();
   expect_nothing_left();
+}
+
+// --- egress-proxy: the same proxy as a standalone service, for a bare sandbox-exec ----------
+
+// Sends `request` to 127.0.0.1:`port` and returns what comes back until the proxy closes.
+std::string ask_proxy(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) answer.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return answer;
+}
+
+TEST_F(SandboxRun, TheStandaloneEgressProxyJudgesByThePolicyAndStopsOnSigterm) {
+  int port = 0;
+  {
+    TcpListener probe;  // a free port, given back at once
+    port = probe.port();
+  }
+  const std::string log = tree.path("egress-proxy.log");
+  const std::string output = tree.path("egress-proxy.out");
+  Background proxy_service({OARBANK_AGENT_BINARY, "egress-proxy", "--config", config_path, "--listen",
+                            "127.0.0.1:" + std::to_string(port), "--id", "it-module", "--log", log,
+                            tree.write_json("egress.json", egress_policy())},
+                           env(), output);
+  std::string answer;
+  ASSERT_TRUE(eventually([&] {
+    answer = ask_proxy(port, "CONNECT 192.0.2.7:443 HTTP/1.1\r\nHost: 192.0.2.7:443\r\n\r\n");
+    return !answer.empty();
+  })) << read_if_there(output);
+  EXPECT_EQ(answer.substr(0, 12), "HTTP/1.1 403") << answer;
+  EXPECT_TRUE(eventually([&] {
+    const std::string lines = read_if_there(log);
+    return lines.find("\"module\":\"it-module\"") != std::string::npos &&
+           lines.find("\"verdict\":\"refuse\"") != std::string::npos;
+  })) << read_if_there(log);
+  // Its tunnels take descriptors (two sockets, and two pipes while bytes flow): the soft
+  // limit is raised to the hard one.
+  std::istringstream limits(read_file("/proc/" + std::to_string(proxy_service.pid()) + "/limits"));
+  std::string line;
+  std::string soft, hard;
+  while (std::getline(limits, line)) {
+    if (line.rfind("Max open files", 0) != 0) continue;
+    std::istringstream fields(line.substr(std::string("Max open files").size()));
+    fields >> soft >> hard;
+  }
+  EXPECT_FALSE(soft.empty());
+  EXPECT_EQ(soft, hard);
+  ::kill(proxy_service.pid(), SIGTERM);
+  EXPECT_EQ(proxy_service.wait(), 0) << read_if_there(output);
+  EXPECT_EQ(read_if_there(output), "");
+  // A policy without egress-allowlist has nothing to proxy: a usage error, one line.
+  RunResult r = run_command({OARBANK_AGENT_BINARY, "egress-proxy", "--config", config_path, "--listen",
+                             "127.0.0.1:" + std::to_string(port), policy()},
+                            RunOptions{.env = env(), .stdin_fd = {}, .controlling_terminal = false, .user = {}, .timeout = 10s});
+  EXPECT_TRUE(r.exited(64)) << r.describe();
+  EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
 }
 
 // --- What an attacker review found (module author, local user) ----------------------------
