@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,25 +16,24 @@
 #include "cli/commands.hpp"
 #include "cli/prepared_exec.hpp"
 #include "cli/proxy_host.hpp"
-#include "supervise/module_network.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/cgroup_limits.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/cgroup_leaf.hpp"
-#include "sys/landlock_abi.hpp"
 #include "supervise/module_id.hpp"
+#include "supervise/module_network.hpp"
 #include "supervise/run_state.hpp"
 #include "supervise/supervisor.hpp"
 #include "supervise/writable_dirs.hpp"
 #include "sys/error.hpp"
+#include "sys/landlock_abi.hpp"
 #include "sys/text_file.hpp"
 
 namespace oarbank::cli {
 namespace {
 
 constexpr const char* kCommand = "sandbox-run";
-
 
 // What the child needs: the prepared launch, and the module's network namespace to join.
 struct ChildLaunch {
@@ -63,8 +62,10 @@ std::string generate_module_id() {
   set_launch_status_fd(status_fd);
   if (child->netns_fd >= 0) {
     if (int err = join_network_namespace(child->netns_fd); err != 0) {
-      std::string line = "oarbank-agent sandbox-run: step network failed: setns(the module's "
-                         "network namespace): " + errno_text(err);
+      std::string line =
+          "oarbank-agent sandbox-run: step network failed: setns(the module's "
+          "network namespace): " +
+          errno_text(err);
       std::fprintf(stderr, "%s\n", line.c_str());
       report_launch_status(kExitSoftware, line);
       ::_exit(kExitSoftware);
@@ -151,23 +152,35 @@ int run_sandbox_run(const RunArgs& options) {
       if (limits.required && !limits.controllers.empty()) {
         throw Error(ErrorKind::Unenforceable,
                     "step cgroup failed: the node requires hard limits, and there is no cgroup "
-                    "v2 container here: " + why_not);
+                    "v2 container here: " +
+                        why_not);
       }
       print_error(kCommand, "no cgroup v2 container (" + why_not +
                                 "): the container is a process group only");
     }
 
+    // Egress without a namespace of its own (unprivileged): the module gets a listener of its
+    // own on proxy_listen's address, on a port the kernel picks, so that the proxy knows
+    // whose allowlist applies by the listener and modules run side by side. Its plan
+    // (Landlock's port rule, the proxy variables) names that port. Inside a namespace of its
+    // own (root), the configured port is the module's alone anyway.
+    NodeConfig module_config = config;
+    UniqueFd own_listener;
+    if (policy.net == NetMode::EgressAllowlist && !root) {
+      own_listener = listen_on(config.proxy_host, 0);
+      module_config.proxy_port = listening_port(own_listener.get());
+    }
+
     std::vector<std::string> writable;
     if (policy.work) writable.push_back(*policy.work);
     if (policy.temp) writable.push_back(*policy.temp);
-    const auto created =
-        make_writable_dirs(writable, config.writable_roots, launch.expected.uid,
-                           launch.expected.gid, root);
+    const auto created = make_writable_dirs(writable, config.writable_roots, launch.expected.uid,
+                                            launch.expected.gid, root);
     // Everything the launch can fail at softly, here in the parent: a failure is one line and
     // an exit code, with the leaf and the directories removed (unwinding).
     std::unique_ptr<PreparedExec> prepared;
     try {
-      prepared = prepare_exec(request, config, policy);
+      prepared = prepare_exec(request, module_config, policy);
     } catch (...) {
       remove_created_dirs(created);
       throw;
@@ -184,7 +197,7 @@ int run_sandbox_run(const RunArgs& options) {
                       "root");
     }
     // Egress: the proxy for this module, on a listener inside the module's own network
-    // namespace where this node can make one (root), else on the node's proxy_listen.
+    // namespace where this node can make one (root), else on the module's own port (above).
     ChildLaunch child{prepared.get(), -1};
     ModuleNetwork network;
     std::unique_ptr<ProxyHost> proxy;
@@ -194,7 +207,7 @@ int run_sandbox_run(const RunArgs& options) {
           network = make_module_network(config.proxy_host, config.proxy_port);
           child.netns_fd = network.netns.get();
         } else {
-          network.listener = listen_on(config.proxy_host, config.proxy_port);
+          network.listener = std::move(own_listener);
         }
         proxy = std::make_unique<ProxyHost>(config, options.proxy_log, id, policy,
                                             std::move(network.listener));

@@ -86,6 +86,18 @@ ModuleNetwork make_module_network(const std::string& host, std::uint16_t port) {
   return network;
 }
 
+std::uint16_t listening_port(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    fail("getsockname (the proxy's port)", errno);
+  }
+  const in_port_t port = address.ss_family == AF_INET6
+                             ? reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port
+                             : reinterpret_cast<const sockaddr_in*>(&address)->sin_port;
+  return ntohs(port);
+}
+
 int join_network_namespace(int netns_fd) {
   return ::setns(netns_fd, CLONE_NEWNET) == 0 ? 0 : errno;
 }

@@ -22,8 +22,12 @@ struct ModuleNetwork {
 ModuleNetwork make_module_network(const std::string& host, std::uint16_t port);
 
 // A listening socket on host:port in this process's namespace (no confinement: Landlock's
-// port rule alone). Throws Error(StepFailed); EADDRINUSE names the port.
+// port rule alone). Port 0: one the kernel picks. Throws Error(StepFailed); EADDRINUSE names
+// the port.
 UniqueFd listen_on(const std::string& host, std::uint16_t port);
+
+// The port a bound socket listens on (after listen_on(host, 0)). Throws Error(StepFailed).
+std::uint16_t listening_port(int fd);
 
 // Joins the namespace (in the child, before the launch drops the capability to). Returns 0 or
 // an errno.

@@ -506,6 +506,56 @@ TEST_F(SandboxRun, AnEgressModuleHasOnlyLoopbackWithTheProxyOnIt) {
   expect_nothing_left();
 }
 
+TEST_F(SandboxRun, UnprivilegedEgressModulesEachGetAProxyPortOfTheirOwn) {
+  if (!running_as_root()) GTEST_SKIP() << "runs sandbox-run as another user (needs root)";
+  if (kernel_landlock_abi() < 6) GTEST_SKIP() << "unprivileged sandbox-run needs Landlock ABI 6 (signal scoping)";
+  // Without a namespace of its own, each module has its own listener on a port the kernel
+  // picks: two modules run side by side, each reaches its own proxy port and not the other's.
+  const uid_t user = 4242;
+  const std::string user_state = tree.path("user-state");
+  ASSERT_EQ(::mkdir(user_state.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(user_state.c_str(), user, user), 0);
+  auto p = egress_policy();
+  for (const char* mine : {"work", "temp", "data"}) p.erase(mine);  // the module user's, not 4242's
+  const std::string policy_path = tree.write_json("egress-user.json", p);
+  auto user_env = env();
+  user_env.back() = "OARBANK_STATE_DIR=" + user_state;
+  const std::string first_out = tree.path("first.out");
+  // The first module says its port and stays while the second tries it.
+  std::vector<std::string> first_argv = {
+      "/usr/bin/setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", OARBANK_AGENT_BINARY,
+      "sandbox-run", "--config", config_path, "--id", id + "-a", policy_path, "--",
+      "/bin/sh", "-c", "echo \"${https_proxy##*:}\"; exec sleep 30"};
+  Background first(first_argv, user_env, first_out);
+  std::string first_port;
+  ASSERT_TRUE(eventually([&] {
+    // Its output shares the file with sandbox-run's line about the missing cgroup.
+    std::istringstream out(read_if_there(first_out));
+    for (std::string line; std::getline(out, line);) {
+      if (!line.empty() && line.find_first_not_of("0123456789") == std::string::npos) first_port = line;
+    }
+    return !first_port.empty();
+  })) << read_if_there(first_out);
+  RunOptions o;
+  o.env = user_env;
+  o.user = std::make_pair(user, static_cast<gid_t>(user));
+  RunResult second = run_command(
+      {OARBANK_AGENT_BINARY, "sandbox-run", "--config", config_path, "--id", id + "-b", policy_path, "--", "/bin/sh",
+       "-c",
+       "p=${https_proxy##*:}; echo \"$p\"; " + tree.probe() + " connect 127.0.0.1 \"$p\"; " + tree.probe() +
+           " connect 127.0.0.1 " + first_port},
+      o);
+  EXPECT_TRUE(second.exited(0)) << second.describe();
+  const auto nl = second.out.find('\n');
+  ASSERT_NE(nl, std::string::npos) << second.describe();
+  const std::string second_port = second.out.substr(0, nl);
+  EXPECT_NE(second_port, first_port);
+  EXPECT_NE(second_port, std::to_string(proxy.port())) << "the configured port is for egress-proxy alone";
+  EXPECT_EQ(second.out.substr(nl + 1), "ok\nerrno EACCES\n") << second.describe();
+  ::kill(first.pid(), SIGTERM);
+  EXPECT_EQ(first.wait(), 128 + SIGTERM) << read_if_there(first_out);
+}
+
 // --- egress-proxy: the same proxy as a standalone service, for a bare sandbox-exec ----------
 
 // Sends `request` to 127.0.0.1:`port` and returns what comes back until the proxy closes.
