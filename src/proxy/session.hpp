@@ -66,6 +66,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_head(const RequestParse& parse);
   void on_verdict(Verdict verdict);
   void connect_next();
+  // The connect on the upstream socket has ended: SO_ERROR says how.
+  void connect_done(const asio::ip::tcp::endpoint& endpoint);
+  void arm_connect_timer();
   void on_connected();
   // Answers `status` with `reason`, then closes after a short linger. `log_decision`: this
   // refusal is the decision (else it follows an allowed decision, and ends it).
@@ -122,6 +125,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Verdict verdict_;
   std::size_t next_address_ = 0;
   std::string connect_error_;
+  bool connect_timer_armed_ = false;
   std::string connected_to_;
   std::string out_head_;  // the forwarded request head, or the refusal, or the response head
   std::string response_head_;
