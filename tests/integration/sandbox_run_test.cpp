@@ -3,8 +3,9 @@
 // serves sandbox-ctl, and leaves nothing behind however the run ends. On this machine's real
 // cgroup2 hierarchy; the hard limits themselves are proven in the qemu guests (tests/vm).
 #include <fcntl.h>
-#include <signal.h>
+#include <grp.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -59,8 +61,9 @@ bool process_exists(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno
 // sandbox-run as a child the test does not wait for at once: for sandbox-ctl, for signals.
 class Background {
  public:
+  // `user`: run as this uid and gid, with no supplementary groups (the test must be root).
   Background(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-             const std::string& output) {
+             const std::string& output, std::optional<std::pair<uid_t, gid_t>> user = {}) {
     pid_ = ::fork();
     if (pid_ == 0) {
       int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -68,6 +71,10 @@ class Background {
       ::dup2(null, 0);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
+      if (user && (::setgroups(0, nullptr) != 0 || ::setgid(user->second) != 0 ||
+                   ::setuid(user->first) != 0)) {
+        ::_exit(126);
+      }
       std::vector<char*> args, envp;
       for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);
@@ -144,7 +151,8 @@ class SandboxRun : public UncappedTest {
   RunResult ctl(const std::string& action, const std::string& which = "") {
     RunOptions o;
     o.env = env();
-    return run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", action, which.empty() ? id : which}, o);
+    return run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", action, which.empty() ? id : which},
+                       o);
   }
   std::vector<std::string> payload(std::vector<std::string> args) const {
     args.insert(args.begin(), tree.probe());
@@ -192,8 +200,8 @@ TEST_F(SandboxRun, LauncherFailuresPassThroughAndAreNamedSo) {
   // 70: a path of the policy is missing on this node.
   auto missing = base_policy();
   missing["runtime"] = {tree.path("no-such-runtime")};
-  RunResult r = run({"--result", result_path()}, payload({"true"}),
-                    tree.write_json("missing.json", missing));
+  RunResult r =
+      run({"--result", result_path()}, payload({"true"}), tree.write_json("missing.json", missing));
   EXPECT_TRUE(r.exited(70)) << r.describe();
   // Refused while the launch was prepared, in sandbox-run itself: nothing was started.
   EXPECT_EQ(result()["end"], "not-started");
@@ -212,7 +220,8 @@ TEST_F(SandboxRun, LauncherFailuresPassThroughAndAreNamedSo) {
   auto unusable = base_policy();
   unusable["data"] = {tree.path("etc")};  // root's, 0755: the module user cannot write it
   if (running_as_root()) {
-    r = run({"--result", result_path()}, payload({"true"}), tree.write_json("unusable.json", unusable));
+    r = run({"--result", result_path()}, payload({"true"}),
+            tree.write_json("unusable.json", unusable));
     EXPECT_TRUE(r.exited(70)) << r.describe();
     EXPECT_EQ(result()["end"], "launcher-failed");
     EXPECT_NE(r.err.find("step identity failed"), std::string::npos) << r.describe();
@@ -234,7 +243,9 @@ TEST_F(SandboxRun, BadInputIsOneLineAndLeavesNothing) {
       {{"--id", "x", "--timeout", "-1", good, "--", tree.probe(), "true"}, 64, "--timeout"},
       {{"--id", "x", bad, "--", tree.probe(), "true"}, 64, "/version"},
       {{"--id", "x", good}, 64, "no command after --"},
-      {{"--id", "x", "--config", tree.path("etc/no-such-config.json"), good, "--", tree.probe(), "true"}, 78,
+      {{"--id", "x", "--config", tree.path("etc/no-such-config.json"), good, "--", tree.probe(),
+        "true"},
+       78,
        "no-such-config"},
   };
   for (const auto& c : cases) {
@@ -329,7 +340,8 @@ TEST_P(Containment, DoubleForkedSleeperIsKilledAtTeardown) {
     EXPECT_EQ(r.err, "") << r.describe();
   } else {
     EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
-    EXPECT_NE(r.err.find("the container is a process group only"), std::string::npos) << r.describe();
+    EXPECT_NE(r.err.find("the container is a process group only"), std::string::npos)
+        << r.describe();
   }
   expect_nothing_left();
 }
@@ -337,8 +349,9 @@ TEST_P(Containment, DoubleForkedSleeperIsKilledAtTeardown) {
 TEST_P(Containment, SigtermToSandboxRunTearsDownAModuleThatIgnoresIt) {
   if (GetParam() && !have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
   const std::string output = tree.path("out.txt");
-  Background run_bg(run_argv({"--kill-after", "0.3", "--result", result_path()}, payload({"ignore-term"})),
-                    env(), output);
+  Background run_bg(
+      run_argv({"--kill-after", "0.3", "--result", result_path()}, payload({"ignore-term"})), env(),
+      output);
   ASSERT_TRUE(eventually([&] { return read_if_there(output).find("ok\n") != std::string::npos; }));
   ::kill(run_bg.pid(), SIGTERM);
   EXPECT_EQ(run_bg.wait(), 128 + SIGKILL);
@@ -349,7 +362,8 @@ TEST_P(Containment, SigtermToSandboxRunTearsDownAModuleThatIgnoresIt) {
 
 INSTANTIATE_TEST_SUITE_P(Container, Containment, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& param_info) {
-                           return param_info.param ? std::string("CgroupLeaf") : std::string("ProcessGroupOnly");
+                           return param_info.param ? std::string("CgroupLeaf")
+                                                   : std::string("ProcessGroupOnly");
                          });
 
 TEST_F(SandboxRun, TimeoutStopsTheModuleWith124) {
@@ -463,7 +477,8 @@ TEST_F(SandboxRun, SigkillOfSandboxRunIsCleanedUpByTheNextStart) {
   id = unique_name("it-next");
   RunResult next = run({}, payload({"true"}));
   EXPECT_TRUE(next.exited(0)) << next.describe();
-  EXPECT_TRUE(eventually([&] { return !process_exists(module); }, 2s)) << "module " << module << " survived";
+  EXPECT_TRUE(eventually([&] { return !process_exists(module); }, 2s))
+      << "module " << module << " survived";
   expect_nothing_left(first_id);
   expect_nothing_left();
 }
@@ -472,7 +487,8 @@ TEST_F(SandboxRun, MakesWorkAndTempForTheModuleUser) {
   auto p = base_policy();
   p["work"] = tree.path("jobs/7f3a/work");
   p["temp"] = tree.path("jobs/7f3a/tmp");
-  RunResult r = run({}, payload({"write", tree.path("jobs/7f3a/tmp/x")}), tree.write_json("jobs.json", p));
+  RunResult r =
+      run({}, payload({"write", tree.path("jobs/7f3a/tmp/x")}), tree.write_json("jobs.json", p));
   EXPECT_TRUE(r.exited(0)) << r.describe();
   EXPECT_EQ(r.out, "ok\n");
   struct stat st {};
@@ -493,12 +509,13 @@ TEST_F(SandboxRun, AnEgressModuleHasOnlyLoopbackWithTheProxyOnIt) {
   if (!running_as_root()) GTEST_SKIP() << "network namespaces need root";
   const std::string port = std::to_string(proxy.port());
   const std::string log = tree.path("proxy.log");
-  RunResult r = run({"--proxy-log", log},
-                    {"/bin/sh", "-c",
-                     "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; " + tree.probe() +
-                         " connect 127.0.0.1 " + port + "; " + tree.probe() + " connect 127.0.0.1 " +
-                         std::to_string(proxy.port() == 65535 ? 65534 : proxy.port() + 1)},
-                    tree.write_json("egress.json", egress_policy()));
+  RunResult r =
+      run({"--proxy-log", log},
+          {"/bin/sh", "-c",
+           "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; " + tree.probe() +
+               " connect 127.0.0.1 " + port + "; " + tree.probe() + " connect 127.0.0.1 " +
+               std::to_string(proxy.port() == 65535 ? 65534 : proxy.port() + 1)},
+          tree.write_json("egress.json", egress_policy()));
   EXPECT_TRUE(r.exited(0)) << r.describe();
   // Only lo; the proxy answers on its port (inside the namespace: the test's own listener on
   // the node's 127.0.0.1 is not reachable from there); any other port is Landlock's EACCES.
@@ -506,9 +523,34 @@ TEST_F(SandboxRun, AnEgressModuleHasOnlyLoopbackWithTheProxyOnIt) {
   expect_nothing_left();
 }
 
+TEST_F(SandboxRun, AnIpv6ProxyListenerServesTheModuleInItsNamespace) {
+  if (!running_as_root()) GTEST_SKIP() << "network namespaces need root";
+  if (!exists("/proc/sys/net/ipv6")) GTEST_SKIP() << "no IPv6 in this kernel";
+  if (!exists("/usr/bin/curl"))
+    GTEST_SKIP() << "needs curl (the kernel matrix's guests have busybox only)";
+  // proxy_listen on [::1]: the listener is made on the namespace's IPv6 loopback, the proxy
+  // variables name it in brackets, and a real client (curl) is answered by the proxy there.
+  auto config = node_config();
+  const std::string port = std::to_string(proxy.port());
+  config["proxy_listen"] = "[::1]:" + port;
+  config_path = tree.write_json("agent-v6.json", config);
+  RunResult r =
+      run({},
+          {"/bin/sh", "-c",
+           "echo \"$https_proxy\"; " + tree.probe() + " connect ::1 " + port + "; " + tree.probe() +
+               " connect 127.0.0.1 " + port +
+               "; /usr/bin/curl -s -o /dev/null -w '%{http_connect}\\n' https://192.0.2.7/; true"},
+          tree.write_json("egress.json", egress_policy()));
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  // 127.0.0.1 on the same port: allowed by Landlock's port rule, but nothing listens there.
+  EXPECT_EQ(r.out, "http://[::1]:" + port + "\nok\nerrno ECONNREFUSED\n403\n") << r.describe();
+  expect_nothing_left();
+}
+
 TEST_F(SandboxRun, UnprivilegedEgressModulesEachGetAProxyPortOfTheirOwn) {
   if (!running_as_root()) GTEST_SKIP() << "runs sandbox-run as another user (needs root)";
-  if (kernel_landlock_abi() < 6) GTEST_SKIP() << "unprivileged sandbox-run needs Landlock ABI 6 (signal scoping)";
+  if (kernel_landlock_abi() < 6)
+    GTEST_SKIP() << "unprivileged sandbox-run needs Landlock ABI 6 (signal scoping)";
   // Without a namespace of its own, each module has its own listener on a port the kernel
   // picks: two modules run side by side, each reaches its own proxy port and not the other's.
   const uid_t user = 4242;
@@ -522,17 +564,25 @@ TEST_F(SandboxRun, UnprivilegedEgressModulesEachGetAProxyPortOfTheirOwn) {
   user_env.back() = "OARBANK_STATE_DIR=" + user_state;
   const std::string first_out = tree.path("first.out");
   // The first module says its port and stays while the second tries it.
-  std::vector<std::string> first_argv = {
-      "/usr/bin/setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", OARBANK_AGENT_BINARY,
-      "sandbox-run", "--config", config_path, "--id", id + "-a", policy_path, "--",
-      "/bin/sh", "-c", "echo \"${https_proxy##*:}\"; exec sleep 30"};
-  Background first(first_argv, user_env, first_out);
+  std::vector<std::string> first_argv = {OARBANK_AGENT_BINARY,
+                                         "sandbox-run",
+                                         "--config",
+                                         config_path,
+                                         "--id",
+                                         id + "-a",
+                                         policy_path,
+                                         "--",
+                                         "/bin/sh",
+                                         "-c",
+                                         "echo \"${https_proxy##*:}\"; exec sleep 30"};
+  Background first(first_argv, user_env, first_out, std::make_pair(user, static_cast<gid_t>(user)));
   std::string first_port;
   ASSERT_TRUE(eventually([&] {
     // Its output shares the file with sandbox-run's line about the missing cgroup.
     std::istringstream out(read_if_there(first_out));
     for (std::string line; std::getline(out, line);) {
-      if (!line.empty() && line.find_first_not_of("0123456789") == std::string::npos) first_port = line;
+      if (!line.empty() && line.find_first_not_of("0123456789") == std::string::npos)
+        first_port = line;
     }
     return !first_port.empty();
   })) << read_if_there(first_out);
@@ -540,17 +590,18 @@ TEST_F(SandboxRun, UnprivilegedEgressModulesEachGetAProxyPortOfTheirOwn) {
   o.env = user_env;
   o.user = std::make_pair(user, static_cast<gid_t>(user));
   RunResult second = run_command(
-      {OARBANK_AGENT_BINARY, "sandbox-run", "--config", config_path, "--id", id + "-b", policy_path, "--", "/bin/sh",
-       "-c",
-       "p=${https_proxy##*:}; echo \"$p\"; " + tree.probe() + " connect 127.0.0.1 \"$p\"; " + tree.probe() +
-           " connect 127.0.0.1 " + first_port},
+      {OARBANK_AGENT_BINARY, "sandbox-run", "--config", config_path, "--id", id + "-b", policy_path,
+       "--", "/bin/sh", "-c",
+       "p=${https_proxy##*:}; echo \"$p\"; " + tree.probe() + " connect 127.0.0.1 \"$p\"; " +
+           tree.probe() + " connect 127.0.0.1 " + first_port},
       o);
   EXPECT_TRUE(second.exited(0)) << second.describe();
   const auto nl = second.out.find('\n');
   ASSERT_NE(nl, std::string::npos) << second.describe();
   const std::string second_port = second.out.substr(0, nl);
   EXPECT_NE(second_port, first_port);
-  EXPECT_NE(second_port, std::to_string(proxy.port())) << "the configured port is for egress-proxy alone";
+  EXPECT_NE(second_port, std::to_string(proxy.port()))
+      << "the configured port is for egress-proxy alone";
   EXPECT_EQ(second.out.substr(nl + 1), "ok\nerrno EACCES\n") << second.describe();
   ::kill(first.pid(), SIGTERM);
   EXPECT_EQ(first.wait(), 128 + SIGTERM) << read_if_there(first_out);
@@ -567,10 +618,12 @@ std::string ask_proxy(int port, const std::string& request) {
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string answer;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size())) {
     char buf[4096];
     ssize_t n;
-    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) answer.append(buf, static_cast<std::size_t>(n));
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0)
+      answer.append(buf, static_cast<std::size_t>(n));
   }
   ::close(fd);
   return answer;
@@ -584,9 +637,9 @@ TEST_F(SandboxRun, TheStandaloneEgressProxyJudgesByThePolicyAndStopsOnSigterm) {
   }
   const std::string log = tree.path("egress-proxy.log");
   const std::string output = tree.path("egress-proxy.out");
-  Background proxy_service({OARBANK_AGENT_BINARY, "egress-proxy", "--config", config_path, "--listen",
-                            "127.0.0.1:" + std::to_string(port), "--id", "it-module", "--log", log,
-                            tree.write_json("egress.json", egress_policy())},
+  Background proxy_service({OARBANK_AGENT_BINARY, "egress-proxy", "--config", config_path,
+                            "--listen", "127.0.0.1:" + std::to_string(port), "--id", "it-module",
+                            "--log", log, tree.write_json("egress.json", egress_policy())},
                            env(), output);
   std::string answer;
   ASSERT_TRUE(eventually([&] {
@@ -615,9 +668,11 @@ TEST_F(SandboxRun, TheStandaloneEgressProxyJudgesByThePolicyAndStopsOnSigterm) {
   EXPECT_EQ(proxy_service.wait(), 0) << read_if_there(output);
   EXPECT_EQ(read_if_there(output), "");
   // A policy without egress-allowlist has nothing to proxy: a usage error, one line.
-  RunResult r = run_command({OARBANK_AGENT_BINARY, "egress-proxy", "--config", config_path, "--listen",
-                             "127.0.0.1:" + std::to_string(port), policy()},
-                            RunOptions{.env = env(), .stdin_fd = {}, .controlling_terminal = false, .user = {}, .timeout = 10s});
+  RunResult r = run_command(
+      {OARBANK_AGENT_BINARY, "egress-proxy", "--config", config_path, "--listen",
+       "127.0.0.1:" + std::to_string(port), policy()},
+      RunOptions{
+          .env = env(), .stdin_fd = {}, .controlling_terminal = false, .user = {}, .timeout = 10s});
   EXPECT_TRUE(r.exited(64)) << r.describe();
   EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
 }
@@ -670,7 +725,8 @@ TEST_F(SkippingLauncher, AFilterInheritedFromAContainerRuntimeDoesNotPassForTheL
   o.env.push_back("OARBANK_TEST_SKIP_STEP=seccomp");
   RunResult r = run_command(argv, o);
   EXPECT_TRUE(r.exited(70)) << r.describe();
-  EXPECT_NE(r.err.find("Seccomp_filters: 1 (expected more than the 1 sandbox-run has)"), std::string::npos)
+  EXPECT_NE(r.err.find("Seccomp_filters: 1 (expected more than the 1 sandbox-run has)"),
+            std::string::npos)
       << r.describe();
   expect_nothing_left();
 }
@@ -689,8 +745,8 @@ TEST_F(SandboxRun, UnprivilegedWithoutSignalScopingIsRefused) {
   o.env = env();
   o.env.back() = "OARBANK_STATE_DIR=" + user_state;
   o.user = std::make_pair(user, static_cast<gid_t>(user));
-  RunResult r = run_command({OARBANK_AGENT_BINARY, "sandbox-run", "--config", capped, "--id", id, policy(), "--",
-                             tree.probe(), "true"},
+  RunResult r = run_command({OARBANK_AGENT_BINARY, "sandbox-run", "--config", capped, "--id", id,
+                             policy(), "--", tree.probe(), "true"},
                             o);
   EXPECT_TRUE(r.exited(70)) << r.describe();
   EXPECT_NE(r.err.find("signal scoping"), std::string::npos) << r.describe();
@@ -772,7 +828,8 @@ class HardLimits : public SandboxRun {
     const char* expect = std::getenv("OARBANK_EXPECT_HARD_LIMITS");
     if (expect != nullptr && std::string(expect) == "1") {
       ADD_FAILURE() << "the " << controller << " controller is missing from " << own_cgroup_dir()
-                    << "/cgroup.controllers (\"" << available << "\"), where hard limits are expected";
+                    << "/cgroup.controllers (\"" << available
+                    << "\"), where hard limits are expected";
     }
     return false;
   }
@@ -796,10 +853,12 @@ constexpr const char* kSkipHybrid =
 TEST_F(HardLimits, AModuleOverItsMemoryIsOomKilledAndReported) {
   if (!have("memory")) GTEST_SKIP() << kSkipHybrid;
   use_hard_limits(std::nullopt);
-  RunResult r = run({"--result", result_path()}, payload({"alloc", "256"}), reserving({{"memory", "32Mi"}}));
+  RunResult r =
+      run({"--result", result_path()}, payload({"alloc", "256"}), reserving({{"memory", "32Mi"}}));
   EXPECT_TRUE(r.exited(128 + SIGKILL)) << r.describe();
   EXPECT_EQ(r.out, "") << "it got its 256 MiB under a 32 MiB limit";
-  EXPECT_NE(r.err.find("killed by the OOM killer (memory.max 33554432 bytes"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("killed by the OOM killer (memory.max 33554432 bytes"), std::string::npos)
+      << r.describe();
   EXPECT_TRUE(result()["oom_killed"].get<bool>());
   EXPECT_EQ(result()["module_signal"], SIGKILL);
   // The control: within its limit, the same module runs to its end.
