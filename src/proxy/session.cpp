@@ -343,28 +343,30 @@ void Session::start_tunnel() {
 }
 
 void Session::relay(Direction direction) {
+  // A tunnel starts with read/write through a buffer: a handshake's few small messages cost
+  // fewer system calls so than through pipes (no pipe to make and close, no re-arming of
+  // epoll per wait). A read that fills the whole buffer shows bulk: that direction then moves
+  // to splice (switch_to_splice).
+  if (direction == Direction::Up) {
+    pump_up();
+  } else {
+    pump_down();
+  }
+}
+
+void Session::switch_to_splice(Direction direction) {
   const bool up = direction == Direction::Up;
   std::error_code ec;
   // splice(2) on a socket blocks unless the socket itself is non-blocking. Asio has made both
   // so already (for its own asynchronous operations): then this costs no system call.
   if (!client_.native_non_blocking()) client_.native_non_blocking(true, ec);
   if (!ec && !upstream_.native_non_blocking()) upstream_.native_non_blocking(true, ec);
-  if (ec || server_.relay_tunnels_by_copy) {
-    if (up) {
-      pump_up();
-    } else {
-      pump_down();
-    }
+  if (ec || server_.relay_tunnels_by_copy || no_pipes_) {
+    relay(direction);
     return;
   }
-  // The head is relayed: the tunnel's bytes go through pipes from here on. Each pipe is made
-  // when its direction first has bytes, so an idle tunnel holds its two sockets and no more.
-  if (up) up_buf_.release();
-  (up ? client_ : upstream_)
-      .async_wait(asio::socket_base::wait_read,
-                  [self = shared_from_this(), direction](const std::error_code&) {
-                    self->splice_relay(direction);
-                  });
+  (up ? up_buf_ : down_buf_).release();  // the pipe holds the bytes from here on
+  splice_relay(direction);
 }
 
 void Session::splice_relay(Direction direction) {
@@ -378,12 +380,9 @@ void Session::splice_relay(Direction direction) {
   if (!pipe.valid()) {
     pipe = SplicePipe::open();
     if (!pipe.valid()) {
-      // Out of descriptors: this direction relays through a buffer instead.
-      if (up) {
-        pump_up();
-      } else {
-        pump_down();
-      }
+      // Out of descriptors: the tunnel stays with its buffers.
+      no_pipes_ = true;
+      relay(direction);
       return;
     }
   }
@@ -512,6 +511,7 @@ void Session::pump_up() {
         }
         self->touch();
         std::size_t send = n;
+        const bool bulk = !forwarding && n == kRelayBufferBytes;
         if (forwarding) {
           bool malformed = false;
           send = self->body_take(self->up_buf_.data(), n, malformed);
@@ -521,7 +521,7 @@ void Session::pump_up() {
           }
         }
         asio::async_write(self->upstream_, asio::buffer(self->up_buf_.data(), send),
-                          [self](const std::error_code& error, std::size_t written) {
+                          [self, bulk](const std::error_code& error, std::size_t written) {
                             if (self->phase_ != Phase::Relaying) return;
                             if (error) {
                               self->finish("reset", true, 0, "upstream: " + error.message());
@@ -529,7 +529,11 @@ void Session::pump_up() {
                             }
                             self->bytes_up_ += written;
                             self->touch();
-                            self->pump_up();
+                            if (bulk) {
+                              self->switch_to_splice(Direction::Up);
+                            } else {
+                              self->pump_up();
+                            }
                           });
       });
 }
@@ -545,31 +549,37 @@ void Session::up_finished() {
 void Session::pump_down() {
   if (phase_ != Phase::Relaying) return;
   if (down_buf_.size() < kRelayBufferBytes) down_buf_.resize(kRelayBufferBytes);
-  upstream_.async_read_some(asio::buffer(down_buf_.data(), down_buf_.size()),
-                            [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
-                              if (self->phase_ != Phase::Relaying) return;
-                              if (ec) {
-                                if (ec == asio::error::eof) {
-                                  self->down_finished();
-                                } else {
-                                  self->finish("reset", true, 0, "upstream: " + ec.message());
-                                }
-                                return;
-                              }
-                              self->touch();
-                              asio::async_write(
-                                  self->client_, asio::buffer(self->down_buf_.data(), n),
-                                  [self](const std::error_code& error, std::size_t written) {
-                                    if (self->phase_ != Phase::Relaying) return;
-                                    if (error) {
-                                      self->finish("reset", true, 0, "client: " + error.message());
-                                      return;
-                                    }
-                                    self->bytes_down_ += written;
-                                    self->touch();
-                                    self->pump_down();
-                                  });
-                            });
+  upstream_.async_read_some(
+      asio::buffer(down_buf_.data(), down_buf_.size()),
+      [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+        if (self->phase_ != Phase::Relaying) return;
+        if (ec) {
+          if (ec == asio::error::eof) {
+            self->down_finished();
+          } else {
+            self->finish("reset", true, 0, "upstream: " + ec.message());
+          }
+          return;
+        }
+        self->touch();
+        // A forwarded response's body always keeps the buffer (see relay()).
+        const bool bulk = self->request_->form == RequestForm::Connect && n == kRelayBufferBytes;
+        asio::async_write(self->client_, asio::buffer(self->down_buf_.data(), n),
+                          [self, bulk](const std::error_code& error, std::size_t written) {
+                            if (self->phase_ != Phase::Relaying) return;
+                            if (error) {
+                              self->finish("reset", true, 0, "client: " + error.message());
+                              return;
+                            }
+                            self->bytes_down_ += written;
+                            self->touch();
+                            if (bulk) {
+                              self->switch_to_splice(Direction::Down);
+                            } else {
+                              self->pump_down();
+                            }
+                          });
+      });
 }
 
 void Session::down_finished() {

@@ -77,9 +77,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void drain_client();
   void start_tunnel();
   void start_forward();
-  // Starts relaying `direction` of a CONNECT tunnel: in the kernel (splice), else through a
-  // buffer (pump_up/pump_down) when no pipe can be had.
+  // Relays `direction` of a CONNECT tunnel through a buffer (pump_up/pump_down) until a read
+  // fills it, then in the kernel (switch_to_splice, splice_relay) while pipes can be had.
   void relay(Direction direction);
+  void switch_to_splice(Direction direction);
   void splice_relay(Direction direction);
   void pump_up();
   void pump_down();
@@ -113,11 +114,12 @@ class Session : public std::enable_shared_from_this<Session> {
   RelayBuffer down_buf_;
   std::size_t down_len_ = 0;
 
-  // CONNECT tunnels: one pipe per direction, made when that direction first relays.
+  // CONNECT tunnels: one pipe per direction, made when that direction turns to bulk.
   SplicePipe up_pipe_;
   SplicePipe down_pipe_;
   bool up_source_ended_ = false;
   bool down_source_ended_ = false;
+  bool no_pipes_ = false;  // pipe2 failed (out of descriptors): buffers only
 
   std::optional<HttpRequest> request_;
   std::size_t head_bytes_ = 0;
