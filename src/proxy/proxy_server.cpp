@@ -37,6 +37,8 @@ struct Listener {
   std::shared_ptr<ModuleState> module;
   asio::ip::tcp::acceptor acceptor;
   asio::steady_timer retry;
+  // The client's address, filled in by accept(2) itself (no getpeername per connection).
+  asio::ip::tcp::endpoint peer;
   bool closed = false;
 };
 
@@ -77,7 +79,7 @@ struct ProxyServer::Impl {
 
   void accept(const std::shared_ptr<Listener>& listener) {
     listener->acceptor.async_accept(
-        [this, listener](const std::error_code& ec, asio::ip::tcp::socket socket) {
+        listener->peer, [this, listener](const std::error_code& ec, asio::ip::tcp::socket socket) {
           if (listener->closed || state.stopping) return;
           if (ec) {
             if (ec == asio::error::operation_aborted) return;
@@ -88,28 +90,24 @@ struct ProxyServer::Impl {
             });
             return;
           }
-          admit(listener->module, std::move(socket));
+          admit(listener->module, std::move(socket), listener->peer);
           accept(listener);
         });
   }
 
-  void admit(const std::shared_ptr<ModuleState>& module, asio::ip::tcp::socket socket) {
+  void admit(const std::shared_ptr<ModuleState>& module, asio::ip::tcp::socket socket,
+             const asio::ip::tcp::endpoint& peer) {
     const bool module_full = module->active >= state.settings.max_tunnels_per_module;
     const bool all_full = state.active_total >= state.settings.max_tunnels_total;
     if (!module_full && !all_full) {
-      std::make_shared<Session>(state, module, std::move(socket))->start();
+      std::make_shared<Session>(state, module, std::move(socket), peer)->start();
       return;
     }
     // Over a limit: answer at once and close, without reading or allocating for it.
     DecisionRecord record;
     record.module = module->id;
+    record.client = endpoint_text(peer);
     std::error_code ec;
-    const auto peer = socket.remote_endpoint(ec);
-    if (!ec) {
-      record.client = (peer.address().is_v6() ? "[" + peer.address().to_string() + "]"
-                                              : peer.address().to_string()) +
-                      ":" + std::to_string(peer.port());
-    }
     record.status = 503;
     record.reason = module_full ? "too many concurrent connections for this module (" +
                                       std::to_string(state.settings.max_tunnels_per_module) + ")"

@@ -15,6 +15,13 @@
 #include "proxy/http_response.hpp"
 
 namespace oarbank::proxy {
+
+std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint) {
+  const auto address = endpoint.address();
+  const std::string host = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
+  return host + ":" + std::to_string(endpoint.port());
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -24,12 +31,6 @@ using Clock = std::chrono::steady_clock;
 // destroy the answer before the client reads it.
 constexpr auto kLingerTime = std::chrono::seconds(1);
 constexpr std::size_t kLingerBytes = 1 << 20;
-
-std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint) {
-  const auto address = endpoint.address();
-  const std::string host = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
-  return host + ":" + std::to_string(endpoint.port());
-}
 
 asio::ip::address to_asio(const IpAddress& address) {
   if (address.v6) {
@@ -52,7 +53,7 @@ void close_socket(asio::ip::tcp::socket& socket, bool reset) {
 }  // namespace
 
 Session::Session(ServerState& server, std::shared_ptr<ModuleState> module,
-                 asio::ip::tcp::socket client)
+                 asio::ip::tcp::socket client, const asio::ip::tcp::endpoint& peer)
     : server_(server),
       module_(std::move(module)),
       client_(std::move(client)),
@@ -63,9 +64,7 @@ Session::Session(ServerState& server, std::shared_ptr<ModuleState> module,
   ++module_->active;
   ++server_.active_total;
   server_.sessions.insert(this);
-  std::error_code ec;
-  const auto peer = client_.remote_endpoint(ec);
-  if (!ec) client_text_ = endpoint_text(peer);
+  client_text_ = endpoint_text(peer);
   up_buf_.resize(std::max(kRelayBufferBytes, server_.settings.max_header_bytes));
 }
 

@@ -46,9 +46,14 @@ class RelayBuffer {
   std::size_t size_ = 0;
 };
 
+// "192.0.2.1:443", "[2001:db8::1]:443": addresses as the log lines show them.
+std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint);
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(ServerState& server, std::shared_ptr<ModuleState> module, asio::ip::tcp::socket client);
+  // `peer`: the client's address, as accept(2) gave it.
+  Session(ServerState& server, std::shared_ptr<ModuleState> module, asio::ip::tcp::socket client,
+          const asio::ip::tcp::endpoint& peer);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
