@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) in build-fuzz and fuzzes the policy,
 # node configuration and egress parsers for SECONDS (default 60), starting from fuzz/corpus,
-# then the egress proxy's HTTP parsers for as long again.
+# and at the same time the egress proxy's HTTP parsers for as long (each fuzzer is one process
+# on one core: together they take SECONDS, not twice that).
 # Exits non-zero on a finding (a crash, a sanitizer report, an unexpected exception, a broken
 # round trip); the reproducer is left in build-fuzz/findings/.
 #
@@ -80,33 +81,45 @@ cat >"$build/policy.dict" <<'DICT'
 "18446744073709551615"
 DICT
 
+# The egress proxy's parsers (fuzz/proxy.cmake); the first byte of an input picks the parser.
+mkdir -p "$build/proxy-corpus"
+printf '\000CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n' >"$build/proxy-corpus/seed-connect"
+printf '\000POST http://example.com/a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' >"$build/proxy-corpus/seed-forward"
+printf '\001HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok' >"$build/proxy-corpus/seed-response"
+printf '\003[::ffff:127.0.0.1]:80' >"$build/proxy-corpus/seed-authority"
+
 log=$build/fuzz.log
 parallel=()
 if ((jobs > 1)); then parallel=(-jobs="$jobs" -workers="$jobs"); fi
-status=0
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
-UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-  "$build/fuzz/oarbank-policy-fuzz" \
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+"$build/fuzz/oarbank-policy-fuzz" \
   -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
   -dict="$build/policy.dict" -artifact_prefix="$findings/" -print_final_stats=1 \
   "${parallel[@]}" \
-  "$corpus" fuzz/corpus >"$log" 2>&1 || status=$?
-if ((jobs > 1)); then cat fuzz-*.log >>"$log" 2>/dev/null && rm -f fuzz-*.log; fi
+  "$corpus" fuzz/corpus >"$log.policy" 2>&1 &
+policy_pid=$!
 
-# The egress proxy's parsers (fuzz/proxy.cmake); the first byte of an input picks the parser.
-if ((status == 0)); then
-  mkdir -p "$build/proxy-corpus"
-  printf '\000CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n' >"$build/proxy-corpus/seed-connect"
-  printf '\000POST http://example.com/a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' >"$build/proxy-corpus/seed-forward"
-  printf '\001HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok' >"$build/proxy-corpus/seed-response"
-  printf '\003[::ffff:127.0.0.1]:80' >"$build/proxy-corpus/seed-authority"
-  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
-  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-    "$build/fuzz/oarbank-proxy-request-fuzz" \
-    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
-    -artifact_prefix="$findings/" -print_final_stats=1 \
-    "$build/proxy-corpus" >>"$log" 2>&1 || status=$?
+# The egress proxy's parsers, alongside.
+"$build/fuzz/oarbank-proxy-request-fuzz" \
+  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+  -artifact_prefix="$findings/" -print_final_stats=1 \
+  "$build/proxy-corpus" >"$log.proxy" 2>&1 &
+proxy_pid=$!
+
+status=0 policy_status=0 proxy_status=0
+wait "$policy_pid" || policy_status=$?
+wait "$proxy_pid" || proxy_status=$?
+if ((jobs > 1)); then cat fuzz-*.log >>"$log.policy" 2>/dev/null && rm -f fuzz-*.log; fi
+# The failing fuzzer's output last, where the tail below shows it.
+if ((policy_status != 0)); then
+  status=$policy_status
+  cat "$log.proxy" "$log.policy" >"$log"
+else
+  status=$proxy_status
+  cat "$log.policy" "$log.proxy" >"$log"
 fi
+rm -f "$log.policy" "$log.proxy"
 
 if ((status != 0)) || ls "$findings"/* >/dev/null 2>&1; then
   tail -n 60 "$log" >&2
