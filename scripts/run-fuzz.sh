@@ -7,12 +7,18 @@
 # round trip); the reproducer is left in build-fuzz/findings/.
 #
 #   scripts/run-fuzz.sh [SECONDS]
+#   scripts/run-fuzz.sh --build   only builds (scripts/test.sh builds behind other tests)
 #   OARBANK_FUZZ_JOBS=N   parallel fuzzing processes (default 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+if [[ ${1:-} == --build ]]; then
+  build_only=1
+  shift
+fi
 seconds=${1:-60}
 if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1)); then
-  echo "usage: $0 [SECONDS]" >&2
+  echo "usage: $0 [--build] [SECONDS]" >&2
   exit 64
 fi
 jobs=${OARBANK_FUZZ_JOBS:-1}
@@ -27,6 +33,7 @@ cmake -S . -B "$build" -G Ninja \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DOARBANK_FUZZ=ON -DOARBANK_STATIC=OFF -DOARBANK_TESTS=OFF -DOARBANK_BENCH=OFF >/dev/null
 ninja -C "$build" oarbank-policy-fuzz oarbank-proxy-request-fuzz
+((build_only == 0)) || exit 0
 
 # The working corpus grows in the build directory; fuzz/corpus (the seeds) is only read.
 corpus=$build/corpus
