@@ -21,15 +21,17 @@ print_timings() {
 # behind LOG COMMAND...: runs COMMAND at the lowest priority, output to LOG, behind the stages
 # that follow until `collect` waits for it, shows LOG and fails if it failed. For builds: the
 # stages they run behind leave a core mostly idle (ctest waits on launches, qemu emulates its
-# one CPU on one host thread), and keep their CPU whenever they want it.
-behind_pid='' behind_log=''
+# one CPU on one host thread), and keep their CPU whenever they want it. SCHED_IDLE as well as
+# nice 19: nice alone is nothing when this script already runs at nice 19.
+behind_pid='' behind_log='' idle=()
+if chrt -i 0 true 2>/dev/null; then idle=(chrt -i 0); fi
 behind() {
   behind_log=$1
   shift
   mkdir -p "$(dirname "$behind_log")"
   (
     trap - EXIT
-    exec nice -n 19 "$@"
+    exec nice -n 19 "${idle[@]}" "$@"
   ) >"$behind_log" 2>&1 &
   behind_pid=$!
 }
