@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is needed, builds, runs the unit and integration tests
 # on this machine's kernel, the kernel matrix under qemu (tests/vm), then the tests again under
-# AddressSanitizer and UndefinedBehaviorSanitizer, then the policy parser's fuzzer briefly. Exits non-zero on any failure.
+# AddressSanitizer and UndefinedBehaviorSanitizer, then the fuzzers (policy, configuration and proxy parsers) briefly. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
