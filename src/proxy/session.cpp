@@ -365,10 +365,10 @@ void Session::switch_to_splice(Direction direction) {
     return;
   }
   (up ? up_buf_ : down_buf_).release();  // the pipe holds the bytes from here on
-  splice_relay(direction);
+  splice_relay(direction, false);
 }
 
-void Session::splice_relay(Direction direction) {
+void Session::splice_relay(Direction direction, bool woke_readable) {
   if (phase_ != Phase::Relaying) return;
   const bool up = direction == Direction::Up;
   asio::ip::tcp::socket& from = up ? client_ : upstream_;
@@ -377,7 +377,11 @@ void Session::splice_relay(Direction direction) {
   const char* to_name = up ? "upstream: " : "client: ";
   SplicePipe& pipe = up ? up_pipe_ : down_pipe_;
   if (!pipe.valid()) {
-    pipe = SplicePipe::open();
+    // Large pipes within the server's budget (kernel memory that no socket accounts for once
+    // the pages are in the pipe); past it, the kernel's default size.
+    const bool large = server_.large_pipes < kLargePipesPerServer;
+    pipe = SplicePipe::open(large);
+    if (pipe.valid() && pipe.large()) ++server_.large_pipes;
     if (!pipe.valid()) {
       // Out of descriptors: the tunnel stays with its buffers.
       no_pipes_ = true;
@@ -388,7 +392,10 @@ void Session::splice_relay(Direction direction) {
   bool& source_ended = up ? up_source_ended_ : down_source_ended_;
   std::uint64_t& relayed = up ? bytes_up_ : bytes_down_;
   auto again = [self = shared_from_this(), direction](const std::error_code&) {
-    self->splice_relay(direction);
+    self->splice_relay(direction, false);
+  };
+  auto again_readable = [self = shared_from_this(), direction](const std::error_code&) {
+    self->splice_relay(direction, true);
   };
   // One turn moves at most this much before letting the loop serve the other direction and
   // the other connections.
@@ -403,6 +410,15 @@ void Session::splice_relay(Direction direction) {
         return;
       }
       source_ended = in.end_of_stream;
+      // Readable, yet nothing to splice: an urgent byte (MSG_OOB). splice(2) stops at the
+      // urgent mark and answers EAGAIN while the socket stays readable, so waiting again
+      // would spin (found by review). read(2) steps over the mark: the buffer relay takes
+      // this direction, until its next full read turns it to splice again.
+      if (woke_readable && in.would_block && pipe.held() == 0) {
+        relay(direction);
+        return;
+      }
+      woke_readable = false;
     }
     SpliceStep out;
     if (pipe.held() > 0) {
@@ -430,7 +446,7 @@ void Session::splice_relay(Direction direction) {
     // With the pipe empty, EAGAIN from the source means the source is empty (with bytes held,
     // it can also mean the pipe is full).
     if (in.would_block && pipe.held() == 0) {
-      from.async_wait(asio::socket_base::wait_read, std::move(again));
+      from.async_wait(asio::socket_base::wait_read, std::move(again_readable));
       return;
     }
     if (moved >= kTurnBytes) {
@@ -693,8 +709,10 @@ void Session::finish(const std::string& outcome, bool reset, int status,
   timer_.cancel();
   close_socket(client_, reset);
   close_socket(upstream_, reset);
-  up_pipe_ = SplicePipe{};
-  down_pipe_ = SplicePipe{};
+  for (SplicePipe* pipe : {&up_pipe_, &down_pipe_}) {
+    if (pipe->large()) --server_.large_pipes;
+    *pipe = SplicePipe{};
+  }
   if (verdict_.allowed) {
     ClosedRecord record;
     record.module = module_->id;

@@ -86,7 +86,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // fills it, then in the kernel (switch_to_splice, splice_relay) while pipes can be had.
   void relay(Direction direction);
   void switch_to_splice(Direction direction);
-  void splice_relay(Direction direction);
+  // `woke_readable`: called because the source was reported readable.
+  void splice_relay(Direction direction, bool woke_readable);
   void pump_up();
   void pump_down();
   void read_response_head();

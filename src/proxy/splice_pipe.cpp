@@ -32,15 +32,15 @@ SpliceStep step_from(ssize_t n) {
 
 }  // namespace
 
-SplicePipe SplicePipe::open() {
+SplicePipe SplicePipe::open(bool large) {
   SplicePipe pipe;
   int ends[2];
   if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) == 0) {
     pipe.read_end_.reset(ends[0]);
     pipe.write_end_.reset(ends[1]);
-    // Larger than the default 16 pages: fewer calls and loop turns per byte. Best effort: an
-    // unprivileged user past fs.pipe-user-pages-soft keeps the small pipe, which still works.
-    ::fcntl(ends[1], F_SETPIPE_SZ, static_cast<int>(kPipeBytes));
+    // Best effort: an unprivileged user past fs.pipe-user-pages-soft keeps the small pipe,
+    // which still works.
+    pipe.large_ = large && ::fcntl(ends[1], F_SETPIPE_SZ, static_cast<int>(kPipeBytes)) >= 0;
   }
   return pipe;
 }

@@ -21,11 +21,14 @@ struct SpliceStep {
 
 class SplicePipe {
  public:
-  // A pipe of 1 MiB where the kernel allows it. Returns an invalid pipe when the process is
-  // out of descriptors: the caller relays through a buffer instead.
-  static SplicePipe open();
+  // `large`: 1 MiB where the kernel allows it (fewer calls and loop turns per byte), else the
+  // kernel's default of 16 pages. Returns an invalid pipe when the process is out of
+  // descriptors: the caller relays through a buffer instead.
+  static SplicePipe open(bool large);
 
   [[nodiscard]] bool valid() const { return read_end_.valid(); }
+  // It was made large (counted against the server's budget, kLargePipesPerServer).
+  [[nodiscard]] bool large() const { return large_; }
   // Bytes in the pipe, not yet written to the destination.
   [[nodiscard]] std::size_t held() const { return held_; }
 
@@ -38,6 +41,13 @@ class SplicePipe {
   UniqueFd read_end_;
   UniqueFd write_end_;
   std::size_t held_ = 0;
+  bool large_ = false;
 };
+
+// Pipes of 1 MiB one server holds at once. Bytes in a pipe are kernel memory that no socket
+// buffer limit counts any more, and each slot can pin a page (or a larger page fragment) for a
+// few bytes: the budget bounds that, beyond what the tunnel limits already do, to about
+// 32 MiB nominal. Pipes past it get the default 16 slots.
+inline constexpr std::size_t kLargePipesPerServer = 32;
 
 }  // namespace oarbank::proxy
