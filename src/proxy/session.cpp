@@ -445,6 +445,9 @@ void Session::splice_relay(Direction direction, bool woke_readable) {
     }
     // With the pipe empty, EAGAIN from the source means the source is empty (with bytes held,
     // it can also mean the pipe is full).
+    // Asio re-arms epoll (EPOLL_CTL_MOD) for every async_wait, which re-checks the socket's
+    // state: a wait started on a socket that is already ready completes at once, so bytes
+    // that arrived during this turn are not missed despite the edge-triggered registration.
     if (in.would_block && pipe.held() == 0) {
       from.async_wait(asio::socket_base::wait_read, std::move(again_readable));
       return;
