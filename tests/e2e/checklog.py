@@ -8,7 +8,8 @@
                                refuse|STATUS|DEST|ADDR   verdict refuse with that status
                              and every allowed connection must have its "closed" line.
                              Extra SPECs for closed lines (matched against all of them):
-                               closed|DEST|ADDRESS|OUTCOME|BYTES_UP|BYTES_DOWN   ("*": any)
+                               closed|DEST|ADDRESS|OUTCOME|BYTES_UP|BYTES_DOWN   ("*": any;
+                                                         "a/b": a or b)
   checklog.py --print FILE   one line per decision: "VERDICT STATUS DEST ADDR,ADDR"
 Exit 0 when it all holds; else 1 and one line saying what does not.
 """
@@ -46,7 +47,7 @@ def load(path):
 
 
 def matches(want, got):
-    return want == "*" or want == str(got)
+    return want == "*" or str(got) in want.split("/")
 
 
 def fail(message):

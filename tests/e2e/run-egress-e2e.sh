@@ -299,13 +299,15 @@ expect_refused_python() {
   fi
 }
 
-# Allowed: HTTPS through CONNECT, plain HTTP through absolute-URI forwarding.
+# Allowed: HTTPS through CONNECT, plain HTTP through absolute-URI forwarding. The closed line
+# says "closed", or "stopped" when curl exited and sandbox-run stopped the proxy before the
+# proxy's thread had read curl's FIN and the upstream's close (seen once in CI's e2e).
 module curl-https-allowed "${CURL[@]}" https://allowed.test/
 expect_page curl-https-allowed "hello from $ALLOWED over https path /" \
-  "allow|allowed.test:443|$ALLOWED" "closed|allowed.test:443|$ALLOWED:443|closed|*|*"
+  "allow|allowed.test:443|$ALLOWED" "closed|allowed.test:443|$ALLOWED:443|closed/stopped|*|*"
 module curl-http-allowed "${CURL[@]}" http://allowed.test/plain
 expect_page curl-http-allowed "hello from $ALLOWED over http path /plain" \
-  "allow|allowed.test:80|$ALLOWED" "closed|allowed.test:80|$ALLOWED:80|closed|*|*"
+  "allow|allowed.test:80|$ALLOWED" "closed|allowed.test:80|$ALLOWED:80|closed/stopped|*|*"
 module python-https-allowed "${CLIENT[@]}" get https://allowed.test/py "$BUNDLE/ca.pem"
 expect_page python-https-allowed "hello from $ALLOWED over https path /py" \
   "allow|allowed.test:443|$ALLOWED"
