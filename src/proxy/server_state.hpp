@@ -42,7 +42,7 @@ struct ServerState {
   std::set<Session*> sessions;  // every live session, for stop() and remove_module()
   bool stopping = false;
   bool relay_tunnels_by_copy = false;  // TestingOnlyExemptions
-  std::size_t large_pipes = 0;         // tunnels' pipes of 1 MiB now open (session.cpp)
+  std::size_t large_pipes = 0;         // tunnels' pipes of 1 MiB now open (SplicePipe)
 
  private:
   AddressContext context_;

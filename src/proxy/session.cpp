@@ -377,11 +377,7 @@ void Session::splice_relay(Direction direction, bool woke_readable) {
   const char* to_name = up ? "upstream: " : "client: ";
   SplicePipe& pipe = up ? up_pipe_ : down_pipe_;
   if (!pipe.valid()) {
-    // Large pipes within the server's budget (kernel memory that no socket accounts for once
-    // the pages are in the pipe); past it, the kernel's default size.
-    const bool large = server_.large_pipes < kLargePipesPerServer;
-    pipe = SplicePipe::open(large);
-    if (pipe.valid() && pipe.large()) ++server_.large_pipes;
+    pipe = SplicePipe::open(server_.large_pipes);
     if (!pipe.valid()) {
       // Out of descriptors: the tunnel stays with its buffers.
       no_pipes_ = true;
@@ -712,10 +708,8 @@ void Session::finish(const std::string& outcome, bool reset, int status,
   timer_.cancel();
   close_socket(client_, reset);
   close_socket(upstream_, reset);
-  for (SplicePipe* pipe : {&up_pipe_, &down_pipe_}) {
-    if (pipe->large()) --server_.large_pipes;
-    *pipe = SplicePipe{};
-  }
+  up_pipe_ = SplicePipe{};
+  down_pipe_ = SplicePipe{};
   if (verdict_.allowed) {
     ClosedRecord record;
     record.module = module_->id;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <utility>
 
 namespace oarbank::proxy {
 namespace {
@@ -32,7 +33,7 @@ SpliceStep step_from(ssize_t n) {
 
 }  // namespace
 
-SplicePipe SplicePipe::open(bool large) {
+SplicePipe SplicePipe::open(std::size_t& large_pipes) {
   SplicePipe pipe;
   int ends[2];
   if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) == 0) {
@@ -40,9 +41,34 @@ SplicePipe SplicePipe::open(bool large) {
     pipe.write_end_.reset(ends[1]);
     // Best effort: an unprivileged user past fs.pipe-user-pages-soft keeps the small pipe,
     // which still works.
-    pipe.large_ = large && ::fcntl(ends[1], F_SETPIPE_SZ, static_cast<int>(kPipeBytes)) >= 0;
+    if (large_pipes < kLargePipesPerServer &&
+        ::fcntl(ends[1], F_SETPIPE_SZ, static_cast<int>(kPipeBytes)) >= 0) {
+      pipe.large_pipes_ = &large_pipes;
+      ++large_pipes;
+    }
   }
   return pipe;
+}
+
+SplicePipe::SplicePipe(SplicePipe&& other) noexcept
+    : read_end_(std::move(other.read_end_)),
+      write_end_(std::move(other.write_end_)),
+      held_(std::exchange(other.held_, 0)),
+      large_pipes_(std::exchange(other.large_pipes_, nullptr)) {}
+
+SplicePipe& SplicePipe::operator=(SplicePipe&& other) noexcept {
+  if (this != &other) {
+    if (large_pipes_ != nullptr) --*large_pipes_;
+    read_end_ = std::move(other.read_end_);
+    write_end_ = std::move(other.write_end_);
+    held_ = std::exchange(other.held_, 0);
+    large_pipes_ = std::exchange(other.large_pipes_, nullptr);
+  }
+  return *this;
+}
+
+SplicePipe::~SplicePipe() {
+  if (large_pipes_ != nullptr) --*large_pipes_;
 }
 
 SpliceStep SplicePipe::fill(int from) {

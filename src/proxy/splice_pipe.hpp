@@ -21,14 +21,18 @@ struct SpliceStep {
 
 class SplicePipe {
  public:
-  // `large`: 1 MiB where the kernel allows it (fewer calls and loop turns per byte), else the
-  // kernel's default of 16 pages. Returns an invalid pipe when the process is out of
-  // descriptors: the caller relays through a buffer instead.
-  static SplicePipe open(bool large);
+  // 1 MiB where the kernel allows it (fewer calls and loop turns per byte) while
+  // `large_pipes`, the owner's count of such pipes, is under kLargePipesPerServer; the pipe
+  // counts itself there until it closes. Else the kernel's default of 16 pages. Returns an
+  // invalid pipe when the process is out of descriptors: the caller relays through a buffer.
+  static SplicePipe open(std::size_t& large_pipes);
+
+  SplicePipe() = default;
+  SplicePipe(SplicePipe&& other) noexcept;
+  SplicePipe& operator=(SplicePipe&& other) noexcept;
+  ~SplicePipe();
 
   [[nodiscard]] bool valid() const { return read_end_.valid(); }
-  // It was made large (counted against the server's budget, kLargePipesPerServer).
-  [[nodiscard]] bool large() const { return large_; }
   // Bytes in the pipe, not yet written to the destination.
   [[nodiscard]] std::size_t held() const { return held_; }
 
@@ -41,7 +45,7 @@ class SplicePipe {
   UniqueFd read_end_;
   UniqueFd write_end_;
   std::size_t held_ = 0;
-  bool large_ = false;
+  std::size_t* large_pipes_ = nullptr;  // the count this pipe is in, while it is large
 };
 
 // Pipes of 1 MiB one server holds at once. Bytes in a pipe are kernel memory that no socket

@@ -120,10 +120,7 @@ RunResult run_command(const std::vector<std::string>& argv, const RunOptions& op
     if (options.controlling_terminal) {
       if (::setsid() < 0 || ::ioctl(0, TIOCSCTTY, 0) != 0) _exit(125);
     }
-    if (change_user && (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
-                        ::setresuid(uid, uid, uid) != 0)) {
-      _exit(124);
-    }
+    if (change_user && !become_user(uid, gid)) _exit(124);
     ::execve(args[0], args.data(), envp.data());
     _exit(127);
   }
@@ -194,6 +191,11 @@ bool machine_has_gpu_nodes() {
 
 uid_t module_uid() { return running_as_root() ? 65534 : ::getuid(); }
 gid_t module_gid() { return running_as_root() ? 65534 : ::getgid(); }
+
+bool become_user(uid_t uid, gid_t gid) {
+  return ::setgroups(0, nullptr) == 0 && ::setresgid(gid, gid, gid) == 0 &&
+         ::setresuid(uid, uid, uid) == 0;
+}
 
 // --- Files ----------------------------------------------------------------------------------------
 
@@ -365,10 +367,7 @@ Sleeper::Sleeper() {
   check(pid_ >= 0, "fork");
   if (pid_ == 0) {
     ::close(exec_pipe[0]);
-    if (running_as_root() && (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
-                              ::setresuid(uid, uid, uid) != 0)) {
-      _exit(1);
-    }
+    if (running_as_root() && !become_user(uid, gid)) _exit(1);
     // After the uid change, which would clear it; kept across the exec of /bin/sleep.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) _exit(0);

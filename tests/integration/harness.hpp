@@ -63,6 +63,9 @@ bool machine_has_gpu_nodes();
 // The uid and gid the module runs as (65534 when the tests run as root, else our own).
 uid_t module_uid();
 gid_t module_gid();
+// In a forked child, before its exec: become uid:gid in every slot, with no supplementary
+// groups. Only system calls (safe after fork in a threaded process). False on a failure.
+bool become_user(uid_t uid, gid_t gid);
 
 // --- Files --------------------------------------------------------------------------------
 

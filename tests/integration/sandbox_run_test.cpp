@@ -3,7 +3,6 @@
 // serves sandbox-ctl, and leaves nothing behind however the run ends. On this machine's real
 // cgroup2 hierarchy; the hard limits themselves are proven in the qemu guests (tests/vm).
 #include <fcntl.h>
-#include <grp.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -71,10 +70,7 @@ class Background {
       ::dup2(null, 0);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
-      if (user && (::setgroups(0, nullptr) != 0 || ::setgid(user->second) != 0 ||
-                   ::setuid(user->first) != 0)) {
-        ::_exit(126);
-      }
+      if (user && !become_user(user->first, user->second)) ::_exit(126);
       std::vector<char*> args, envp;
       for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);
