@@ -105,6 +105,8 @@ class VerifyTree {
         ::chown((root_ / "work").c_str(), config.module_uid, config.module_gid) != 0) {
       throw std::runtime_error("cannot chown the probe's work directory");
     }
+    // Whatever the umask: a work directory others can write is refused (the directory rule).
+    fs::permissions(root_ / "work", fs::perms(0755));
     auto node = node_config_to_json(config);
     node["proxy_listen"] = fmt::format("127.0.0.1:{}", proxy_port);
     std::ofstream(root_ / "config.json") << node.dump();
