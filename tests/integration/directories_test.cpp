@@ -112,6 +112,17 @@ TEST_F(Directories, AWorkDirectoryAnotherUserPreCreatedInTmpIsRefused) {
   expect_refused_by_both(with_work(theirs.path()), theirs.path() + "/out",
                          {"step directories failed: " + theirs.path() + " is owned by uid 4242",
                           "(mode 0777)", "root or the module user (65534)"});
+  // sandbox-check says the same.
+  RunResult check = run_command({OARBANK_AGENT_BINARY, "sandbox-check", "--config", config_path,
+                                 tree.write_json("check.json", with_work(theirs.path()))},
+                                RunOptions{.env = launcher_environment(),
+                                           .stdin_fd = {},
+                                           .controlling_terminal = false,
+                                           .user = {},
+                                           .timeout = 10s});
+  EXPECT_TRUE(check.exited(70)) << check.describe();
+  EXPECT_NE(check.err.find(theirs.path() + " is owned by uid 4242"), std::string::npos)
+      << check.describe();
   // Theirs and private to them (0700): still not the module's.
   ASSERT_EQ(::chmod(theirs.path().c_str(), 0700), 0);
   expect_refused_by_both(with_work(theirs.path()), theirs.path() + "/out",
