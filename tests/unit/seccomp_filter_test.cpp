@@ -64,11 +64,26 @@ TEST(SeccompRules, ThePagesRefusalsAreInEveryVariant) {
   for (int i = 0; i < kVariantCount; ++i) {
     auto names = syscalls_of(variant_from_index(i));
     for (const char* required :
-         {"listen", "unshare", "setns", "mount", "clone", "clone3", "ptrace", "bpf", "keyctl",
-          "add_key", "request_key", "init_module", "finit_module", "delete_module",
-          "io_uring_setup", "socket", "socketpair", "ioctl"}) {
+         {"listen",      "unshare",     "setns",        "mount",         "clone",
+          "clone3",      "ptrace",      "bpf",          "keyctl",        "add_key",
+          "request_key", "init_module", "finit_module", "delete_module", "io_uring_setup",
+          "socket",      "socketpair",  "ioctl",        "chmod",         "fchmod",
+          "fchmodat",    "fchmodat2",   "open",         "openat",        "openat2",
+          "creat",       "mkdir",       "mkdirat",      "mknod",         "mknodat"}) {
       EXPECT_EQ(names.count(required), 1U) << required << " in " << variant_from_index(i).name();
     }
+  }
+}
+
+TEST(SeccompRules, PersonalityIsAHandCompiledAllowlist) {
+  const auto lists = allowlists32();
+  ASSERT_EQ(lists.size(), 1U);
+  EXPECT_EQ(lists[0].syscall, "personality");
+  EXPECT_EQ(lists[0].syscall_number_x86_64, SYS_personality);
+  EXPECT_EQ(describe(lists[0]), "arg0 & 0xffffffff not in {0xffffffff, 0x0, 0x8}");
+  for (int i = 0; i < kVariantCount; ++i) {
+    EXPECT_EQ(syscalls_of(variant_from_index(i)).count("personality"), 0U)
+        << "personality is not a libseccomp rule";
   }
 }
 
