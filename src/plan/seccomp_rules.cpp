@@ -377,8 +377,8 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
       }
     }
   }
-  // openat2's mode is in a struct the filter cannot read; ENOSYS makes libc (and Python, Go)
-  // fall back to openat, whose mode it can.
+  // openat2's mode is in a struct the filter cannot read; ENOSYS makes a caller that tries it
+  // fall back to openat, whose mode the filter can read (glibc never calls openat2).
   add(rules, {"openat2"}, ENOSYS,
       "openat2's mode is in memory the filter cannot read; ENOSYS makes callers fall back to "
       "openat");
