@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -143,8 +144,17 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   }
   ::execve(prepared.executable.c_str(), prepared.argv.data(), prepared.envp.data());
   const int err = errno;
-  std::string line =
-      std::string(program) + ": execve " + prepared.executable + " failed: " + errno_text(err);
+  std::string line = std::string(program) + ": execve " + prepared.executable +
+                     " failed: " + errno_text(err);
+  // A file whose capabilities have the effective bit set (Debian's ping, cap_net_raw+ep) must
+  // get every capability it names, or the kernel refuses it with EPERM (commoncap.c: "legacy
+  // apps ... missing some forced capabilities"). Started as root, the launcher has emptied the
+  // bounding set, so no capability can be granted. A bare EPERM says nothing: look for the
+  // file's capabilities, after the failure only. One getxattr, then _exit as before.
+  if (err == EPERM &&
+      ::getxattr(prepared.executable.c_str(), "security.capability", nullptr, 0) > 0) {
+    line += ": the file asks for capabilities (security.capability) a module cannot have";
+  }
   std::fprintf(stderr, "%s\n", line.c_str());
   report_launch_status(kExitOsErr, line);
   ::_exit(kExitOsErr);

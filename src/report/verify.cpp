@@ -221,6 +221,20 @@ std::vector<RowVerification> verify_report(const Report& report, const NodeConfi
                               {{"socket", "inet"}, "errno EAFNOSUPPORT"},
                               {{"listen"}, "errno EPERM"}}));
   }
+  // The launcher runs a module only where the filesystem row is enforced: elsewhere there is
+  // no sandbox to probe the filter from.
+  if (enforced(report, CapabilityRow::SetidFiles) && enforced(report, CapabilityRow::Filesystem)) {
+    auto policy = tree.write_policy("setid", R"(, "ipc_isolation": "best-effort")");
+    const std::string plain = tree.path("work/plain").string();
+    out.push_back(
+        run_checks(CapabilityRow::SetidFiles, tree, policy,
+                   {{{"create", plain, "0644"}, "ok"},
+                    {{"chmod", plain, "0755"}, "ok"},
+                    {{"chmod", plain, "4755"}, "errno EPERM"},
+                    {{"chmod", plain, "2755"}, "errno EPERM"},
+                    {{"create", tree.path("work/setuid").string(), "4755"}, "errno EPERM"},
+                    {{"mkdir", tree.path("work/setgid").string(), "2775"}, "errno EPERM"}}));
+  }
   if (enforced(report, CapabilityRow::EgressAllowlist)) {
     auto policy = tree.write_policy(
         "egress", R"(, "net": "egress-allowlist", "ipc_isolation": "best-effort")");
