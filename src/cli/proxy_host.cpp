@@ -10,7 +10,8 @@
 namespace oarbank::cli {
 
 ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>& log_path,
-                     const std::string& id, const Policy& policy, UniqueFd listener) {
+                     const std::string& id, const Policy& policy, UniqueFd listener,
+                     proxy::PeerCheck peer_check) {
   if (log_path) {
     log_fd_.reset(::open(log_path->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640));
     if (!log_fd_.valid()) {
@@ -31,7 +32,7 @@ ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>&
   };
   try {
     server_ = std::make_unique<proxy::ProxyServer>(std::move(settings));
-    server_->add_module(id, policy.egress, listener.release());
+    server_->add_module(id, policy.egress, listener.release(), std::move(peer_check));
   } catch (const std::invalid_argument& e) {
     throw Error(ErrorKind::Config, std::string("egress proxy: ") + e.what());
   }

@@ -18,8 +18,10 @@ class ProxyHost {
  public:
   // Serves `policy.egress` for module `id` on `listener`. `log_path`: append the JSON lines
   // there, else to stderr. Throws Error(Config) for settings the proxy refuses.
+  // `peer_check`: admit only the connections it accepts (proxy::PeerCheck); empty: all.
   ProxyHost(const NodeConfig& config, const std::optional<std::string>& log_path,
-            const std::string& id, const Policy& policy, UniqueFd listener);
+            const std::string& id, const Policy& policy, UniqueFd listener,
+            proxy::PeerCheck peer_check = {});
   ~ProxyHost();  // stops the server and joins its thread
   ProxyHost(const ProxyHost&) = delete;
   ProxyHost& operator=(const ProxyHost&) = delete;
