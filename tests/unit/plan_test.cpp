@@ -389,8 +389,9 @@ TEST(PlanEgressConfinement, NamespaceAsRootElsePortOnlyOnlyWhereTheNodeAcceptsIt
   EXPECT_EQ(evaluate_capability(CapabilityRow::EgressAllowlist, old, accepting).status,
             CapabilityStatus::Unavailable);
   // A policy that is not an egress policy does not care.
-  EXPECT_NO_THROW((void)make_plan(parse_policy(R"({"bundle": "/srv/mod", "ipc_isolation": "best-effort"})"),
-                                  user, config, paths, request()));
+  EXPECT_NO_THROW(
+      (void)make_plan(parse_policy(R"({"bundle": "/srv/mod", "ipc_isolation": "best-effort"})"),
+                      user, config, paths, request()));
 }
 
 TEST(PlanIdentity, RootBecomesTheModuleUserAndOthersStayThemselves) {
