@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/prepared_exec.hpp"
 #include "config/node_config.hpp"
 #include "plan/plan.hpp"
 #include "probe/path_facts.hpp"
@@ -41,7 +42,8 @@ int run(const CheckOptions& options) {
   return run_guarded(kCommand, options.policy_path, [&]() -> int {
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
-    const KernelFeatures features = probe_kernel(config, ProbeScope{.network_namespaces = false});
+    // What the launcher probes for this policy (cli/prepared_exec.cpp), so both agree.
+    const KernelFeatures features = probe_kernel(config, launch_probe_scope(policy, config));
     int missing = 0;
     for (const auto& verdict : unmet_capabilities(policy, features, config)) {
       print_error(kCommand, std::string("cannot enforce \"") + std::string(row_key(verdict.row)) +

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "apply/descriptors.hpp"
+#include "apply/egress_relay.hpp"
 #include "apply/launch.hpp"
 #include "cli/commands.hpp"
 #include "cli/prepared_exec.hpp"
@@ -56,6 +57,18 @@ int run_sandbox_exec(const ExecArgs& options) {
                        .dump(2)
                 << std::endl;
       return 0;
+    }
+    // Root: the module's own network namespace, the proxy reachable in it through a relay
+    // (contract.md, "Egress only through the proxy"). Unprivileged, the plan was refused
+    // unless the node accepts port-only confinement, and then Landlock's port rule is all.
+    if (prepared->policy.net == NetMode::EgressAllowlist &&
+        egress_confinement(prepared->features, prepared->config) == EgressConfinement::Namespace) {
+      start_egress_relay(
+          RelaySettings{.proxy_host = prepared->config.proxy_host,
+                        .proxy_port = prepared->config.proxy_port,
+                        .uid = prepared->config.module_uid,
+                        .gid = prepared->config.module_gid,
+                        .max_connections = prepared->config.proxy_max_tunnels_per_module});
     }
     launch(prepared->plan, prepared->launch, "oarbank-agent sandbox-exec");
   });

@@ -57,6 +57,8 @@ int run(const std::vector<std::string>& args) {
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(std::stoi(arg)));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    // "connect PORT ADDRESS": another IPv4 address than 127.0.0.1 (the namespace's proof).
+    if (args.size() > 2 && ::inet_pton(AF_INET, args[2].c_str(), &addr.sin_addr) != 1) return 2;
     return report(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
   }
   if (op == "connect-abstract") {

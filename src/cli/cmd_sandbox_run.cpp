@@ -19,10 +19,12 @@
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/cgroup_limits.hpp"
+#include "probe/probe.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/cgroup_leaf.hpp"
 #include "supervise/module_id.hpp"
 #include "supervise/module_network.hpp"
+#include "supervise/peer_process.hpp"
 #include "supervise/run_state.hpp"
 #include "supervise/supervisor.hpp"
 #include "supervise/writable_dirs.hpp"
@@ -173,14 +175,19 @@ int run_sandbox_run(const RunArgs& options) {
                                 "): the container is a process group only");
     }
 
-    // Egress without a namespace of its own (unprivileged): the module gets a listener of its
-    // own on proxy_listen's address, on a port the kernel picks, so that the proxy knows
-    // whose allowlist applies by the listener and modules run side by side. Its plan
-    // (Landlock's port rule, the proxy variables) names that port. Inside a namespace of its
-    // own (root), the configured port is the module's alone anyway.
+    // How an egress module is kept to the proxy (plan/capabilities.cpp, one answer with the
+    // report and sandbox-check): probed once, here, for the plan too.
+    KernelFeatures features = probe_kernel(config, launch_probe_scope(policy, config));
+    const bool egress = policy.net == NetMode::EgressAllowlist;
+    const EgressConfinement confinement = egress_confinement(features, config);
+    // Port only (not root, accepted by the node): the module gets a listener of its own on
+    // proxy_listen's address, on a port the kernel picks, so that the proxy knows whose
+    // allowlist applies by the listener and modules run side by side. Its plan (Landlock's
+    // port rule, the proxy variables) names that port. Inside a namespace of its own (root),
+    // the configured port is the module's alone anyway. Refused: the plan says so (70).
     NodeConfig module_config = config;
     UniqueFd own_listener;
-    if (policy.net == NetMode::EgressAllowlist && !root) {
+    if (egress && confinement == EgressConfinement::PortOnly) {
       own_listener = listen_on(config.proxy_host, 0);
       module_config.proxy_port = listening_port(own_listener.get());
     }
@@ -195,7 +202,7 @@ int run_sandbox_run(const RunArgs& options) {
     // an exit code, with the leaf and the directories removed (unwinding).
     std::unique_ptr<PreparedExec> prepared;
     try {
-      prepared = prepare_exec(request, module_config, policy);
+      prepared = prepare_exec(request, module_config, policy, std::move(features));
     } catch (...) {
       remove_created_dirs(created);
       throw;
@@ -216,21 +223,30 @@ int run_sandbox_run(const RunArgs& options) {
     ChildLaunch child{prepared.get(), -1};
     ModuleNetwork network;
     std::unique_ptr<ProxyHost> proxy;
-    if (policy.net == NetMode::EgressAllowlist) {
+    // The module's processes, for the port-only listener's peer check: its leaf, else its
+    // process group (known once spawned; the proxy's thread starts after that).
+    ModuleProcesses members{launch.leaf ? launch.leaf->path() : std::string(), 0};
+    if (egress) {
       try {
-        if (root) {
+        proxy::PeerCheck peer_check;
+        if (confinement == EgressConfinement::Namespace) {
           network = make_module_network(config.proxy_host, config.proxy_port);
           child.netns_fd = network.netns.get();
         } else {
           network.listener = std::move(own_listener);
+          // Any local process can reach this port: admit the module's own connections alone.
+          peer_check = [&members](int fd) { return peer_outside_module(fd, members); };
         }
         proxy = std::make_unique<ProxyHost>(config, options.proxy_log, "--proxy-log", id, policy,
-                                            std::move(network.listener));
+                                            std::move(network.listener), std::move(peer_check));
       } catch (...) {
         remove_created_dirs(created);
         throw;
       }
-      launch.after_spawn = [&proxy] { proxy->start_thread(); };
+      launch.after_spawn = [&proxy, &members](pid_t module_pid) {
+        members.process_group = module_pid;  // the child leads a process group of its own
+        proxy->start_thread();
+      };
     }
     launch.launcher = &launch_in_child;
     launch.launcher_context = &child;

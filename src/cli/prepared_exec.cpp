@@ -29,16 +29,27 @@ LaunchRequest make_launch_request(const ExecArgs& options) {
   return request;
 }
 
+ProbeScope launch_probe_scope(const Policy& policy, const NodeConfig& config) {
+  // The limit rows (rows_needed_by) depend on the cgroup only under the node's hard_limits;
+  // the egress row on whether this process can make network namespaces.
+  return ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute,
+                    .cgroup = config.hard_limits,
+                    .network_namespaces = policy.net == NetMode::EgressAllowlist};
+}
+
 std::unique_ptr<PreparedExec> prepare_exec(const LaunchRequest& request, const NodeConfig& config,
                                            const Policy& policy, bool explain_only) {
+  return prepare_exec(request, config, policy,
+                      probe_kernel(config, launch_probe_scope(policy, config)), explain_only);
+}
+
+std::unique_ptr<PreparedExec> prepare_exec(const LaunchRequest& request, const NodeConfig& config,
+                                           const Policy& policy, KernelFeatures features,
+                                           bool explain_only) {
   auto prepared = std::make_unique<PreparedExec>();
   prepared->config = config;
   prepared->policy = policy;
-  // The limit rows (rows_needed_by) depend on the cgroup only under the node's hard_limits.
-  prepared->features =
-      probe_kernel(config, ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute,
-                                      .cgroup = config.hard_limits,
-                                      .network_namespaces = false});
+  prepared->features = std::move(features);
   // Issue 10: the writable paths are opened (through no symbolic link) and judged before the
   // plan looks at any path. The module user: the configured one for a launcher started as
   // root, else the caller itself.

@@ -13,6 +13,7 @@
 #include "plan/plan.hpp"
 #include "probe/kernel_features.hpp"
 #include "probe/path_facts.hpp"
+#include "probe/probe.hpp"
 
 namespace oarbank::cli {
 
@@ -29,9 +30,17 @@ struct PreparedExec {
 // Error(Usage).
 LaunchRequest make_launch_request(const ExecArgs& options);
 
+// What a launch of this policy must probe: only what its rows depend on, so that the launch
+// of a module that is not an egress module does not pay for the network namespace probe.
+ProbeScope launch_probe_scope(const Policy& policy, const NodeConfig& config);
+
 // Throws what run_guarded maps: PolicyError (64), ConfigError (78), Error (64/70).
 // `explain_only`: stop after the plan (no ruleset is built).
 std::unique_ptr<PreparedExec> prepare_exec(const LaunchRequest& request, const NodeConfig& config,
                                            const Policy& policy, bool explain_only = false);
+// The same on features the caller probed already (launch_probe_scope).
+std::unique_ptr<PreparedExec> prepare_exec(const LaunchRequest& request, const NodeConfig& config,
+                                           const Policy& policy, KernelFeatures features,
+                                           bool explain_only = false);
 
 }  // namespace oarbank::cli

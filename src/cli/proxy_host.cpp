@@ -12,7 +12,7 @@ namespace oarbank::cli {
 
 ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>& log_path,
                      const std::string& log_option, const std::string& id, const Policy& policy,
-                     UniqueFd listener) {
+                     UniqueFd listener, proxy::PeerCheck peer_check) {
   if (log_path) {
     // Through no symbolic link, a regular file only (sys/safe_open.hpp): root appends to it.
     OperatorFile file = open_operator_file(*log_path, true, 0640);
@@ -33,7 +33,7 @@ ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>&
   };
   try {
     server_ = std::make_unique<proxy::ProxyServer>(std::move(settings));
-    server_->add_module(id, policy.egress, listener.release());
+    server_->add_module(id, policy.egress, listener.release(), std::move(peer_check));
   } catch (const std::invalid_argument& e) {
     throw Error(ErrorKind::Config, std::string("egress proxy: ") + e.what());
   }

@@ -20,9 +20,10 @@ class ProxyHost {
   // there (a regular file, reached through no symbolic link), else to stderr; `log_option`
   // names the option in messages. Throws Error(Config) for settings the proxy refuses, and
   // Error(Usage) for a log file it refuses.
+  // `peer_check`: admit only the connections it accepts (proxy::PeerCheck); empty: all.
   ProxyHost(const NodeConfig& config, const std::optional<std::string>& log_path,
             const std::string& log_option, const std::string& id, const Policy& policy,
-            UniqueFd listener);
+            UniqueFd listener, proxy::PeerCheck peer_check = {});
   ~ProxyHost();  // stops the server and joins its thread
   ProxyHost(const ProxyHost&) = delete;
   ProxyHost& operator=(const ProxyHost&) = delete;

@@ -192,6 +192,9 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
     } else if (key == "proxy_allow_private_ranges") {
       if (!value.is_boolean()) r.fail(pointer, "must be true or false");
       config.proxy_allow_private_ranges = value.get<bool>();
+    } else if (key == "accept_port_only_egress") {
+      if (!value.is_boolean()) r.fail(pointer, "must be true or false");
+      config.accept_port_only_egress = value.get<bool>();
     } else {
       r.fail(pointer, "unknown key");
     }
@@ -236,6 +239,7 @@ json node_config_to_json(const NodeConfig& config) {
       {"proxy_allow_private_ranges", config.proxy_allow_private_ranges},
       {"proxy_max_tunnels_per_module", config.proxy_max_tunnels_per_module},
       {"proxy_max_tunnels_total", config.proxy_max_tunnels_total},
+      {"accept_port_only_egress", config.accept_port_only_egress},
   };
 }
 

@@ -47,6 +47,10 @@ struct NodeConfig {
   // one module's proxy, so the smaller one binds); beyond them a client gets 503.
   std::uint64_t proxy_max_tunnels_per_module = 128;
   std::uint64_t proxy_max_tunnels_total = 1024;
+  // Run egress-allowlist modules where the launcher cannot give them a network namespace of
+  // their own (it is not root), confined by Landlock's port rule alone: such a module can
+  // reach any host that listens on its proxy port. false: such launches are refused (70).
+  bool accept_port_only_egress = false;
 
   friend bool operator==(const NodeConfig&, const NodeConfig&) = default;
 };

@@ -83,6 +83,8 @@ std::string_view to_string(CapabilityStatus status) {
       return "unavailable";
     case CapabilityStatus::NotPromised:
       return "not promised";
+    case CapabilityStatus::PortOnly:
+      return "port only";
   }
   return "?";
 }
@@ -184,15 +186,66 @@ CapabilityVerdict limit_row(CapabilityRow row, std::string_view controller,
           fmt::format("the {} controller is available", controller)};
 }
 
+// Why the module cannot have a namespace of its own here ("" when it can).
+std::string why_no_namespace(const KernelFeatures& features) {
+  if (!features.network_namespaces_probed) return "network namespaces were not probed";
+  if (!features.running_as_root) {
+    return "the agent is not root, so it cannot give the module a network namespace of its own";
+  }
+  if (!features.network_namespaces) return "this node cannot create network namespaces";
+  return "";
+}
+
+// net.egress-allowlist: Landlock's port rule (ABI 4) and seccomp, and what keeps the module to
+// the proxy's address, per launch mode.
+CapabilityVerdict egress_allowlist_row(const KernelFeatures& features, const NodeConfig& config) {
+  const CapabilityRow row = CapabilityRow::EgressAllowlist;
+  auto landlock = landlock_row(row, features, config);
+  if (landlock.status != CapabilityStatus::Enforced) return landlock;
+  switch (egress_confinement(features, config)) {
+    case EgressConfinement::Namespace:
+      return {row, CapabilityStatus::Enforced,
+              landlock.reason +
+                  "; each module gets a network namespace holding only loopback, the proxy "
+                  "reachable inside it at proxy_listen (sandbox-run: the proxy's listener; "
+                  "sandbox-exec: a relay to proxy_listen), so no other host is reachable"};
+    case EgressConfinement::PortOnly:
+      return {row, CapabilityStatus::PortOnly,
+              "port only, accepted by this node's configuration (accept_port_only_egress): " +
+                  why_no_namespace(features) +
+                  "; a module can reach any host that listens on its proxy port. sandbox-run: "
+                  "a proxy port of its own that accepts connections from the module's "
+                  "processes alone; sandbox-exec: proxy_listen's port, shared: any local "
+                  "process can connect there and be judged by that proxy's allowlist"};
+    case EgressConfinement::Refused:
+      break;
+  }
+  return {row, CapabilityStatus::Unavailable,
+          why_no_namespace(features) +
+              ", and this node's configuration does not accept port-only confinement "
+              "(accept_port_only_egress is false; with it a module could reach any host that "
+              "listens on the proxy's port)"};
+}
+
 }  // namespace
+
+EgressConfinement egress_confinement(const KernelFeatures& features, const NodeConfig& config) {
+  if (why_no_namespace(features).empty()) return EgressConfinement::Namespace;
+  return config.accept_port_only_egress ? EgressConfinement::PortOnly : EgressConfinement::Refused;
+}
+
+bool row_is_met(CapabilityStatus status) {
+  return status == CapabilityStatus::Enforced || status == CapabilityStatus::PortOnly;
+}
 
 CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& features,
                                       const NodeConfig& config) {
   switch (row) {
     case CapabilityRow::Filesystem:
-    case CapabilityRow::EgressAllowlist:
     case CapabilityRow::Ipc:
       return landlock_row(row, features, config);
+    case CapabilityRow::EgressAllowlist:
+      return egress_allowlist_row(features, config);
     case CapabilityRow::EgressAny:
       return {
           row, CapabilityStatus::Unavailable,
@@ -232,23 +285,21 @@ CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& f
       return limit_row(row, "memory", features);
     case CapabilityRow::LimitPids:
       return limit_row(row, "pids", features);
-    case CapabilityRow::EgressNetns:
-      // sandbox-run makes the namespace when it runs as root (supervise/module_network.cpp);
-      // a bare sandbox-exec, or an unprivileged sandbox-run, confines by port alone.
-      if (!features.network_namespaces_probed) {
-        return {row, CapabilityStatus::Unavailable, "network namespaces were not probed"};
-      }
-      if (features.network_namespaces && features.running_as_root) {
+    case CapabilityRow::EgressNetns: {
+      // Made by sandbox-run (supervise/module_network.cpp) and by a bare sandbox-exec
+      // (apply/egress_relay.cpp) when they run as root.
+      const std::string why = why_no_namespace(features);
+      if (why.empty()) {
         return {row, CapabilityStatus::Enforced,
-                "sandbox-run gives each egress-allowlist module a network namespace holding only "
-                "loopback, the proxy's listener inside it (a bare sandbox-exec: port only)"};
+                "sandbox-run and sandbox-exec give each egress-allowlist module a network "
+                "namespace holding only loopback, the proxy reachable inside it"};
       }
       return {row, CapabilityStatus::Unavailable,
-              features.running_as_root
-                  ? "port only: this node cannot create network namespaces; a module can reach "
-                    "any host that listens on the proxy's port"
-                  : "port only: the agent is not root, so it cannot create network namespaces; a "
-                    "module can reach any host that listens on the proxy's port"};
+              why + (config.accept_port_only_egress
+                         ? "; egress modules run confined by port alone "
+                           "(accept_port_only_egress)"
+                         : "; egress modules are refused (accept_port_only_egress is false)")};
+    }
     case CapabilityRow::ExecWritableScope:
       return {
           row, CapabilityStatus::NotPromised,

@@ -34,7 +34,24 @@ enum class CapabilityRow {
   BrokerSockets,
 };
 
-enum class CapabilityStatus { Enforced, Unavailable, NotPromised };
+// PortOnly: the net.egress-allowlist row where the launcher cannot make the module a network
+// namespace and the node's configuration accepts Landlock's port rule alone
+// (accept_port_only_egress). Such policies run, but a scheduler that asks for "enforced"
+// does not place them there.
+enum class CapabilityStatus { Enforced, Unavailable, NotPromised, PortOnly };
+
+// How an egress-allowlist module is kept to the proxy, in every launch mode (contract.md,
+// "Egress only through the proxy"). One answer for the launcher, sandbox-run, sandbox-check
+// and the report.
+enum class EgressConfinement {
+  Namespace,  // root: the module's own network namespace, only loopback, the proxy inside it
+  PortOnly,   // not root (or no namespaces), accepted by the node: Landlock's port rule alone
+  Refused,    // not root (or no namespaces), and the node does not accept port only
+};
+EgressConfinement egress_confinement(const KernelFeatures& features, const NodeConfig& config);
+
+// A row a policy needs is met when enforced, or port only (accepted by the node).
+bool row_is_met(CapabilityStatus status);
 
 struct CapabilityVerdict {
   CapabilityRow row;

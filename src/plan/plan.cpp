@@ -29,7 +29,7 @@ std::vector<CapabilityVerdict> unmet_capabilities(const Policy& policy,
   std::vector<CapabilityVerdict> unmet;
   for (auto row : rows_needed_by(policy, config)) {
     auto verdict = evaluate_capability(row, features, config);
-    if (verdict.status != CapabilityStatus::Enforced) unmet.push_back(std::move(verdict));
+    if (!row_is_met(verdict.status)) unmet.push_back(std::move(verdict));
   }
   return unmet;
 }

@@ -15,8 +15,42 @@ json kernel_features_to_json(const KernelFeatures& features, const NodeConfig& c
       {"seccomp_filter", features.seccomp_filter},
       {"running_as_root", features.running_as_root},
       {"gpu_device_nodes", features.gpu_device_nodes},
+      {"network_namespaces",
+       features.network_namespaces_probed ? json(features.network_namespaces) : json(nullptr)},
   };
 }
+
+namespace {
+
+// What keeps an egress module to the proxy, per launch mode (the same answer as the
+// net.egress-allowlist row's).
+json egress_confinement_to_json(const KernelFeatures& features, const NodeConfig& config) {
+  switch (egress_confinement(features, config)) {
+    case EgressConfinement::Namespace:
+      return {{"mode", "network namespace"},
+              {"sandbox-exec",
+               "the launcher moves into a network namespace of its own (only loopback) and a "
+               "relay outside it, as the module user, joins connections to proxy_listen inside "
+               "to the proxy in the node's namespace; the relay ends with the module"},
+              {"sandbox-run",
+               "the module's own network namespace (only loopback), the proxy's listener inside "
+               "it at proxy_listen"}};
+    case EgressConfinement::PortOnly:
+      return {{"mode", "port only"},
+              {"accepted_by", "accept_port_only_egress"},
+              {"sandbox-exec",
+               "Landlock's port rule alone; proxy_listen's port is shared with every local "
+               "process"},
+              {"sandbox-run",
+               "Landlock's port rule alone, on a proxy port of the module's own that admits its "
+               "processes alone"}};
+    case EgressConfinement::Refused:
+      break;
+  }
+  return {{"mode", "refused"}};
+}
+
+}  // namespace
 
 json explain_plan(const Plan& plan, const Policy& policy, const KernelFeatures& features,
                   const NodeConfig& config) {
@@ -57,7 +91,7 @@ json explain_plan(const Plan& plan, const Policy& policy, const KernelFeatures& 
   }
   json fds = json::array({0, 1, 2});
   for (int fd : plan.keep_fds) fds.push_back(fd);
-  return json{
+  json out{
       {"policy", policy_to_json(policy)},
       {"node", node_config_to_json(config)},
       {"kernel", kernel_features_to_json(features, config)},
@@ -90,6 +124,10 @@ json explain_plan(const Plan& plan, const Policy& policy, const KernelFeatures& 
       {"file_descriptors", fds},
       {"relies_on", relies_on},
   };
+  if (policy.net == NetMode::EgressAllowlist) {
+    out["egress_confinement"] = egress_confinement_to_json(features, config);
+  }
+  return out;
 }
 
 }  // namespace oarbank

@@ -97,6 +97,12 @@ struct ProxyServer::Impl {
 
   void admit(const std::shared_ptr<ModuleState>& module, asio::ip::tcp::socket socket,
              const asio::ip::tcp::endpoint& peer) {
+    if (module->peer_check) {
+      if (std::string why = module->peer_check(socket.native_handle()); !why.empty()) {
+        refuse_now(*module, socket, peer, 403, why);
+        return;
+      }
+    }
     const bool module_full = module->active >= state.settings.max_tunnels_per_module;
     const bool all_full = state.active_total >= state.settings.max_tunnels_total;
     if (!module_full && !all_full) {
@@ -104,17 +110,24 @@ struct ProxyServer::Impl {
       return;
     }
     // Over a limit: answer at once and close, without reading or allocating for it.
+    refuse_now(*module, socket, peer, 503,
+               module_full ? "too many concurrent connections for this module (" +
+                                 std::to_string(state.settings.max_tunnels_per_module) + ")"
+                           : "too many concurrent connections in all (" +
+                                 std::to_string(state.settings.max_tunnels_total) + ")");
+  }
+
+  // Answers `status` at once and closes, without reading the request; logged.
+  void refuse_now(const ModuleState& module, asio::ip::tcp::socket& socket,
+                  const asio::ip::tcp::endpoint& peer, int status, const std::string& reason) {
     DecisionRecord record;
-    record.module = module->id;
+    record.module = module.id;
     record.client = endpoint_text(peer);
     std::error_code ec;
-    record.status = 503;
-    record.reason = module_full ? "too many concurrent connections for this module (" +
-                                      std::to_string(state.settings.max_tunnels_per_module) + ")"
-                                : "too many concurrent connections in all (" +
-                                      std::to_string(state.settings.max_tunnels_total) + ")";
+    record.status = status;
+    record.reason = reason;
     state.log.decision(record);
-    const std::string response = refusal_response(503, record.reason);
+    const std::string response = refusal_response(status, record.reason);
     socket.non_blocking(true, ec);
     socket.write_some(asio::buffer(response), ec);  // a fresh socket's buffer takes it whole
     socket.shutdown(asio::socket_base::shutdown_send, ec);
@@ -182,7 +195,7 @@ ProxyServer::~ProxyServer() {
 }
 
 void ProxyServer::add_module(const std::string& module_id, std::vector<EgressDestination> allowlist,
-                             int listening_fd) {
+                             int listening_fd, PeerCheck peer_check) {
   UniqueFd fd(listening_fd);
   if (module_id.empty()) throw std::invalid_argument("a module id is required");
   if (!fd.valid() || socket_option(fd.get(), SOL_SOCKET, SO_TYPE) != SOCK_STREAM ||
@@ -203,6 +216,7 @@ void ProxyServer::add_module(const std::string& module_id, std::vector<EgressDes
   auto module = std::make_shared<ModuleState>();
   module->id = module_id;
   module->allowlist = std::move(allowlist);
+  module->peer_check = std::move(peer_check);
   Impl* impl = impl_.get();
   asio::post(impl->io, [impl, module, family, fd = std::move(fd)]() mutable {
     if (impl->state.stopping) return;  // fd closes here

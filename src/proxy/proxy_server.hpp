@@ -51,8 +51,9 @@ class ProxyServer {
   // before run() and from any thread while it runs. Throws std::invalid_argument when the
   // fd is not a listening TCP socket or the module already has one, std::logic_error after
   // stop().
+  // `peer_check`: see PeerCheck (proxy_settings.hpp); empty: every connection is admitted.
   void add_module(const std::string& module_id, std::vector<EgressDestination> allowlist,
-                  int listening_fd);
+                  int listening_fd, PeerCheck peer_check = {});
 
   // Closes the module's listening socket and ends its connections. Any thread; no-op for an
   // unknown module.

@@ -15,6 +15,12 @@ namespace oarbank::proxy {
 // Receives one log line (a JSON object, no newline). Called on the event loop's thread.
 using LogSink = std::function<void(std::string_view line)>;
 
+// Asked, on the event loop's thread, of each connection accepted on a module's listener (the
+// accepted socket's descriptor): "" admits it; anything else refuses it with that reason
+// (answered 403 and closed, and logged). For a module whose port any local process can reach
+// (sandbox-run unprivileged): only the module's own processes are admitted.
+using PeerCheck = std::function<std::string(int fd)>;
+
 struct ProxySettings {
   // From accept to the end of the request head; covers slow senders (slowloris) as a whole.
   std::chrono::milliseconds header_read_timeout{10'000};

@@ -24,6 +24,7 @@ struct ModuleState {
   std::string id;
   std::vector<EgressDestination> allowlist;
   std::size_t active = 0;  // connections of this module being handled
+  PeerCheck peer_check;    // empty: every connection to the module's listener is its own
 };
 
 struct ServerState {

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "sys/unique_fd.hpp"
 
@@ -28,18 +29,20 @@ struct ProbeResult {
   std::string output;  // the probe's one line: "ok" or "errno ENAME"
 };
 
-// A TCP listener on 127.0.0.1 with a port the kernel picks.
+// A TCP listener on 127.0.0.1 (or `host`, in host order) with a port the kernel picks (or
+// `port`).
 struct Listener {
   UniqueFd fd;
   int port = 0;
 };
 
-Listener listen_tcp() {
+Listener listen_tcp(std::uint32_t host = INADDR_LOOPBACK, int port = 0) {
   Listener l;
   l.fd.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_addr.s_addr = htonl(host);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
   socklen_t len = sizeof addr;
   if (!l.fd.valid() || ::bind(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
       ::listen(l.fd.get(), 8) != 0 ||
@@ -195,9 +198,16 @@ RowVerification run_checks(CapabilityRow row, const VerifyTree& tree, const fs::
   return v;
 }
 
+std::optional<CapabilityStatus> status_of(const Report& report, CapabilityRow row) {
+  for (const auto& verdict : report.rows) {
+    if (verdict.row == row) return verdict.status;
+  }
+  return std::nullopt;
+}
+
 bool enforced(const Report& report, CapabilityRow row) {
   for (const auto& verdict : report.rows) {
-    if (verdict.row == row) return verdict.status == CapabilityStatus::Enforced;
+    if (verdict.row == row) return row_is_met(verdict.status);  // port only runs too
   }
   return false;
 }
@@ -238,10 +248,23 @@ std::vector<RowVerification> verify_report(const Report& report, const NodeConfi
   if (enforced(report, CapabilityRow::EgressAllowlist)) {
     auto policy = tree.write_policy(
         "egress", R"(, "net": "egress-allowlist", "ipc_isolation": "best-effort")");
-    out.push_back(run_checks(CapabilityRow::EgressAllowlist, tree, policy,
-                             {{{"connect", std::to_string(proxy.port)}, "ok"},
-                              {{"connect", std::to_string(other.port)}, "errno EACCES"},
-                              {{"socket", "udp"}, "errno EPROTONOSUPPORT"}}));
+    std::vector<Check> checks = {{{"connect", std::to_string(proxy.port)}, "ok"},
+                                 {{"connect", std::to_string(other.port)}, "errno EACCES"},
+                                 {{"socket", "udp"}, "errno EPROTONOSUPPORT"}};
+    // Enforced (not port only): the module's own network namespace. A listener on the
+    // node's 127.0.0.2 at the proxy's very port, which Landlock's rule alone lets through,
+    // must not be reachable from inside it.
+    std::optional<Listener> elsewhere;
+    if (status_of(report, CapabilityRow::EgressAllowlist) == CapabilityStatus::Enforced) {
+      try {
+        elsewhere = listen_tcp(0x7f000002, proxy.port);
+        checks.push_back(
+            {{"connect", std::to_string(proxy.port), "127.0.0.2"}, "errno ECONNREFUSED"});
+      } catch (const std::runtime_error&) {
+        // 127.0.0.2 cannot be bound here: the other probes still run.
+      }
+    }
+    out.push_back(run_checks(CapabilityRow::EgressAllowlist, tree, policy, checks));
   }
   if (enforced(report, CapabilityRow::Ipc)) {
     const std::string name = fmt::format("oarbank-verify-{}", ::getpid());

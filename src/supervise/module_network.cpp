@@ -21,6 +21,8 @@ namespace {
   throw Error(ErrorKind::StepFailed, "step network failed: " + what + ": " + errno_text(err));
 }
 
+}  // namespace
+
 // A fresh namespace's loopback is down: without it nothing, the proxy included, is reachable.
 void bring_loopback_up() {
   UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
@@ -32,26 +34,26 @@ void bring_loopback_up() {
   if (::ioctl(sock.get(), SIOCSIFFLAGS, &request) != 0) fail("SIOCSIFFLAGS lo up", errno);
 }
 
-}  // namespace
-
-UniqueFd listen_on(const std::string& host, std::uint16_t port) {
-  sockaddr_storage address{};
-  socklen_t length = 0;
-  int family = AF_INET;
+socklen_t socket_address(const std::string& host, std::uint16_t port, sockaddr_storage& address) {
+  address = sockaddr_storage{};
   if (host.find(':') != std::string::npos) {
-    family = AF_INET6;
     auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
     v6->sin6_family = AF_INET6;
     v6->sin6_port = htons(port);
     if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) != 1) fail("address " + host, EINVAL);
-    length = sizeof *v6;
-  } else {
-    auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(port);
-    if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) != 1) fail("address " + host, EINVAL);
-    length = sizeof *v4;
+    return sizeof *v6;
   }
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
+  v4->sin_family = AF_INET;
+  v4->sin_port = htons(port);
+  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) != 1) fail("address " + host, EINVAL);
+  return sizeof *v4;
+}
+
+UniqueFd listen_on(const std::string& host, std::uint16_t port) {
+  sockaddr_storage address{};
+  const socklen_t length = socket_address(host, port, address);
+  const int family = address.ss_family;
   UniqueFd sock(::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!sock.valid()) fail("socket", errno);
   int one = 1;

@@ -4,6 +4,8 @@
 // stays in the node's namespace, the only way out.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstdint>
 #include <string>
 
@@ -25,6 +27,14 @@ ModuleNetwork make_module_network(const std::string& host, std::uint16_t port);
 // port rule alone). Port 0: one the kernel picks. Throws Error(StepFailed); EADDRINUSE names
 // the port.
 UniqueFd listen_on(const std::string& host, std::uint16_t port);
+
+// Sets lo up in this thread's network namespace (a new one has it down). Throws
+// Error(StepFailed).
+void bring_loopback_up();
+
+// host (an IP literal) and port as a socket address; returns its length. Throws
+// Error(StepFailed) for a host that is not one.
+socklen_t socket_address(const std::string& host, std::uint16_t port, sockaddr_storage& address);
 
 // The port a bound socket listens on (after listen_on(host, 0)). Throws Error(StepFailed).
 std::uint16_t listening_port(int fd);

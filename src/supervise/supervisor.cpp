@@ -203,7 +203,7 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     throw;
   }
   status_write.reset();
-  if (launch.after_spawn) launch.after_spawn();
+  if (launch.after_spawn) launch.after_spawn(child.pid);
   const pid_t group = child.pid;
   Container container(launch.leaf, group);
   state.write(RunRecord{.id = launch.id,

@@ -25,9 +25,9 @@ struct SupervisedLaunch {
   void (*launcher)(void* context, int status_fd) = nullptr;
   void* launcher_context = nullptr;
   std::optional<CgroupLeaf> leaf;      // none: the process group (and subreaper) only
-  // Called once the child exists (the egress proxy's thread starts here: the child must be
-  // cloned from a process with a single thread).
-  std::function<void()> after_spawn;
+  // Called with the child's pid once it exists (the egress proxy's thread starts here: the
+  // child must be cloned from a process with a single thread).
+  std::function<void(pid_t)> after_spawn;
   ExecExpectation expected;
   std::optional<double> timeout_seconds;
   double kill_after_seconds = 10;      // from SIGTERM to SIGKILL at a stop

@@ -358,8 +358,9 @@ TEST_P(EgressAllowlist, ConnectToTheProxyPortAlone) {
 
 TEST_P(EgressAllowlist, LandlockRuleIsAPortNotAnAddress) {
   // The page's mechanism alone lets the proxy's port through on any address (contract.md,
-  // "Egress only through the proxy": sandbox-run adds a network namespace for that). Here
-  // 127.0.0.2 has nothing listening: the connect passes Landlock and the kernel refuses it.
+  // "Egress only through the proxy": as root the launcher adds a network namespace for that,
+  // sandbox_run_test.cpp's ...ThroughItsRelay). Here 127.0.0.2 has nothing listening: the
+  // connect passes Landlock and the kernel refuses it.
   const auto p = egress_policy();
   if (!runs_or_refused(p, "net.egress-allowlist", 4)) return;
   expect_probes(p, {

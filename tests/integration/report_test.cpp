@@ -78,6 +78,13 @@ TEST(Report, VerifyProvesEveryEnforcedRowOnThisKernel) {
       EXPECT_TRUE(row["verified"].get<bool>()) << row.dump();
       ++verified;
     }
+    // As root the egress module has its own namespace: the node's 127.0.0.2 on the proxy's
+    // very port is proven out of its reach (issue 10).
+    if (row["row"] == "net.egress-allowlist" && row["status"] == "enforced") {
+      EXPECT_NE(row["verification"].get<std::string>().find("127.0.0.2: errno ECONNREFUSED"),
+                std::string::npos)
+          << row.dump();
+    }
   }
   // filesystem and setid-files from ABI 3 (the launcher runs nothing below), egress-allowlist
   // from ABI 4, IPC from ABI 6; below ABI 3 there is nothing to verify.

@@ -314,6 +314,26 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     auto addr = inet_address(a[0], std::atoi(a[1].c_str()), len);
     return report(connect(fd, reinterpret_cast<sockaddr*>(&addr), len));
   }
+  // An HTTP CONNECT through the proxy at HOST:PORT: prints the answer's status line ("HTTP/1.1
+  // 403"), or "errno NAME" when the connection fails, "closed" when it ends without one.
+  if (cmd == "http-connect" && need(3)) {
+    int fd = tcp_socket_for(a[0]);
+    if (fd < 0) return report(-1);
+    socklen_t len = 0;
+    auto addr = inet_address(a[0], std::atoi(a[1].c_str()), len);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) return report(-1);
+    const std::string request = "CONNECT " + a[2] + " HTTP/1.1\r\nHost: " + a[2] + "\r\n\r\n";
+    if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) < 0) return report(-1);
+    std::string answer;
+    char buf[512];
+    ssize_t n = 0;
+    while (answer.find("\r\n") == std::string::npos && (n = recv(fd, buf, sizeof buf, 0)) > 0) {
+      answer.append(buf, static_cast<std::size_t>(n));
+    }
+    if (n < 0) return report(-1);
+    std::printf("%s\n", answer.size() >= 12 ? answer.substr(0, 12).c_str() : "closed");
+    return 0;
+  }
   if (cmd == "bind" && need(2)) {
     int fd = tcp_socket_for(a[0]);
     if (fd < 0) return report(-1);

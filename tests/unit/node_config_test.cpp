@@ -28,6 +28,7 @@ TEST(NodeConfig, Defaults) {
   EXPECT_EQ(c.pids_max, 1024U);
   EXPECT_FALSE(c.cgroup_parent.has_value());
   EXPECT_FALSE(c.landlock_abi_max.has_value());
+  EXPECT_FALSE(c.accept_port_only_egress);
   EXPECT_EQ(parse_node_config("{}", "test"), c);
   EXPECT_EQ(parse_node_config(" { } \n", "test"), c);
   EXPECT_EQ(parse_node_config(R"({"module_user": {}})", "test"), c);
@@ -41,7 +42,8 @@ TEST(NodeConfig, EveryKey) {
     "hard_limits": true,
     "pids_max": 4096,
     "cgroup_parent": "/system.slice/oarbank-agent.service/modules/",
-    "landlock_abi_max": 3
+    "landlock_abi_max": 3,
+    "accept_port_only_egress": true
   })",
                                          "test");
   EXPECT_EQ(c.module_uid, 1000U);
@@ -53,6 +55,8 @@ TEST(NodeConfig, EveryKey) {
   EXPECT_EQ(c.pids_max, 4096U);
   EXPECT_EQ(c.cgroup_parent, "/system.slice/oarbank-agent.service/modules");
   EXPECT_EQ(c.landlock_abi_max, 3);
+  EXPECT_TRUE(c.accept_port_only_egress);
+  EXPECT_THROW(parse_node_config(R"({"accept_port_only_egress": 1})", "test"), ConfigError);
 }
 
 TEST(NodeConfig, NullsAndBounds) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -49,6 +50,8 @@ KernelFeatures features_with_abi(int abi) {
   features.seccomp_filter = true;
   features.running_as_root = true;
   features.gpu_device_nodes = {"/dev/dri", "/dev/nvidia0"};
+  features.network_namespaces_probed = true;
+  features.network_namespaces = true;
   return features;
 }
 
@@ -326,6 +329,73 @@ TEST(PlanOverlap, SeparateTreesAreFine) {
   FakePaths paths;
   EXPECT_NO_THROW(
       (void)make_plan(filesystem_policy(), features_with_abi(7), NodeConfig{}, paths, request()));
+}
+
+// contract.md, "Egress only through the proxy": per launch mode, what keeps an egress module
+// to the proxy, and the one table that says so to the launcher, sandbox-check and the report.
+TEST(PlanEgressConfinement, NamespaceAsRootElsePortOnlyOnlyWhereTheNodeAcceptsIt) {
+  FakePaths paths;
+  const Policy policy = parse_policy(
+      R"({"bundle": "/srv/mod", "net": "egress-allowlist", "ipc_isolation": "best-effort"})");
+  NodeConfig config;
+  auto root = features_with_abi(7);
+  EXPECT_EQ(egress_confinement(root, config), EgressConfinement::Namespace);
+  auto verdict = evaluate_capability(CapabilityRow::EgressAllowlist, root, config);
+  EXPECT_EQ(verdict.status, CapabilityStatus::Enforced);
+  EXPECT_NE(verdict.reason.find("network namespace"), std::string::npos) << verdict.reason;
+  EXPECT_NE(verdict.reason.find("sandbox-exec: a relay"), std::string::npos) << verdict.reason;
+  EXPECT_NO_THROW((void)make_plan(policy, root, config, paths, request()));
+
+  auto user = root;
+  user.running_as_root = false;
+  user.network_namespaces = false;
+  auto no_netns = root;
+  no_netns.network_namespaces = false;
+  auto unprobed = root;
+  unprobed.network_namespaces_probed = false;
+  for (const auto& features : {user, no_netns, unprobed}) {
+    EXPECT_EQ(egress_confinement(features, config), EgressConfinement::Refused);
+    verdict = evaluate_capability(CapabilityRow::EgressAllowlist, features, config);
+    EXPECT_EQ(verdict.status, CapabilityStatus::Unavailable);
+    try {
+      (void)make_plan(policy, features, config, paths, request());
+      ADD_FAILURE() << "expected a refusal";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Unenforceable);
+      EXPECT_NE(std::string(e.what()).find("accept_port_only_egress"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_NE(evaluate_capability(CapabilityRow::EgressAllowlist, user, config)
+                .reason.find("the agent is not root"),
+            std::string::npos);
+
+  NodeConfig accepting;
+  accepting.accept_port_only_egress = true;
+  for (const auto& features : {user, no_netns}) {
+    EXPECT_EQ(egress_confinement(features, accepting), EgressConfinement::PortOnly);
+    verdict = evaluate_capability(CapabilityRow::EgressAllowlist, features, accepting);
+    EXPECT_EQ(verdict.status, CapabilityStatus::PortOnly);
+    EXPECT_EQ(to_string(verdict.status), "port only");
+    EXPECT_NE(verdict.reason.find("shared"), std::string::npos) << verdict.reason;
+    const Plan plan = make_plan(policy, features, accepting, paths, request());
+    // filesystem, setid-files and the egress row, which alone is port only.
+    ASSERT_EQ(plan.relies_on.size(), 3U);
+    EXPECT_EQ(std::count_if(plan.relies_on.begin(), plan.relies_on.end(),
+                            [](const auto& row) { return row.status == CapabilityStatus::PortOnly; }),
+              1);
+  }
+  // Root with namespaces: the key changes nothing.
+  EXPECT_EQ(egress_confinement(root, accepting), EgressConfinement::Namespace);
+  // Landlock below ABI 4 is refused whatever the key says.
+  auto old = user;
+  old.landlock_abi = 3;
+  EXPECT_EQ(evaluate_capability(CapabilityRow::EgressAllowlist, old, accepting).status,
+            CapabilityStatus::Unavailable);
+  // A policy that is not an egress policy does not care.
+  EXPECT_NO_THROW(
+      (void)make_plan(parse_policy(R"({"bundle": "/srv/mod", "ipc_isolation": "best-effort"})"),
+                      user, config, paths, request()));
 }
 
 TEST(PlanIdentity, RootBecomesTheModuleUserAndOthersStayThemselves) {

@@ -1,0 +1,151 @@
+#include "apply/egress_relay.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <iterator>
+#include <vector>
+
+#include "apply/relay_loop.hpp"
+#include "supervise/module_network.hpp"
+#include "sys/error.hpp"
+#include "sys/unique_fd.hpp"
+
+namespace oarbank {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, int err) {
+  throw Error(ErrorKind::StepFailed, "step network failed: " + what + ": " + errno_text(err));
+}
+
+// What the relay tells the launcher once it is set up: 0, or the step that failed and errno.
+struct ReadyMessage {
+  int step = 0;
+  int err = 0;
+};
+
+constexpr const char* kRelaySteps[] = {"", "setns back to the node's namespace",
+                                       "dropping root (setgroups, setresgid, setresuid)",
+                                       "prctl(PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE)"};
+
+// Closes every descriptor but 0, 1, 2 and `keep` (the launcher's own files, the module's
+// --keep-fd descriptors, sandbox-run's status channel: none is the relay's business).
+void close_all_but(std::vector<int> keep) {
+  std::sort(keep.begin(), keep.end());
+  unsigned int from = 3;
+  for (int fd : keep) {
+    if (static_cast<unsigned int>(fd) > from)
+      ::close_range(from, static_cast<unsigned int>(fd) - 1, 0);
+    from = static_cast<unsigned int>(fd) + 1;
+  }
+  ::close_range(from, ~0U, 0);
+}
+
+// The relay process: never returns.
+[[noreturn]] void relay_main(const RelaySettings& settings, const RelayTarget& target, int listener,
+                             int node_netns, int module_pidfd, int ready) {
+  // It runs outside the sandbox, beside the module: job-control and terminal signals meant
+  // for the module's process group do not end it; it ends with the module (its pidfd).
+  for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) {
+    ::signal(sig, SIG_IGN);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Not the operator's terminal, nor the caller's output pipes (a caller that reads them to
+  // their end would wait for the relay).
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int fd = 0; fd <= 2; ++fd) ::dup2(null, fd);
+  close_all_but({listener, node_netns, module_pidfd, ready});
+  ReadyMessage message;
+  if (::setns(node_netns, CLONE_NEWNET) != 0) {
+    message = {1, errno};
+  } else if (::setgroups(0, nullptr) != 0 ||
+             ::setresgid(settings.gid, settings.gid, settings.gid) != 0 ||
+             ::setresuid(settings.uid, settings.uid, settings.uid) != 0) {
+    message = {2, errno};
+  } else if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+             ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    // Not dumpable: the module (the same uid) cannot read this process's memory through
+    // /proc/<pid>/mem, which still holds what the launcher held (its caller's environment).
+    message = {3, errno};
+  }
+  ::close(node_netns);
+  [[maybe_unused]] auto n = ::write(ready, &message, sizeof message);
+  ::close(ready);
+  if (message.step != 0) ::_exit(1);
+  ::prctl(PR_SET_NAME, "oarbank-relay", 0, 0, 0);
+  run_relay(listener, target, module_pidfd, settings.max_connections);
+  ::_exit(0);
+}
+
+}  // namespace
+
+void start_egress_relay(const RelaySettings& settings) {
+  RelayTarget target;
+  target.length = socket_address(settings.proxy_host, settings.proxy_port, target.address);
+  UniqueFd node_netns(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+  if (!node_netns.valid()) fail("open /proc/self/ns/net", errno);
+  if (::unshare(CLONE_NEWNET) != 0) fail("unshare(CLONE_NEWNET)", errno);
+  bring_loopback_up();
+  UniqueFd listener = listen_on(settings.proxy_host, settings.proxy_port);
+  // pidfd_open (Linux 5.3; Landlock's port rules need 6.7): readable once this process has
+  // exited, whichever program it is by then.
+  UniqueFd module_pidfd(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+  if (!module_pidfd.valid()) fail("pidfd_open", errno);
+  int ready_pipe[2];
+  if (::pipe2(ready_pipe, O_CLOEXEC) != 0) fail("pipe2", errno);
+  UniqueFd ready_read(ready_pipe[0]);
+  UniqueFd ready_write(ready_pipe[1]);
+  // Each relay holds ~6 descriptors per connection: keep under this process's limit.
+  rlimit files{};
+  RelaySettings bounded = settings;
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    const std::size_t fit = files.rlim_cur > 32 ? (files.rlim_cur - 16) / 6 : 1;
+    bounded.max_connections = std::max<std::size_t>(1, std::min(bounded.max_connections, fit));
+  }
+  // Twice forked: the relay is not the module's child (a module that waits for any child
+  // must not reap it, nor see it), and the middle process exits at once.
+  const pid_t middle = ::fork();
+  if (middle < 0) fail("fork (the relay)", errno);
+  if (middle == 0) {
+    ready_read.reset();
+    const pid_t relay = ::fork();
+    if (relay == 0) {
+      relay_main(bounded, target, listener.get(), node_netns.get(), module_pidfd.get(),
+                 ready_write.get());
+    }
+    ::_exit(relay < 0 ? 1 : 0);
+  }
+  int status = 0;
+  while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {
+  }
+  ready_write.reset();
+  ReadyMessage message;
+  ssize_t got = 0;
+  do {
+    got = ::read(ready_read.get(), &message, sizeof message);
+  } while (got < 0 && errno == EINTR);
+  if (got != static_cast<ssize_t>(sizeof message)) {
+    fail("the relay to the proxy did not start (fork)", got < 0 ? errno : ECHILD);
+  }
+  if (message.step < 0 || message.step >= static_cast<int>(std::size(kRelaySteps))) {
+    fail("the relay to the proxy answered nonsense", EPROTO);
+  }
+  if (message.step != 0) {
+    fail(std::string("the relay to the proxy: ") + kRelaySteps[message.step], message.err);
+  }
+  // The listener, the node's namespace and the pidfd are the relay's now; this process (the
+  // module to be) keeps none of them.
+}
+
+}  // namespace oarbank
