@@ -4,6 +4,7 @@
 #include <linux/sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -60,6 +61,12 @@ namespace {
       [[maybe_unused]] auto n = ::write(request.status_write_fd, message, sizeof message - 1);
       ::_exit(kExitSoftware);
     }
+  }
+  if (request.terminal_fd >= 0) {
+    for (int fd = 0; fd < 3; ++fd) {
+      if ((request.terminal_fds & (1U << fd)) != 0) ::dup2(request.terminal_fd, fd);
+    }
+    ::tcsetpgrp(request.terminal_fd, ::getpgrp());
   }
   if (request.child_mask != nullptr) ::sigprocmask(SIG_SETMASK, request.child_mask, nullptr);
   request.child_main(request.context);
