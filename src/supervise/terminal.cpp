@@ -44,8 +44,7 @@ PtyPair open_module_pty(int settings_fd) {
     throw Error(ErrorKind::StepFailed,
                 "step terminal failed: posix_openpt or unlockpt: " + errno_text(errno));
   }
-  pair.slave.reset(
-      ::ioctl(pair.master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  pair.slave.reset(::ioctl(pair.master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (!pair.slave.valid() && (errno == EINVAL || errno == ENOTTY)) {
     char name[128];
     if (::ptsname_r(pair.master.get(), name, sizeof name) == 0) {
@@ -71,8 +70,8 @@ void copy_window_size(int from, int to) {
 
 termios relay_settings(const termios& operator_settings) {
   termios raw = operator_settings;
-  raw.c_iflag &= ~static_cast<tcflag_t>(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR |
-                                        ICRNL | IXON | IXOFF);
+  raw.c_iflag &= ~static_cast<tcflag_t>(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL |
+                                        IXON | IXOFF);
   raw.c_lflag &= ~static_cast<tcflag_t>(ECHO | ECHONL | ICANON | ISIG | IEXTEN);
   raw.c_cflag &= ~static_cast<tcflag_t>(CSIZE | PARENB);
   raw.c_cflag |= CS8;

@@ -15,7 +15,7 @@
 namespace oarbank {
 
 struct OperatorTerminal {
-  unsigned fds = 0;  // bit N set: descriptor N (0, 1 or 2) is a terminal
+  unsigned fds = 0;      // bit N set: descriptor N (0, 1 or 2) is a terminal
   int settings_fd = -1;  // the one whose settings and size the pty copies: 0, else 1, else 2
   // Where the module's output goes: 1, else 2, else 0 (a terminal opened for reading and
   // writing, as a login shell's are); -1 when no descriptor takes it.

@@ -204,7 +204,8 @@ class Front {
         {signals_, POLLIN, 0},
         {control_, POLLIN, 0},
         {master_open_ ? master_ : -1,
-         static_cast<short>((to_operator_.full() ? 0 : POLLIN) | (to_module_.empty() ? 0 : POLLOUT)),
+         static_cast<short>((to_operator_.full() ? 0 : POLLIN) |
+                            (to_module_.empty() ? 0 : POLLOUT)),
          0},
         {read_input ? 0 : -1, POLLIN, 0},
         {output_fd_ok_ && !to_operator_.empty() ? terminal_.output_fd : -1, POLLOUT, 0}};
@@ -292,8 +293,8 @@ SupervisorTerminal split_front(const OperatorTerminal& terminal) {
     if (signals < 0 || ::fcntl(pty.master.get(), F_SETFL, O_NONBLOCK) != 0) {
       // Without its signals the front cannot relay: the supervisor sees the control socket
       // close and tears the run down.
-      std::string line = "oarbank-agent sandbox-run: step terminal failed: signalfd: " +
-                         errno_text(errno) + "\n";
+      std::string line =
+          "oarbank-agent sandbox-run: step terminal failed: signalfd: " + errno_text(errno) + "\n";
       [[maybe_unused]] auto n = ::write(2, line.data(), line.size());
       ::_exit(kExitSoftware);
     }
@@ -304,9 +305,9 @@ SupervisorTerminal split_front(const OperatorTerminal& terminal) {
   front_end.reset();
   result.front = front;
   if (::setsid() < 0 || ::ioctl(pty.slave.get(), TIOCSCTTY, 0) != 0) {
-    throw Error(ErrorKind::StepFailed,
-                "step terminal failed: setsid or TIOCSCTTY of the module's pty: " +
-                    errno_text(errno));
+    throw Error(
+        ErrorKind::StepFailed,
+        "step terminal failed: setsid or TIOCSCTTY of the module's pty: " + errno_text(errno));
   }
   result.slave = std::move(pty.slave);
   result.control = std::move(supervisor_end);
