@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -353,6 +354,58 @@ TEST_P(Containment, SigtermToSandboxRunTearsDownAModuleThatIgnoresIt) {
   EXPECT_EQ(run_bg.wait(), 128 + SIGKILL);
   EXPECT_EQ(result()["stop_signal"], SIGTERM);
   EXPECT_EQ(result()["module_signal"], SIGKILL);
+  expect_nothing_left();
+}
+
+// sandbox-run is a subreaper in every mode and reaps every process of its module before it
+// returns. The test's own child is a subreaper too, standing for the node's init: whatever of
+// the module sandbox-run did not reap would be reparented to it, alive or a zombie.
+TEST_P(Containment, NothingOfTheModuleIsLeftInTheProcessTable) {
+  if (GetParam() && !have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  const std::string pid_file = tree.path("work/grandchild.pid");
+  const std::vector<std::string> argv = run_argv({}, payload({"double-fork", pid_file}));
+  const std::vector<std::string> environment = env();
+  int report[2];
+  ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
+  const pid_t init = ::fork();
+  if (init == 0) {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    const pid_t run = ::fork();
+    if (run == 0) {
+      int null = ::open("/dev/null", O_RDWR);
+      for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
+      std::vector<char*> args, envp;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      for (const auto& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
+      envp.push_back(nullptr);
+      ::execve(args[0], args.data(), envp.data());
+      ::_exit(127);
+    }
+    int status = 0;
+    ::waitpid(run, &status, 0);
+    // Right after sandbox-run returned: its children (none, if all were reaped) would now be
+    // this process's.
+    std::string text = "status " + std::to_string(status) + " children [" +
+                       read_file("/proc/self/task/" + std::to_string(::getpid()) + "/children") +
+                       "]";
+    const std::string grandchild = read_if_there(pid_file);
+    if (!grandchild.empty() && process_exists(std::stoi(grandchild))) {
+      text += " grandchild " + grandchild + " left";
+    }
+    [[maybe_unused]] auto n = ::write(report[1], text.data(), text.size());
+    ::kill(-run, SIGKILL);
+    while (::waitpid(-1, nullptr, 0) > 0) {
+    }
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  std::string text;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(report[0], buffer, sizeof buffer)) > 0;) text.append(buffer, n);
+  ::close(report[0]);
+  ::waitpid(init, nullptr, 0);
+  EXPECT_EQ(text, "status 0 children []");
   expect_nothing_left();
 }
 
