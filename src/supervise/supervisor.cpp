@@ -226,7 +226,6 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
                         .started_at = static_cast<std::int64_t>(std::time(nullptr))});
   // The pty's foreground is the module's group (the child set it too, before its steps).
   if (terminal) ::tcsetpgrp(terminal->slave.get(), group);
-  bool front_stopped = false;
 
   enum class Timer { None, Timeout, Grace } timer = Timer::None;
   if (launch.timeout_seconds) {
@@ -264,7 +263,6 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
         if (terminal) {
           const char message = front_message::kModuleStopped;
           ::send(terminal->control.get(), &message, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-          front_stopped = true;
         }
       } else {
         module_wstatus = wstatus;
@@ -306,21 +304,14 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     char message = 0;
     ssize_t n = ::recv(control_fd, &message, 1, MSG_DONTWAIT);
     if (n == 1) {
-      if (message == front_message::kStopped) {
-        container.stop();
-        front_stopped = true;  // it stopped itself: continued at the end, if not before
-      }
-      if (message == front_message::kContinued) {
-        front_stopped = false;
-        container.resume();
-      }
+      if (message == front_message::kStopped) container.stop();
+      if (message == front_message::kContinued) container.resume();
       return;
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
     control_fd = -1;
     if (terminal->operator_settings) {
-      ::tcsetattr(terminal->operator_terminal.settings_fd, TCSANOW,
-                  &*terminal->operator_settings);
+      ::tcsetattr(terminal->operator_terminal.settings_fd, TCSANOW, &*terminal->operator_settings);
     }
     container.kill_all();
   };
@@ -423,8 +414,13 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   }
   kill_and_reap_children();
   // A front stopped with its module is continued, to end with the run (a job the shell shows
-  // as stopped until now, e.g. when --timeout ended the stopped module).
-  if (terminal && front_stopped) ::kill(terminal->front, SIGCONT);
+  // as stopped until now, e.g. when --timeout ended the stopped module). kEnded first: the
+  // front reads it before acting on a kModuleStopped it has not read yet.
+  if (terminal) {
+    const char message = front_message::kEnded;
+    ::send(terminal->control.get(), &message, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::kill(terminal->front, SIGCONT);
+  }
   ::sigprocmask(SIG_SETMASK, &original, nullptr);
   result.duration_seconds =
       std::chrono::duration<double>(Clock::now() - started).count();

@@ -189,13 +189,21 @@ class Front {
     exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   void on_control() {
-    char message = 0;
-    ssize_t n = ::recv(control_, &message, 1, MSG_DONTWAIT);
-    if (n == 1 && message == front_message::kModuleStopped) {
-      stop_self();
-    } else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    char messages[64];
+    ssize_t n = ::recv(control_, messages, sizeof messages, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
       control_ = -1;  // the supervisor is ending; its exit comes as SIGCHLD
+      return;
     }
+    bool stop = false;
+    for (ssize_t i = 0; i < n; ++i) {
+      if (messages[i] == front_message::kModuleStopped) stop = !ended_;
+      if (messages[i] == front_message::kEnded) {
+        ended_ = true;
+        stop = false;
+      }
+    }
+    if (stop) stop_self();
   }
 
   void step(int timeout_ms) {
@@ -247,6 +255,7 @@ class Front {
   bool input_paused_ = false;
   bool input_ended_ = false;
   bool supervisor_ended_ = false;
+  bool ended_ = false;  // the supervisor said kEnded: no more stops
   int exit_code_ = 0;
   ByteQueue to_module_, to_operator_;
 };

@@ -29,6 +29,9 @@ namespace front_message {
 constexpr char kModuleStopped = 'S';  // supervisor to front: the module stopped; stop too
 constexpr char kStopped = 'Z';        // front to supervisor: the front was stopped; freeze
 constexpr char kContinued = 'C';      // front to supervisor: the front was continued; thaw
+// Supervisor to front, at the end, before a SIGCONT that ends a front stopped meanwhile: a
+// kModuleStopped still unread before it is void (the front must not stop after that SIGCONT).
+constexpr char kEnded = 'E';
 }  // namespace front_message
 
 // What the supervisor keeps of the split.
