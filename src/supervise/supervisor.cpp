@@ -416,7 +416,7 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   // A front stopped with its module is continued, to end with the run (a job the shell shows
   // as stopped until now, e.g. when --timeout ended the stopped module). kEnded first: the
   // front reads it before acting on a kModuleStopped it has not read yet.
-  if (terminal) {
+  if (terminal && control_fd >= 0 && ::getppid() == terminal->front) {  // the front lives
     const char message = front_message::kEnded;
     ::send(terminal->control.get(), &message, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     ::kill(terminal->front, SIGCONT);

@@ -375,10 +375,31 @@ TEST_F(TerminalRun, SigtermToSandboxRunStillStopsTheModule) {
   as_shell([&](OperatorShell& sh) {
     pid_t job = sh.start(run_argv({}, {"sleep-forever"}), env(), true);
     sh.check(sh.shows("ok"), "the module did not start");
+    // The module's line can come before the supervisor has verified it; a stop before that
+    // is a kill (137), as it always was.
+    std::this_thread::sleep_for(200ms);
     ::kill(job, SIGTERM);
     auto status = sh.wait_change(job);
     sh.check(exited_with(status, 128 + SIGTERM), "SIGTERM: " + describe_status(status));
     sh.check_settings_restored("after SIGTERM");
+  });
+}
+
+// The front killed with SIGKILL cannot restore anything: the supervisor sees its socket close,
+// gives the operator's terminal its settings back and tears the run down.
+TEST_F(TerminalRun, ASigkilledFrontIsCleanedUpAfterByTheSupervisor) {
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(run_argv({}, {"sleep-forever"}), env(), true);
+    sh.check(sh.shows("ok"), "the module did not start");
+    ::kill(job, SIGKILL);
+    auto status = sh.wait_change(job);
+    sh.check(status && WIFSIGNALED(*status), "SIGKILL: " + describe_status(status));
+    const auto deadline = Clock::now() + 5s;
+    while (exists(state_dir + "/" + id + ".json") && Clock::now() < deadline) {
+      std::this_thread::sleep_for(10ms);
+    }
+    sh.check(!exists(state_dir + "/" + id + ".json"), "the run was not torn down");
+    sh.check_settings_restored("after the front was killed");
   });
 }
 

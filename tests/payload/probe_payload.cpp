@@ -625,7 +625,11 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
       }
     }
     if (a.size() > 1 && a[1] == "stop") {
-      for (int i = 0; i < 2000 && access(a[0].c_str(), F_OK) != 0; ++i) usleep(1000);
+      struct stat counted {};
+      for (int i = 0; i < 2000 && (stat(a[0].c_str(), &counted) != 0 || counted.st_size == 0);
+           ++i) {
+        usleep(1000);
+      }
       raise(SIGSTOP);
       return 0;
     }

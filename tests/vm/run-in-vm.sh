@@ -120,6 +120,10 @@ mount -t sysfs sysfs /sys || echo "init: mount sysfs failed"
 # their host paths may live under /tmp (a CI checkout in /tmp/...), which a mount would hide.
 chmod 1777 /tmp
 mount -t cgroup2 cgroup2 /sys/fs/cgroup || echo "init: mount cgroup2 failed"
+# Pseudo-terminals (sandbox-run gives a module on a terminal a pty of its own; the tests play
+# the operator's shell on one): /dev/ptmx of devtmpfs opens the devpts mounted beside it.
+mkdir -p /dev/pts
+mount -t devpts devpts /dev/pts -o ptmxmode=0666,mode=0620 || echo "init: mount devpts failed"
 grep -q '^root:' /etc/passwd 2>/dev/null || echo 'root:x:0:0:root:/root:/bin/sh' >>/etc/passwd
 grep -q '^nobody:' /etc/passwd || echo 'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' >>/etc/passwd
 grep -q '^root:' /etc/group 2>/dev/null || echo 'root:x:0:' >>/etc/group
