@@ -89,7 +89,6 @@ class Container {
     frozen_ = false;
     signal_all(SIGCONT);
   }
-  [[nodiscard]] bool stopped() const { return stopped_; }
 
  private:
   std::optional<CgroupLeaf>& leaf_;
