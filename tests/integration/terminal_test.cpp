@@ -50,14 +50,16 @@ class OperatorShell {
 
   // Starts a job in a process group of its own, in the foreground (it gets the terminal) or
   // in the background, as a shell does.
+  // `input_null`: the job's fd 0 is /dev/null (only its output goes to the terminal).
   pid_t start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-              bool foreground) {
+              bool foreground, bool input_null = false) {
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::setpgid(0, 0);
       if (foreground) ::tcsetpgrp(terminal_, ::getpgrp());
       for (int sig : {SIGTTOU, SIGTTIN, SIGTSTP, SIGINT, SIGQUIT}) ::signal(sig, SIG_DFL);
       for (int fd = 0; fd < 3; ++fd) ::dup2(terminal_, fd);
+      if (input_null) ::dup2(::open("/dev/null", O_RDONLY), 0);
       std::vector<char*> args, envp;
       for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);
@@ -400,6 +402,37 @@ TEST_F(TerminalRun, ASigkilledFrontIsCleanedUpAfterByTheSupervisor) {
     }
     sh.check(!exists(state_dir + "/" + id + ".json"), "the run was not torn down");
     sh.check_settings_restored("after the front was killed");
+  });
+}
+
+// Only the output on the terminal (fd 0 is /dev/null): the module's 1 and 2 are its pty, its
+// 0 is left alone; the operator's terminal is not raw, so ^Z and ^C are the terminal's
+// signals to the front, which stops the job (the module frozen) and passes SIGINT on.
+TEST_F(TerminalRun, OnlyTheOutputOnATerminalAndCtrlZCtrlCAsTheTerminalsSignals) {
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(run_argv({}, {"tty-info"}), env(), true, true);
+    auto status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "tty-info: " + describe_status(status));
+    sh.check(sh.shows("tty none ") && sh.shows(" ttys 011"), "the module's 0-2 are not as given");
+
+    job = sh.start(run_argv({}, {"worker-count", tree.path("work/counter"), "sleep"}), env(), true,
+                   true);
+    sh.check(sh.shows("ok"), "the module did not start");
+    sh.check(eventually_count_above(5), "the worker does not count");
+    sh.type("\x1a");  // ^Z: SIGTSTP from the operator's terminal, to the front's group
+    status = sh.wait_change(job);
+    sh.check(status && WIFSTOPPED(*status), "^Z did not stop the job: " + describe_status(status));
+    std::this_thread::sleep_for(100ms);  // the supervisor freezes on the front's word
+    const long at_stop = count();
+    std::this_thread::sleep_for(300ms);
+    sh.check(count() - at_stop <= 1, "the worker ran on while the job was stopped");
+    sh.fg(job);
+    sh.check(eventually_count_above(at_stop + 5), "the worker did not resume after fg");
+    std::this_thread::sleep_for(100ms);
+    sh.type("\x03");  // ^C: SIGINT to the front, passed to the supervisor, which stops the run
+    status = sh.wait_change(job);
+    sh.check(exited_with(status, 128 + SIGINT), "^C: " + describe_status(status));
+    sh.check_settings_restored("after ^C");
   });
 }
 

@@ -609,7 +609,8 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   if (cmd == "worker-count" && need(1)) {
     // Forks a worker that ignores the job-control stops (SIGTSTP, SIGTTIN, SIGTTOU) and counts
     // into file A[0], as "count" does; then, as A[1] says: "stop" raises SIGSTOP once the
-    // worker has counted, and exits 0 once continued; "read" (the default) echoes stdin as echo-lines does.
+    // worker has counted, and exits 0 once continued; "sleep" prints "ready" and sleeps;
+    // "read" (the default) echoes stdin as echo-lines does.
     pid_t worker = fork();
     if (worker == 0) {
       signal(SIGTSTP, SIG_IGN);
@@ -633,6 +634,7 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
       raise(SIGSTOP);
       return 0;
     }
+    if (a.size() > 1 && a[1] == "sleep") return run_one("sleep-forever", {});
     return run_one("echo-lines", {});
   }
   if (cmd == "stop-then-exit" && need(1)) {
