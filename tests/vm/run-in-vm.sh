@@ -18,7 +18,7 @@
 #   --memory        guest memory in MiB (default 512)
 #   --cache-dir     the kernel cache (default as fetch-kernels.sh)
 #
-# The guest's /init mounts proc, sysfs, devtmpfs (/dev) and cgroup2 (/tmp is the initramfs's own)
+# The guest's /init mounts proc, sysfs, devtmpfs (/dev), devpts (/dev/pts) and cgroup2 (/tmp is the initramfs's own)
 # (/sys/fs/cgroup), writes /etc/passwd and /etc/group with root and nobody (65534) if they
 # lack them, brings up lo, runs the script, prints `OARBANK-VM-RESULT rc=N` and powers off.
 # The serial console is streamed to stdout. Exit status: the script's; 124 on timeout; 125
