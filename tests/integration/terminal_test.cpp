@@ -275,9 +275,26 @@ TEST_F(TerminalRun, TheWindowSizeFollowsTheOperatorsTerminal) {
   });
 }
 
+// The two containers: the parameter is true for the cgroup leaf (frozen when the module
+// stops), false for the process-group fallback (sent SIGSTOP): a configuration whose
+// cgroup_parent is missing makes the node fall back.
+class TerminalContainers : public TerminalRun, public ::testing::WithParamInterface<bool> {
+ protected:
+  TerminalContainers() {
+    if (!GetParam()) {
+      auto config = node_config();
+      config["cgroup_parent"] = "/oarbank-test-no-such-cgroup";
+      config_path = tree.write_json("pgroup-config.json", config);
+    }
+  }
+  void SetUp() override {
+    if (GetParam() && !running_as_root()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  }
+};
+
 // ^Z stops the job (the shell sees sandbox-run stop) and freezes the module's worker, which
 // ignores SIGTSTP; fg resumes both and the relay; ^C ends the module as a job's ^C does.
-TEST_F(TerminalRun, CtrlZStopsTheJobWithItsWorkerAndFgResumesIt) {
+TEST_P(TerminalContainers, CtrlZStopsTheJobWithItsWorkerAndFgResumesIt) {
   as_shell([&](OperatorShell& sh) {
     pid_t job = sh.start(run_argv({}, {"worker-count", tree.path("work/counter")}), env(), true);
     sh.check(sh.shows("ready"), "the module did not start");
@@ -304,7 +321,7 @@ TEST_F(TerminalRun, CtrlZStopsTheJobWithItsWorkerAndFgResumesIt) {
 // The case: a module that forks a worker and stops itself. The job stops, the worker
 // is frozen, and --timeout still ends it all on time (well before --kill-after's 10 s), with
 // no fg from the operator.
-TEST_F(TerminalRun, TimeoutEndsAStoppedModuleOnTime) {
+TEST_P(TerminalContainers, TimeoutEndsAStoppedModuleOnTime) {
   as_shell([&](OperatorShell& sh) {
     const auto started = Clock::now();
     pid_t job =
@@ -325,6 +342,12 @@ TEST_F(TerminalRun, TimeoutEndsAStoppedModuleOnTime) {
     sh.check_settings_restored("after the timeout");
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(Container, TerminalContainers, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& param_info) {
+                           return param_info.param ? std::string("CgroupLeaf")
+                                                   : std::string("ProcessGroupOnly");
+                         });
 
 // The module turns its terminal raw and takes it exclusively (TIOCEXCL): on its own pty. The
 // operator's settings are back after it is killed, by --timeout and by sandbox-ctl kill.
