@@ -343,6 +343,58 @@ TEST_P(TerminalContainers, TimeoutEndsAStoppedModuleOnTime) {
   });
 }
 
+// Without a terminal the same: the module stops itself, its worker is frozen with it,
+// sandbox-run does not stop and its --timeout ends it on time; SIGCONT to sandbox-run
+// continues the module (here it then exits 0).
+TEST_P(TerminalContainers, WithoutATerminalAStoppedModuleIsFrozenAndTimersRun) {
+  RunOptions o;
+  o.env = env();
+  const auto started = Clock::now();
+  RunResult r = run_command(
+      run_argv({"--timeout", "1"}, {"worker-count", tree.path("work/counter"), "stop"}), o);
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  EXPECT_TRUE(r.exited(124)) << r.describe();
+  EXPECT_LT(seconds, 5) << "--timeout ended the stopped module only after " << seconds << " s";
+
+  const pid_t run = ::fork();
+  if (run == 0) {
+    int null = ::open("/dev/null", O_RDWR);
+    for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
+    const auto argv = run_argv({}, {"worker-count", tree.path("work/counter2"), "stop"});
+    const auto environment = env();
+    std::vector<char*> args, envp;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    for (const auto& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    ::execve(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  const std::string counter = tree.path("work/counter2");
+  auto counted = [&] { return exists(counter) ? read_file(counter) : std::string(); };
+  const auto deadline = Clock::now() + 5s;
+  while (counted().empty() && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(200ms);  // the module has stopped itself and been frozen
+  const std::string at_stop = counted();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(counted(), at_stop) << "the worker ran on while the module was stopped";
+  int status = 0;
+  EXPECT_EQ(::waitpid(run, &status, WNOHANG | WUNTRACED), 0) << "sandbox-run stopped or ended";
+  ::kill(run, SIGCONT);
+  const auto end_deadline = Clock::now() + 10s;
+  pid_t ended = 0;
+  while ((ended = ::waitpid(run, &status, WNOHANG)) == 0 && Clock::now() < end_deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  if (ended != run) {
+    ::kill(run, SIGKILL);
+    ::waitpid(run, &status, 0);
+    ADD_FAILURE() << "SIGCONT did not continue the module";
+  } else {
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Container, TerminalContainers, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& param_info) {
                            return param_info.param ? std::string("CgroupLeaf")

@@ -616,11 +616,14 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
       signal(SIGTSTP, SIG_IGN);
       signal(SIGTTIN, SIG_IGN);
       signal(SIGTTOU, SIG_IGN);
+      // Written aside and renamed: frozen at any point, the file still holds a whole count.
+      const std::string aside = a[0] + ".new";
       for (unsigned long n = 0;; ++n) {
-        FILE* f = std::fopen(a[0].c_str(), "we");
+        FILE* f = std::fopen(aside.c_str(), "we");
         if (f != nullptr) {
           std::fprintf(f, "%lu\n", n);
           std::fclose(f);
+          rename(aside.c_str(), a[0].c_str());
         }
         usleep(1000);
       }
