@@ -806,9 +806,10 @@ TEST_F(SandboxRun, UnprivilegedWithoutSignalScopingIsRefused) {
 }
 
 TEST_F(SandboxRun, AModuleStoppedAtTheTerminalStopsSandboxRunAndResumesWithIt) {
-  // Interactive: sandbox-run hands its terminal's foreground to the module. When the module
-  // stops (^Z), sandbox-run takes the terminal back and stops too, as a shell job would; when
-  // continued (fg), the module is continued, and the run ends normally.
+  // Interactive: the module gets a pty of its own (terminal_test.cpp), and sandbox-run keeps
+  // its terminal's foreground. When the module stops (^Z), sandbox-run (its front) stops too,
+  // as a shell job would, while its supervisor freezes the module; when continued (fg), the
+  // module is continued, and the run ends normally.
   Pty pty;
   const pid_t pid = ::fork();
   if (pid == 0) {
