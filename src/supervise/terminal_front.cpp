@@ -22,9 +22,19 @@ namespace {
 // Bounded buffers: a module that never reads its pty, or floods it, costs the front this much
 // and then only waits (the supervisor, another process, never waits on the relay at all).
 constexpr std::size_t kBufferBytes = 16 * 1024;
-// Written to the operator's terminal at most this much at a time: its descriptor is the
-// shell's, shared, so it stays blocking; after POLLOUT a tty takes this much without waiting.
+// Written to the operator's terminal at most this much at a time. The front writes through a
+// description of its own, non-blocking (output_fd below); where that cannot be opened, the
+// shell's shared and blocking one: after POLLOUT a tty takes this much without waiting.
 constexpr std::size_t kOutputChunk = 256;
+
+// The operator's terminal opened again, O_NONBLOCK: setting O_NONBLOCK on the descriptor the
+// front inherited would set it for the shell too (one open file description). -1 if none.
+int output_fd(const OperatorTerminal& terminal) {
+  if (terminal.output_fd < 0) return -1;
+  const std::string path = "/proc/self/fd/" + std::to_string(terminal.output_fd);
+  int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  return fd >= 0 ? fd : terminal.output_fd;
+}
 
 class ByteQueue {
  public:
@@ -65,14 +75,15 @@ class Front {
         master_(master),
         control_(control),
         signals_(signals),
-        supervisor_(supervisor) {}
+        supervisor_(supervisor),
+        output_(output_fd(terminal)),
+        output_fd_ok_(output_ >= 0) {}
 
   [[noreturn]] void run() {
     enter();
     while (!supervisor_ended_) step(-1);
     // The module and the supervisor are gone, so no one holds the pty's slave: what the
     // module wrote last is still to be read, then read() says EIO.
-    output_fd_ok_ = terminal_.output_fd >= 0;
     while (master_open_) {
       pollfd fd{master_, POLLIN, 0};
       if (::poll(&fd, 1, 1000) <= 0) break;
@@ -121,6 +132,7 @@ class Front {
 
   bool read_master() {
     ssize_t n = to_operator_.fill_from(master_);
+    if (!output_fd_ok_) to_operator_.clear();  // nowhere to show it: dropped, never blocking
     if (n > 0) return true;
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
     master_open_ = false;  // EIO: every slave descriptor is closed
@@ -128,13 +140,18 @@ class Front {
   }
   void flush_output_nonblocking() {
     while (output_fd_ok_ && !to_operator_.empty()) {
-      pollfd fd{terminal_.output_fd, POLLOUT, 0};
+      pollfd fd{output_, POLLOUT, 0};
       if (::poll(&fd, 1, 0) <= 0) return;
       write_output();
     }
   }
   void flush_output_blocking() {
-    while (output_fd_ok_ && !to_operator_.empty()) write_output();
+    // Bounded: a terminal that takes nothing for a second gets no more.
+    while (output_fd_ok_ && !to_operator_.empty()) {
+      pollfd fd{output_, POLLOUT, 0};
+      if (::poll(&fd, 1, 1000) <= 0) break;
+      write_output();
+    }
     to_operator_.clear();
   }
   void write_output() {
@@ -142,7 +159,7 @@ class Front {
       to_operator_.clear();
       return;
     }
-    if (to_operator_.drain_to(terminal_.output_fd, kOutputChunk) < 0 && errno != EINTR &&
+    if (to_operator_.drain_to(output_, kOutputChunk) < 0 && errno != EINTR &&
         errno != EAGAIN) {
       output_fd_ok_ = false;  // hung up: what the module writes now goes nowhere
       to_operator_.clear();
@@ -216,7 +233,7 @@ class Front {
                             (to_module_.empty() ? 0 : POLLOUT)),
          0},
         {read_input ? 0 : -1, POLLIN, 0},
-        {output_fd_ok_ && !to_operator_.empty() ? terminal_.output_fd : -1, POLLOUT, 0}};
+        {output_fd_ok_ && !to_operator_.empty() ? output_ : -1, POLLOUT, 0}};
     if (::poll(fds, 5, timeout_ms) < 0) return;
     if (fds[0].revents != 0) on_signals();
     if (fds[1].revents != 0) on_control();
@@ -248,10 +265,11 @@ class Front {
   int control_;
   const int signals_;
   const pid_t supervisor_;
+  const int output_;
+  bool output_fd_ok_;
   termios saved_{};
   bool raw_ = false;
   bool master_open_ = true;
-  bool output_fd_ok_ = true;
   bool input_paused_ = false;
   bool input_ended_ = false;
   bool supervisor_ended_ = false;

@@ -93,6 +93,25 @@ class OperatorShell {
   void type(const std::string& keys) {
     [[maybe_unused]] auto n = ::write(master_, keys.data(), keys.size());
   }
+  // Types `bytes` bytes as fast as the terminal takes them, for up to `timeout`, never
+  // waiting on a full terminal: what it typed.
+  std::size_t type_flood(std::size_t bytes, std::chrono::milliseconds timeout) {
+    const int flags = ::fcntl(master_, F_GETFL);
+    ::fcntl(master_, F_SETFL, flags | O_NONBLOCK);
+    const std::string chunk(1024, 'x');
+    std::size_t typed = 0;
+    const auto deadline = Clock::now() + timeout;
+    while (typed < bytes && Clock::now() < deadline) {
+      ssize_t n = ::write(master_, chunk.data(), chunk.size());
+      if (n > 0) {
+        typed += static_cast<std::size_t>(n);
+      } else {
+        std::this_thread::sleep_for(5ms);
+      }
+    }
+    ::fcntl(master_, F_SETFL, flags);
+    return typed;
+  }
   // Waits until the terminal has shown `text` (since the last clear_output).
   bool shows(const std::string& text, std::chrono::milliseconds timeout = 10s) {
     const auto deadline = Clock::now() + timeout;
@@ -459,6 +478,31 @@ TEST_F(TerminalRun, SigtermToSandboxRunStillStopsTheModule) {
     auto status = sh.wait_change(job);
     sh.check(exited_with(status, 128 + SIGTERM), "SIGTERM: " + describe_status(status));
     sh.check_settings_restored("after SIGTERM");
+  });
+}
+
+// The relay never waits on the module or on the operator's terminal: a module that never
+// reads its pty while the operator types on, or one that floods it while the terminal shows
+// nothing, still stops when sandbox-run is told to (its front passes SIGTERM on at once).
+TEST_F(TerminalRun, AModuleThatNeverReadsOrFloodsItsPtyDoesNotHoldSandboxRunUp) {
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(run_argv({}, {"sleep-forever"}), env(), true);
+    sh.check(sh.shows("ok"), "the module did not start");
+    std::this_thread::sleep_for(200ms);  // verified (a stop before that is a kill: 137)
+    sh.type_flood(256 * 1024, 1s);
+    ::kill(job, SIGTERM);
+    auto status = sh.wait_change(job, 5s);
+    sh.check(exited_with(status, 128 + SIGTERM),
+             "SIGTERM to a module that never reads: " + describe_status(status));
+
+    job = sh.start(run_argv({}, {"flood"}), env(), true);
+    std::this_thread::sleep_for(700ms);  // the terminal shows nothing meanwhile: it fills up
+    ::kill(job, SIGTERM);
+    status = sh.wait_change(job, 5s);
+    sh.check(exited_with(status, 128 + SIGTERM),
+             "SIGTERM to a module that floods its pty: " + describe_status(status));
+    sh.clear_output();
+    sh.check_settings_restored("after the flood");
   });
 }
 

@@ -596,6 +596,13 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     std::fflush(stdout);
     return 0;
   }
+  if (cmd == "flood") {
+    // Writes lines to stdout as fast as it can, forever.
+    static const char kLine[] = "flood flood flood flood flood flood flood flood flood flood\n";
+    for (;;) {
+      if (write(1, kLine, sizeof kLine - 1) < 0 && errno != EINTR) return 1;
+    }
+  }
   if (cmd == "raw-then-sleep") {
     // Takes its terminal exclusively (TIOCEXCL) and puts it in raw mode (no echo, no line
     // editing, no ^C), printing each result, and sleeps.
