@@ -63,8 +63,13 @@ namespace {
     }
   }
   if (request.terminal_fd >= 0) {
+    // Fail closed: a descriptor left as it was would be the operator's terminal.
     for (int fd = 0; fd < 3; ++fd) {
-      if ((request.terminal_fds & (1U << fd)) != 0) ::dup2(request.terminal_fd, fd);
+      if ((request.terminal_fds & (1U << fd)) != 0 && ::dup2(request.terminal_fd, fd) != fd) {
+        const char message[] = "70\tstep terminal failed: dup2 of the module's pty\n";
+        [[maybe_unused]] auto n = ::write(request.status_write_fd, message, sizeof message - 1);
+        ::_exit(kExitSoftware);
+      }
     }
     ::tcsetpgrp(request.terminal_fd, ::getpgrp());
   }
