@@ -51,8 +51,9 @@ class OperatorShell {
   // Starts a job in a process group of its own, in the foreground (it gets the terminal) or
   // in the background, as a shell does.
   // `input_null`: the job's fd 0 is /dev/null (only its output goes to the terminal).
+  // `user`: as this uid and gid, with no supplementary groups (the shell must be root).
   pid_t start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-              bool foreground, bool input_null = false) {
+              bool foreground, bool input_null = false, std::optional<uid_t> user = {}) {
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::setpgid(0, 0);
@@ -60,6 +61,7 @@ class OperatorShell {
       for (int sig : {SIGTTOU, SIGTTIN, SIGTSTP, SIGINT, SIGQUIT}) ::signal(sig, SIG_DFL);
       for (int fd = 0; fd < 3; ++fd) ::dup2(terminal_, fd);
       if (input_null) ::dup2(::open("/dev/null", O_RDONLY), 0);
+      if (user && !become_user(*user, *user)) ::_exit(126);
       std::vector<char*> args, envp;
       for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);
@@ -552,6 +554,42 @@ TEST_F(TerminalRun, OnlyTheOutputOnATerminalAndCtrlZCtrlCAsTheTerminalsSignals) 
     status = sh.wait_change(job);
     sh.check(exited_with(status, 128 + SIGINT), "^C: " + describe_status(status));
     sh.check_settings_restored("after ^C");
+  });
+}
+
+// Started unprivileged (the module runs as the same user; signal scoping keeps it from its
+// supervisor): the same split, session and relay.
+TEST_F(TerminalRun, UnprivilegedOnATerminal) {
+  if (!running_as_root()) GTEST_SKIP() << "runs sandbox-run as another user (needs root)";
+  if (kernel_landlock_abi() < 6) GTEST_SKIP() << "unprivileged sandbox-run needs Landlock ABI 6";
+  const uid_t user = 4242;
+  const std::string user_state = tree.path("user-state");
+  ASSERT_EQ(::mkdir(user_state.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(user_state.c_str(), user, user), 0);
+  auto p = base_policy();
+  for (const char* mine : {"work", "temp", "data"}) p.erase(mine);  // the module user's
+  const std::string policy_path = tree.write_json("user.json", p);
+  auto user_env = env();
+  user_env.back() = "OARBANK_STATE_DIR=" + user_state;
+  auto argv = [&](const std::string& sub) {
+    return std::vector<std::string>{
+        OARBANK_AGENT_BINARY, "sandbox-run", "--config",   config_path, "--id", id,
+        policy_path,          "--",          tree.probe(), sub};
+  };
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(argv("tty-info"), user_env, true, false, user);
+    auto status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "tty-info: " + describe_status(status));
+    sh.check(sh.shows("foreground 1 ttys 111"), "the module has no pty of its own");
+    sh.clear_output();
+    job = sh.start(argv("echo-lines"), user_env, true, false, user);
+    sh.check(sh.shows("ready"), "echo-lines did not start");
+    sh.type("typed\r");
+    sh.check(sh.shows("got: typed"), "the keystrokes did not reach the module");
+    sh.type("\x04");
+    status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "echo-lines: " + describe_status(status));
+    sh.check_settings_restored("after an unprivileged run");
   });
 }
 
