@@ -4,6 +4,7 @@
 #include <linux/sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -60,6 +61,17 @@ namespace {
       [[maybe_unused]] auto n = ::write(request.status_write_fd, message, sizeof message - 1);
       ::_exit(kExitSoftware);
     }
+  }
+  if (request.terminal_fd >= 0) {
+    // Fail closed: a descriptor left as it was would be the operator's terminal.
+    for (int fd = 0; fd < 3; ++fd) {
+      if ((request.terminal_fds & (1U << fd)) != 0 && ::dup2(request.terminal_fd, fd) != fd) {
+        const char message[] = "70\tstep terminal failed: dup2 of the module's pty\n";
+        [[maybe_unused]] auto n = ::write(request.status_write_fd, message, sizeof message - 1);
+        ::_exit(kExitSoftware);
+      }
+    }
+    ::tcsetpgrp(request.terminal_fd, ::getpgrp());
   }
   if (request.child_mask != nullptr) ::sigprocmask(SIG_SETMASK, request.child_mask, nullptr);
   request.child_main(request.context);

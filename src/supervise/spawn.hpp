@@ -14,6 +14,11 @@ namespace oarbank {
 struct SpawnRequest {
   int cgroup_dir_fd = -1;    // the leaf, or -1 for no cgroup
   int status_write_fd = -1;  // the status channel's write end, for a failure to join the leaf
+  // The module's pty (terminal.hpp), or -1: dup2'd onto the descriptors 0-2 whose bit is set
+  // in `terminal_fds`, and its foreground made the child's new group, before the launcher's
+  // steps (the caller's mask, which the child still has then, blocks SIGTTOU).
+  int terminal_fd = -1;
+  unsigned terminal_fds = 0;
   const sigset_t* child_mask = nullptr;  // the signal mask the launcher starts with
   // Runs in the child, in its group and leaf, with `child_mask` set; must not return (it
   // execs the module or _exits). This process must have no other thread: the child is a

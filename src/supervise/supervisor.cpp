@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -21,6 +22,7 @@
 
 #include "probe/proc_status.hpp"
 #include "supervise/spawn.hpp"
+#include "supervise/terminal_front.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"
 
@@ -55,6 +57,7 @@ class Container {
     }
   }
 
+  // cgroup.kill works on a frozen leaf, and SIGKILL ends a stopped process: no thaw needed.
   void kill_all() {
     if (leaf_) {
       kill_cgroup(leaf_->path());
@@ -63,16 +66,43 @@ class Container {
     }
   }
 
+  // The module stopped (^Z, SIGSTOP, SIGTTIN), or its job was: nothing of it runs until it is
+  // continued, not even a worker it forked that did not stop. The leaf is frozen
+  // (cgroup.freeze, Linux 5.2; a stopped task counts as frozen); without one, or where the
+  // write fails, the group is sent SIGSTOP. Not waited for long: the supervisor's loop (the
+  // timers) must go on.
+  void stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    if (leaf_) {
+      int err = set_cgroup_frozen(leaf_->path(), true, 200);
+      frozen_ = err == 0 || err == ETIMEDOUT;  // ETIMEDOUT: written; the kernel is freezing
+      if (frozen_) return;
+    }
+    signal_all(SIGSTOP);
+  }
+  // Thawed, and every process continued (the module itself stopped on a signal).
+  void resume() {
+    if (!stopped_) return;
+    stopped_ = false;
+    if (frozen_) set_cgroup_frozen(leaf_->path(), false, 200);
+    frozen_ = false;
+    signal_all(SIGCONT);
+  }
+
  private:
   std::optional<CgroupLeaf>& leaf_;
   pid_t group_;
+  bool stopped_ = false;
+  bool frozen_ = false;
 };
 
-// Without a cgroup, this process is the subreaper (PR_SET_CHILD_SUBREAPER): a descendant
-// that left the group with setsid() and whose parent died is reparented here, so it is found
-// as a child of ours. Kill and reap until no child is left.
-void kill_and_reap_descendants(pid_t group) {
-  ::kill(-group, SIGKILL);
+// This process is a child subreaper (PR_SET_CHILD_SUBREAPER) in every mode: a descendant of
+// the module whose parent died is reparented here, not to the node's init, so it is found as
+// a child of ours and reaped before sandbox-run returns. Kill and reap until no child is
+// left: a child is reaped only after its own children were reparented here (the kernel
+// reparents them before the parent becomes a zombie), so ECHILD means none is left.
+void kill_and_reap_children() {
   const auto deadline = Clock::now() + std::chrono::seconds(5);
   while (Clock::now() < deadline) {
     if (DIR* tasks = ::opendir("/proc/self/task")) {
@@ -92,36 +122,6 @@ void kill_and_reap_descendants(pid_t group) {
     ::usleep(2000);
   }
 }
-
-// An interactive run: sandbox-run is the terminal's foreground job. The module's group takes
-// the foreground (so it reads the terminal and gets ^C like any job), and gets it back from
-// sandbox-run when it stops and is continued; the terminal's settings are restored at the
-// end, whatever the module left them as.
-struct Terminal {
-  bool given = false;
-  termios saved{};
-
-  void give(pid_t group) {
-    if (::isatty(STDIN_FILENO) == 0 || ::tcgetpgrp(STDIN_FILENO) != ::getpgrp()) return;
-    if (::tcgetattr(STDIN_FILENO, &saved) != 0) return;
-    given = ::tcsetpgrp(STDIN_FILENO, group) == 0;
-  }
-  void take_back() const {
-    if (!given) return;
-    ::tcsetpgrp(STDIN_FILENO, ::getpgrp());  // SIGTTOU is blocked: allowed from the background
-    ::tcsetattr(STDIN_FILENO, TCSADRAIN, &saved);
-  }
-  // The module stopped (^Z, SIGTTIN): stop as a shell's job would, so the shell that started
-  // sandbox-run gets its terminal back; once continued (fg), hand the terminal to the module
-  // again and continue it. Without a terminal a stopped module is left as it is.
-  void module_stopped(pid_t group) const {
-    if (!given) return;
-    take_back();
-    ::kill(::getpid(), SIGSTOP);
-    ::tcsetpgrp(STDIN_FILENO, group);
-    ::kill(-group, SIGCONT);
-  }
-};
 
 struct StatusChannel {
   std::string text;
@@ -158,8 +158,13 @@ int status_to_exit_code(int wstatus, RunResult& result) {
 RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   RunResult result;
   const auto started = Clock::now();
-  const bool process_group_only = !launch.leaf;
-  if (process_group_only) ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  // On a terminal, this process becomes the supervisor half of sandbox-run: the front (the
+  // pid the shell knows) relays the terminal and never returns from here (terminal_front.hpp).
+  std::optional<SupervisorTerminal> terminal;
+  if (auto operator_terminal = find_operator_terminal()) {
+    terminal = split_front(*operator_terminal);
+  }
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 
   // Signals arrive through a signalfd, so that the loop below sees them in order with the
   // child's exit; the launcher gets the mask this process started with.
@@ -167,8 +172,11 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   ::sigemptyset(&handled);
   for (int sig : kStopSignals) ::sigaddset(&handled, sig);
   ::sigaddset(&handled, SIGCHLD);
+  // SIGCONT to sandbox-run (to the supervisor, without a terminal) continues a module that
+  // stopped: the container was frozen when it did.
+  ::sigaddset(&handled, SIGCONT);
   sigset_t blocked = handled;
-  // Taking the terminal back from the module's group, later, is a background tcsetpgrp.
+  // Handing the module's pty to the module's group is a tcsetpgrp from outside that group.
   ::sigaddset(&blocked, SIGTTOU);
   ::sigprocmask(SIG_BLOCK, &blocked, &original);
   UniqueFd signal_fd(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
@@ -188,6 +196,8 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   } context{&launch, status_write.get()};
   SpawnRequest request{.cgroup_dir_fd = launch.leaf ? launch.leaf->dir_fd() : -1,
                        .status_write_fd = status_write.get(),
+                       .terminal_fd = terminal ? terminal->slave.get() : -1,
+                       .terminal_fds = terminal ? terminal->operator_terminal.fds : 0U,
                        .child_mask = &original,
                        .child_main =
                            [](void* raw) {
@@ -213,8 +223,8 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
                         .process_group = group,
                         .cgroup = launch.leaf ? launch.leaf->path() : std::string(),
                         .started_at = static_cast<std::int64_t>(std::time(nullptr))});
-  Terminal terminal;
-  terminal.give(group);
+  // The pty's foreground is the module's group (the child set it too, before its steps).
+  if (terminal) ::tcsetpgrp(terminal->slave.get(), group);
 
   enum class Timer { None, Timeout, Grace } timer = Timer::None;
   if (launch.timeout_seconds) {
@@ -232,6 +242,9 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     }
     stopping = true;
     container.signal_all(sig);
+    // A stopped or frozen module acts on the signal only once continued: it is, now, so that
+    // --timeout ends it on time and not only --kill-after later.
+    container.resume();
     arm_timer(timer_fd.get(), launch.kill_after_seconds);
     timer = Timer::Grace;
   };
@@ -243,7 +256,13 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     for (pid_t pid; (pid = ::waitpid(-1, &wstatus, WNOHANG | WUNTRACED)) > 0;) {
       if (pid != child.pid) continue;
       if (WIFSTOPPED(wstatus)) {
-        terminal.module_stopped(group);
+        // Stopped, not ended: freeze the rest of it, and let the shell see its job stop (the
+        // front stops itself). This process keeps its timers.
+        container.stop();
+        if (terminal) {
+          const char message = front_message::kModuleStopped;
+          ::send(terminal->control.get(), &message, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
       } else {
         module_wstatus = wstatus;
         reaped = true;
@@ -255,6 +274,10 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     while (::read(signal_fd.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
       if (info.ssi_signo == SIGCHLD) {
         on_child();
+        continue;
+      }
+      if (info.ssi_signo == SIGCONT) {
+        container.resume();
         continue;
       }
       if (result.stop_signal == 0) result.stop_signal = static_cast<int>(info.ssi_signo);
@@ -273,19 +296,40 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     }
   };
 
+  // The front (on a terminal): its job was stopped or continued, or it is gone (SIGKILL): then
+  // the operator's terminal is given its settings back from here and the run is ended.
+  int control_fd = terminal ? terminal->control.get() : -1;
+  auto on_control = [&]() {
+    char message = 0;
+    ssize_t n = ::recv(control_fd, &message, 1, MSG_DONTWAIT);
+    if (n == 1) {
+      if (message == front_message::kStopped) container.stop();
+      if (message == front_message::kContinued) container.resume();
+      return;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    control_fd = -1;
+    if (terminal->operator_settings) {
+      ::tcsetattr(terminal->operator_terminal.settings_fd, TCSANOW, &*terminal->operator_settings);
+    }
+    container.kill_all();
+  };
+
   // 1. The status channel: the launcher's failure, or "exec" and then end of file when the
   // module's exec closed it (close-on-exec).
   StatusChannel channel_text;
   for (;;) {
     pollfd fds[] = {{status_read.get(), POLLIN, 0},
                     {signal_fd.get(), POLLIN, 0},
-                    {timer_fd.get(), POLLIN, 0}};
-    if (::poll(fds, 3, -1) < 0) {
+                    {timer_fd.get(), POLLIN, 0},
+                    {control_fd, POLLIN, 0}};
+    if (::poll(fds, 4, -1) < 0) {
       if (errno == EINTR) continue;
       break;
     }
     if (fds[1].revents != 0) on_signal();
     if (fds[2].revents != 0) on_timer();
+    if (fds[3].revents != 0) on_control();
     if (fds[0].revents != 0) {
       char buffer[512];
       ssize_t n = ::read(status_read.get(), buffer, sizeof buffer);
@@ -342,10 +386,12 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   while (verified && !reaped) {
     pollfd fds[] = {{child.pidfd.get(), POLLIN, 0},
                     {signal_fd.get(), POLLIN, 0},
-                    {timer_fd.get(), POLLIN, 0}};
-    if (::poll(fds, 3, -1) < 0 && errno != EINTR) break;
+                    {timer_fd.get(), POLLIN, 0},
+                    {control_fd, POLLIN, 0}};
+    if (::poll(fds, 4, -1) < 0 && errno != EINTR) break;
     if (fds[1].revents != 0) on_signal();
     if (fds[2].revents != 0) on_timer();
+    if (fds[3].revents != 0) on_control();
     if (fds[0].revents != 0) on_child();  // the pidfd: the module exited
   }
   if (verified) {
@@ -363,9 +409,17 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     result.memory_peak_bytes = read_cgroup_number(leaf + "/memory.peak");
     launch.leaf->destroy();
   } else {
-    kill_and_reap_descendants(group);
+    ::kill(-group, SIGKILL);
   }
-  terminal.take_back();
+  kill_and_reap_children();
+  // A front stopped with its module is continued, to end with the run (a job the shell shows
+  // as stopped until now, e.g. when --timeout ended the stopped module). kEnded first: the
+  // front reads it before acting on a kModuleStopped it has not read yet.
+  if (terminal && control_fd >= 0 && ::getppid() == terminal->front) {  // the front lives
+    const char message = front_message::kEnded;
+    ::send(terminal->control.get(), &message, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::kill(terminal->front, SIGCONT);
+  }
   ::sigprocmask(SIG_SETMASK, &original, nullptr);
   result.duration_seconds =
       std::chrono::duration<double>(Clock::now() - started).count();

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -356,6 +357,58 @@ TEST_P(Containment, SigtermToSandboxRunTearsDownAModuleThatIgnoresIt) {
   EXPECT_EQ(run_bg.wait(), 128 + SIGKILL);
   EXPECT_EQ(result()["stop_signal"], SIGTERM);
   EXPECT_EQ(result()["module_signal"], SIGKILL);
+  expect_nothing_left();
+}
+
+// sandbox-run is a subreaper in every mode and reaps every process of its module before it
+// returns. The test's own child is a subreaper too, standing for the node's init: whatever of
+// the module sandbox-run did not reap would be reparented to it, alive or a zombie.
+TEST_P(Containment, NothingOfTheModuleIsLeftInTheProcessTable) {
+  if (GetParam() && !have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  const std::string pid_file = tree.path("work/grandchild.pid");
+  const std::vector<std::string> argv = run_argv({}, payload({"double-fork", pid_file}));
+  const std::vector<std::string> environment = env();
+  int report[2];
+  ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
+  const pid_t init = ::fork();
+  if (init == 0) {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    const pid_t run = ::fork();
+    if (run == 0) {
+      int null = ::open("/dev/null", O_RDWR);
+      for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
+      std::vector<char*> args, envp;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      for (const auto& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
+      envp.push_back(nullptr);
+      ::execve(args[0], args.data(), envp.data());
+      ::_exit(127);
+    }
+    int status = 0;
+    ::waitpid(run, &status, 0);
+    // Right after sandbox-run returned: its children (none, if all were reaped) would now be
+    // this process's.
+    std::string text = "status " + std::to_string(status) + " children [" +
+                       read_file("/proc/self/task/" + std::to_string(::getpid()) + "/children") +
+                       "]";
+    const std::string grandchild = read_if_there(pid_file);
+    if (!grandchild.empty() && process_exists(std::stoi(grandchild))) {
+      text += " grandchild " + grandchild + " left";
+    }
+    [[maybe_unused]] auto n = ::write(report[1], text.data(), text.size());
+    ::kill(-run, SIGKILL);
+    while (::waitpid(-1, nullptr, 0) > 0) {
+    }
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  std::string text;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(report[0], buffer, sizeof buffer)) > 0;) text.append(buffer, n);
+  ::close(report[0]);
+  ::waitpid(init, nullptr, 0);
+  EXPECT_EQ(text, "status 0 children []");
   expect_nothing_left();
 }
 
@@ -1039,9 +1092,10 @@ TEST_F(SandboxRun, UnprivilegedWithoutSignalScopingIsRefused) {
 }
 
 TEST_F(SandboxRun, AModuleStoppedAtTheTerminalStopsSandboxRunAndResumesWithIt) {
-  // Interactive: sandbox-run hands its terminal's foreground to the module. When the module
-  // stops (^Z), sandbox-run takes the terminal back and stops too, as a shell job would; when
-  // continued (fg), the module is continued, and the run ends normally.
+  // Interactive: the module gets a pty of its own (terminal_test.cpp), and sandbox-run keeps
+  // its terminal's foreground. When the module stops (^Z), sandbox-run (its front) stops too,
+  // as a shell job would, while its supervisor freezes the module; when continued (fg), the
+  // module is continued, and the run ends normally.
   Pty pty;
   const pid_t pid = ::fork();
   if (pid == 0) {

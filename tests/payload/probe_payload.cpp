@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ipc.h>
@@ -29,6 +30,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -615,6 +617,114 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     }
     waitpid(child, nullptr, 0);
     return 0;
+  }
+  if (cmd == "tty-info") {
+    // The module's terminal as it sees it: fd 0's name, its session, whether it is the
+    // terminal's foreground group, and which of 0-2 are terminals.
+    char name[128] = "none";
+    if (ttyname_r(0, name, sizeof name) != 0) std::snprintf(name, sizeof name, "none");
+    std::printf("tty %s sid %d foreground %d ttys %d%d%d\n", name, static_cast<int>(getsid(0)),
+                tcgetpgrp(0) == getpgrp() ? 1 : 0, isatty(0), isatty(1), isatty(2));
+    std::fflush(stdout);
+    return 0;
+  }
+  if (cmd == "notty-read" && need(1)) {
+    // Gives up the controlling terminal (TIOCNOTTY: job control no longer stops a background
+    // read), then reads fd 0 for A[0] ms: prints "notty ok|errno X read N BYTES" or "read none".
+    report(ioctl(0, TIOCNOTTY));
+    pollfd fd{0, POLLIN, 0};
+    char buffer[256];
+    ssize_t n = -1;
+    if (poll(&fd, 1, std::atoi(a[0].c_str())) > 0) n = read(0, buffer, sizeof buffer);
+    if (n > 0) {
+      std::printf("read %zd %s\n", n, std::string(buffer, static_cast<std::size_t>(n)).c_str());
+    } else {
+      std::printf("read none\n");
+    }
+    std::fflush(stdout);
+    return 0;
+  }
+  if (cmd == "echo-lines") {
+    // Prints "ready", then "got: LINE" for each line of stdin, then "eof" at its end.
+    std::printf("ready\n");
+    std::fflush(stdout);
+    char line[512];
+    while (std::fgets(line, sizeof line, stdin) != nullptr) {
+      line[std::strcspn(line, "\r\n")] = 0;
+      std::printf("got: %s\n", line);
+      std::fflush(stdout);
+    }
+    std::printf("eof\n");
+    std::fflush(stdout);
+    return 0;
+  }
+  if (cmd == "winch") {
+    // Prints its terminal's size, waits (up to 5 s) for SIGWINCH, and prints it again.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGWINCH);
+    sigprocmask(SIG_BLOCK, &set, nullptr);
+    winsize size{};
+    ioctl(0, TIOCGWINSZ, &size);
+    std::printf("size %d %d\n", size.ws_row, size.ws_col);
+    std::fflush(stdout);
+    timespec wait{5, 0};
+    if (sigtimedwait(&set, nullptr, &wait) != SIGWINCH) return 1;
+    ioctl(0, TIOCGWINSZ, &size);
+    std::printf("winch %d %d\n", size.ws_row, size.ws_col);
+    std::fflush(stdout);
+    return 0;
+  }
+  if (cmd == "flood") {
+    // Writes lines to stdout as fast as it can, forever.
+    static const char kLine[] = "flood flood flood flood flood flood flood flood flood flood\n";
+    for (;;) {
+      if (write(1, kLine, sizeof kLine - 1) < 0 && errno != EINTR) return 1;
+    }
+  }
+  if (cmd == "raw-then-sleep") {
+    // Takes its terminal exclusively (TIOCEXCL) and puts it in raw mode (no echo, no line
+    // editing, no ^C), printing each result, and sleeps.
+    report(ioctl(0, TIOCEXCL));
+    termios t{};
+    tcgetattr(0, &t);
+    cfmakeraw(&t);
+    report(tcsetattr(0, TCSANOW, &t));
+    for (;;) pause();
+  }
+  if (cmd == "worker-count" && need(1)) {
+    // Forks a worker that ignores the job-control stops (SIGTSTP, SIGTTIN, SIGTTOU) and counts
+    // into file A[0], as "count" does; then, as A[1] says: "stop" raises SIGSTOP once the
+    // worker has counted, and exits 0 once continued; "sleep" prints "ready" and sleeps;
+    // "read" (the default) echoes stdin as echo-lines does.
+    pid_t worker = fork();
+    if (worker == 0) {
+      signal(SIGTSTP, SIG_IGN);
+      signal(SIGTTIN, SIG_IGN);
+      signal(SIGTTOU, SIG_IGN);
+      // Written aside and renamed: frozen at any point, the file still holds a whole count.
+      const std::string aside = a[0] + ".new";
+      for (unsigned long n = 0;; ++n) {
+        FILE* f = std::fopen(aside.c_str(), "we");
+        if (f != nullptr) {
+          std::fprintf(f, "%lu\n", n);
+          std::fclose(f);
+          rename(aside.c_str(), a[0].c_str());
+        }
+        usleep(1000);
+      }
+    }
+    if (a.size() > 1 && a[1] == "stop") {
+      struct stat counted {};
+      for (int i = 0; i < 2000 && (stat(a[0].c_str(), &counted) != 0 || counted.st_size == 0);
+           ++i) {
+        usleep(1000);
+      }
+      raise(SIGSTOP);
+      return 0;
+    }
+    if (a.size() > 1 && a[1] == "sleep") return run_one("sleep-forever", {});
+    return run_one("echo-lines", {});
   }
   if (cmd == "stop-then-exit" && need(1)) {
     // Stops itself as ^Z would (SIGTSTP), then, once continued, exits with status A[0].

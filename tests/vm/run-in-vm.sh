@@ -18,7 +18,7 @@
 #   --memory        guest memory in MiB (default 512)
 #   --cache-dir     the kernel cache (default as fetch-kernels.sh)
 #
-# The guest's /init mounts proc, sysfs, devtmpfs (/dev) and cgroup2 (/tmp is the initramfs's own)
+# The guest's /init mounts proc, sysfs, devtmpfs (/dev), devpts (/dev/pts) and cgroup2 (/tmp is the initramfs's own)
 # (/sys/fs/cgroup), writes /etc/passwd and /etc/group with root and nobody (65534) if they
 # lack them, brings up lo, runs the script, prints `OARBANK-VM-RESULT rc=N` and powers off.
 # The serial console is streamed to stdout. Exit status: the script's; 124 on timeout; 125
@@ -120,6 +120,10 @@ mount -t sysfs sysfs /sys || echo "init: mount sysfs failed"
 # their host paths may live under /tmp (a CI checkout in /tmp/...), which a mount would hide.
 chmod 1777 /tmp
 mount -t cgroup2 cgroup2 /sys/fs/cgroup || echo "init: mount cgroup2 failed"
+# Pseudo-terminals (sandbox-run gives a module on a terminal a pty of its own; the tests play
+# the operator's shell on one): /dev/ptmx of devtmpfs opens the devpts mounted beside it.
+mkdir -p /dev/pts
+mount -t devpts devpts /dev/pts -o ptmxmode=0666,mode=0620 || echo "init: mount devpts failed"
 grep -q '^root:' /etc/passwd 2>/dev/null || echo 'root:x:0:0:root:/root:/bin/sh' >>/etc/passwd
 grep -q '^nobody:' /etc/passwd || echo 'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' >>/etc/passwd
 grep -q '^root:' /etc/group 2>/dev/null || echo 'root:x:0:' >>/etc/group

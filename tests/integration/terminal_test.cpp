@@ -1,0 +1,607 @@
+// sandbox-run on the operator's terminal (issue 10): the module gets a pty of its own, never
+// the operator's terminal; the front relays keystrokes, output and window size; ^Z and fg
+// behave as for a shell's job while a worker of the module is frozen and --timeout keeps
+// running; the operator's settings come back however the run ends. A harness plays the
+// operator's shell on a real pseudo-terminal: a session of its own, jobs in process groups
+// of their own, tcsetpgrp, waitpid(WUNTRACED), ^Z typed as a byte, fg as tcsetpgrp + SIGCONT.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sandbox_fixture.hpp"
+
+namespace oarbank::it {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+std::string printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+// The operator's shell, in a session of its own whose controlling terminal is the pty's slave
+// (the "operator's terminal"); the master is the terminal emulator: what is typed, what is
+// shown. Runs in a forked child: failures are collected as text, not asserted.
+class OperatorShell {
+ public:
+  OperatorShell(int master, int terminal) : master_(master), terminal_(terminal) {}
+
+  // Starts a job in a process group of its own, in the foreground (it gets the terminal) or
+  // in the background, as a shell does.
+  // `input_null`: the job's fd 0 is /dev/null (only its output goes to the terminal).
+  // `user`: as this uid and gid, with no supplementary groups (the shell must be root).
+  pid_t start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+              bool foreground, bool input_null = false, std::optional<uid_t> user = {}) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      if (foreground) ::tcsetpgrp(terminal_, ::getpgrp());
+      for (int sig : {SIGTTOU, SIGTTIN, SIGTSTP, SIGINT, SIGQUIT}) ::signal(sig, SIG_DFL);
+      for (int fd = 0; fd < 3; ++fd) ::dup2(terminal_, fd);
+      if (input_null) ::dup2(::open("/dev/null", O_RDONLY), 0);
+      if (user && !become_user(*user, *user)) ::_exit(126);
+      std::vector<char*> args, envp;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+      envp.push_back(nullptr);
+      ::execve(args[0], args.data(), envp.data());
+      ::_exit(127);
+    }
+    ::setpgid(pid, pid);
+    if (foreground) ::tcsetpgrp(terminal_, pid);
+    return pid;
+  }
+  // The job's next change (stopped or ended), as waitpid(WUNTRACED) reports it; the shell
+  // then takes its terminal back. nullopt when nothing changed in time.
+  std::optional<int> wait_change(pid_t job, std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(job, &status, WNOHANG | WUNTRACED) == job) {
+        ::tcsetpgrp(terminal_, ::getpgrp());
+        return status;
+      }
+      read_output(5);
+    }
+    return std::nullopt;
+  }
+  void fg(pid_t job) {
+    ::tcsetpgrp(terminal_, job);
+    ::kill(-job, SIGCONT);
+  }
+  void type(const std::string& keys) {
+    [[maybe_unused]] auto n = ::write(master_, keys.data(), keys.size());
+  }
+  // Types `bytes` bytes as fast as the terminal takes them, for up to `timeout`, never
+  // waiting on a full terminal: what it typed.
+  std::size_t type_flood(std::size_t bytes, std::chrono::milliseconds timeout) {
+    const int flags = ::fcntl(master_, F_GETFL);
+    ::fcntl(master_, F_SETFL, flags | O_NONBLOCK);
+    const std::string chunk(1024, 'x');
+    std::size_t typed = 0;
+    const auto deadline = Clock::now() + timeout;
+    while (typed < bytes && Clock::now() < deadline) {
+      ssize_t n = ::write(master_, chunk.data(), chunk.size());
+      if (n > 0) {
+        typed += static_cast<std::size_t>(n);
+      } else {
+        std::this_thread::sleep_for(5ms);
+      }
+    }
+    ::fcntl(master_, F_SETFL, flags);
+    return typed;
+  }
+  // Waits until the terminal has shown `text` (since the last clear_output).
+  bool shows(const std::string& text, std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = Clock::now() + timeout;
+    while (output_.find(text) == std::string::npos && Clock::now() < deadline) read_output(10);
+    return output_.find(text) != std::string::npos;
+  }
+  void clear_output() { output_.clear(); }
+  [[nodiscard]] const std::string& output() const { return output_; }
+  [[nodiscard]] int terminal() const { return terminal_; }
+
+  void check(bool ok, const std::string& what) {
+    if (!ok) failures.push_back(what + " (the terminal showed: \"" + printable(output_) + "\")");
+  }
+  // The operator's terminal as it was before: echo, line editing and ^C on, no TIOCEXCL.
+  void check_settings_restored(const std::string& when) {
+    termios t{};
+    ::tcgetattr(terminal_, &t);
+    check((t.c_lflag & ECHO) != 0, "echo is off on the operator's terminal " + when);
+    check((t.c_lflag & ICANON) != 0, "line editing is off on the operator's terminal " + when);
+    check((t.c_lflag & ISIG) != 0, "^C is off on the operator's terminal " + when);
+    int exclusive = 0;
+    ::ioctl(terminal_, TIOCGEXCL, &exclusive);
+    check(exclusive == 0, "TIOCEXCL is left on the operator's terminal " + when);
+  }
+  std::vector<std::string> failures;
+
+ private:
+  void read_output(int timeout_ms) {
+    pollfd fd{master_, POLLIN, 0};
+    if (::poll(&fd, 1, timeout_ms) <= 0) return;
+    char buffer[4096];
+    ssize_t n = ::read(master_, buffer, sizeof buffer);
+    if (n > 0) output_.append(buffer, static_cast<std::size_t>(n));
+  }
+  int master_;
+  int terminal_;
+  std::string output_;
+};
+
+std::string describe_status(std::optional<int> status) {
+  if (!status) return "no change";
+  if (WIFSTOPPED(*status)) return "stopped by signal " + std::to_string(WSTOPSIG(*status));
+  if (WIFEXITED(*status)) return "exit " + std::to_string(WEXITSTATUS(*status));
+  if (WIFSIGNALED(*status)) return "killed by signal " + std::to_string(WTERMSIG(*status));
+  return "status " + std::to_string(*status);
+}
+bool exited_with(std::optional<int> status, int code) {
+  return status && WIFEXITED(*status) && WEXITSTATUS(*status) == code;
+}
+
+class TerminalRun : public UncappedTest {
+ protected:
+  TerminalRun() : id(unique_name("tty")), state_dir(tree.path("state")) {}
+
+  std::vector<std::string> env() const {
+    auto e = launcher_environment();
+    e.push_back("OARBANK_STATE_DIR=" + state_dir);
+    return e;
+  }
+  std::vector<std::string> run_argv(const std::vector<std::string>& options,
+                                    const std::vector<std::string>& module) const {
+    std::vector<std::string> argv{OARBANK_AGENT_BINARY, "sandbox-run", "--config",
+                                  config_path,          "--id",        id};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.push_back(tree.write_json("run.json", base_policy()));
+    argv.emplace_back("--");
+    argv.push_back(tree.probe());
+    argv.insert(argv.end(), module.begin(), module.end());
+    return argv;
+  }
+  long count() const {
+    const std::string path = tree.path("work/counter");
+    if (!exists(path)) return -1;
+    std::string text = read_file(path);
+    return text.empty() ? -1L : std::stol(text);
+  }
+
+  bool eventually_count_above(long n) const {
+    const auto deadline = Clock::now() + 5s;
+    while (count() <= n && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+    return count() > n;
+  }
+
+  // Plays the shell in a forked child (a session leader with the operator's terminal) and
+  // reports what it found wrong; the whole session is killed if it outlives 60 s.
+  void as_shell(const std::function<void(OperatorShell&)>& scenario) {
+    Pty pty;
+    int report[2];
+    ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
+    const pid_t shell = ::fork();
+    if (shell == 0) {
+      ::close(report[0]);
+      ::setsid();
+      ::ioctl(pty.slave(), TIOCSCTTY, 0);
+      for (int sig : {SIGTTOU, SIGTTIN, SIGTSTP, SIGINT, SIGQUIT}) ::signal(sig, SIG_IGN);
+      termios t{};
+      ::tcgetattr(pty.slave(), &t);
+      t.c_lflag |= ECHO | ICANON | ISIG | IEXTEN;
+      t.c_iflag |= ICRNL;
+      t.c_oflag |= OPOST | ONLCR;
+      ::tcsetattr(pty.slave(), TCSANOW, &t);
+      winsize size{.ws_row = 30, .ws_col = 100, .ws_xpixel = 0, .ws_ypixel = 0};
+      ::ioctl(pty.slave(), TIOCSWINSZ, &size);
+      OperatorShell sh(pty.master(), pty.slave());
+      scenario(sh);
+      std::string text;
+      for (const auto& f : sh.failures) text += f + "\n";
+      [[maybe_unused]] auto n = ::write(report[1], text.data(), text.size());
+      ::_exit(0);
+    }
+    ::close(report[1]);
+    std::string failures;
+    const auto deadline = Clock::now() + 60s;
+    for (;;) {
+      pollfd fd{report[0], POLLIN, 0};
+      if (Clock::now() > deadline) {
+        failures += "the shell's scenario did not end within 60 s\n";
+        ::kill(shell, SIGKILL);
+        break;
+      }
+      if (::poll(&fd, 1, 100) <= 0) continue;
+      char buffer[1024];
+      ssize_t n = ::read(report[0], buffer, sizeof buffer);
+      if (n <= 0) break;
+      failures.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(report[0]);
+    int status = 0;
+    ::waitpid(shell, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status)) << "the shell ended with status " << status;
+    EXPECT_EQ(failures, "");
+    EXPECT_FALSE(exists(state_dir + "/" + id + ".json")) << "state of " << id << " left";
+  }
+
+  std::string id;
+  std::string state_dir;
+};
+
+// The module's terminal is a pty of its own, in its own session, of which it is the
+// foreground; what the operator types reaches it through the relay, ^D ends its input, and
+// the operator's settings are as they were afterwards.
+TEST_F(TerminalRun, TheModuleGetsAPtyOfItsOwnAndTheKeystrokesTypedForIt) {
+  as_shell([&](OperatorShell& sh) {
+    char own[128] = "";
+    ::ttyname_r(sh.terminal(), own, sizeof own);
+    pid_t job = sh.start(run_argv({}, {"tty-info"}), env(), true);
+    auto status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "tty-info: " + describe_status(status));
+    sh.check(sh.shows("foreground 1 ttys 111"),
+             "the module is not its terminal's foreground, on each of 0-2");
+    sh.check(sh.output().find(" sid " + std::to_string(::getsid(0)) + " ") == std::string::npos,
+             "the module is in the operator's session");
+    sh.check(sh.shows("tty /dev/pts/"), "the module's fd 0 is no pty");
+    sh.check(sh.output().find(std::string("tty ") + own + " ") == std::string::npos,
+             std::string("the module's terminal is the operator's, ") + own);
+    sh.check_settings_restored("after tty-info");
+
+    sh.clear_output();
+    job = sh.start(run_argv({}, {"echo-lines"}), env(), true);
+    sh.check(sh.shows("ready"), "echo-lines did not start");
+    sh.type("hello\r");
+    sh.check(sh.shows("got: hello"), "the keystrokes did not reach the module");
+    sh.type("\x04");  // ^D: the end of the module's input, by the pty's own line discipline
+    sh.check(sh.shows("eof"), "^D did not end the module's input");
+    status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "echo-lines: " + describe_status(status));
+    sh.check_settings_restored("after echo-lines");
+  });
+}
+
+TEST_F(TerminalRun, TheWindowSizeFollowsTheOperatorsTerminal) {
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(run_argv({}, {"winch"}), env(), true);
+    sh.check(sh.shows("size 30 100"), "the module's pty did not start with the operator's size");
+    winsize size{.ws_row = 40, .ws_col = 120, .ws_xpixel = 0, .ws_ypixel = 0};
+    ::ioctl(sh.terminal(), TIOCSWINSZ, &size);  // the kernel sends SIGWINCH to the front
+    sh.check(sh.shows("winch 40 120"), "the new size did not reach the module (SIGWINCH)");
+    auto status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "winch: " + describe_status(status));
+  });
+}
+
+// The two containers: the parameter is true for the cgroup leaf (frozen when the module
+// stops), false for the process-group fallback (sent SIGSTOP): a configuration whose
+// cgroup_parent is missing makes the node fall back.
+class TerminalContainers : public TerminalRun, public ::testing::WithParamInterface<bool> {
+ protected:
+  TerminalContainers() {
+    if (!GetParam()) {
+      auto config = node_config();
+      config["cgroup_parent"] = "/oarbank-test-no-such-cgroup";
+      config_path = tree.write_json("pgroup-config.json", config);
+    }
+  }
+  void SetUp() override {
+    if (GetParam() && !running_as_root()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  }
+};
+
+// ^Z stops the job (the shell sees sandbox-run stop) and freezes the module's worker, which
+// ignores SIGTSTP; fg resumes both and the relay; ^C ends the module as a job's ^C does.
+TEST_P(TerminalContainers, CtrlZStopsTheJobWithItsWorkerAndFgResumesIt) {
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(run_argv({}, {"worker-count", tree.path("work/counter")}), env(), true);
+    sh.check(sh.shows("ready"), "the module did not start");
+    sh.check(eventually_count_above(5), "the worker does not count");
+    sh.type("\x1a");  // ^Z
+    auto status = sh.wait_change(job);
+    sh.check(status && WIFSTOPPED(*status), "^Z did not stop the job: " + describe_status(status));
+    sh.check_settings_restored("while the job is stopped");
+    const long at_stop = count();
+    std::this_thread::sleep_for(300ms);
+    sh.check(count() - at_stop <= 1, "the worker ran on while the job was stopped");
+    sh.fg(job);
+    sh.check(eventually_count_above(at_stop + 5), "the worker did not resume after fg");
+    sh.clear_output();
+    sh.type("after fg\r");
+    sh.check(sh.shows("got: after fg"), "the relay did not resume after fg");
+    sh.type("\x03");  // ^C: SIGINT to the module's foreground group, by its pty
+    status = sh.wait_change(job);
+    sh.check(exited_with(status, 128 + SIGINT), "^C: " + describe_status(status));
+    sh.check_settings_restored("after ^C");
+  });
+}
+
+// The issue's case: a module that forks a worker and stops itself. The job stops, the worker
+// is frozen, and --timeout still ends it all on time (well before --kill-after's 10 s), with
+// no fg from the operator.
+TEST_P(TerminalContainers, TimeoutEndsAStoppedModuleOnTime) {
+  as_shell([&](OperatorShell& sh) {
+    const auto started = Clock::now();
+    pid_t job =
+        sh.start(run_argv({"--timeout", "1"}, {"worker-count", tree.path("work/counter"), "stop"}),
+                 env(), true);
+    auto status = sh.wait_change(job);
+    sh.check(status && WIFSTOPPED(*status),
+             "the module's stop did not stop the job: " + describe_status(status));
+    sh.check(eventually_count_above(-1), "the worker never counted");
+    const long at_stop = count();
+    std::this_thread::sleep_for(200ms);
+    sh.check(count() - at_stop <= 1, "the worker ran on while the module was stopped");
+    status = sh.wait_change(job);
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    sh.check(exited_with(status, 124), "--timeout: " + describe_status(status));
+    sh.check(seconds < 5,
+             "--timeout ended the stopped module only after " + std::to_string(seconds) + " s");
+    sh.check_settings_restored("after the timeout");
+  });
+}
+
+// Without a terminal the same: the module stops itself, its worker is frozen with it,
+// sandbox-run does not stop and its --timeout ends it on time; SIGCONT to sandbox-run
+// continues the module (here it then exits 0).
+TEST_P(TerminalContainers, WithoutATerminalAStoppedModuleIsFrozenAndTimersRun) {
+  RunOptions o;
+  o.env = env();
+  const auto started = Clock::now();
+  RunResult r = run_command(
+      run_argv({"--timeout", "1"}, {"worker-count", tree.path("work/counter"), "stop"}), o);
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  EXPECT_TRUE(r.exited(124)) << r.describe();
+  EXPECT_LT(seconds, 5) << "--timeout ended the stopped module only after " << seconds << " s";
+
+  const pid_t run = ::fork();
+  if (run == 0) {
+    int null = ::open("/dev/null", O_RDWR);
+    for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
+    const auto argv = run_argv({}, {"worker-count", tree.path("work/counter2"), "stop"});
+    const auto environment = env();
+    std::vector<char*> args, envp;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    for (const auto& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    ::execve(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  const std::string counter = tree.path("work/counter2");
+  auto counted = [&] { return exists(counter) ? read_file(counter) : std::string(); };
+  const auto deadline = Clock::now() + 5s;
+  while (counted().empty() && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(200ms);  // the module has stopped itself and been frozen
+  const std::string at_stop = counted();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(counted(), at_stop) << "the worker ran on while the module was stopped";
+  int status = 0;
+  EXPECT_EQ(::waitpid(run, &status, WNOHANG | WUNTRACED), 0) << "sandbox-run stopped or ended";
+  ::kill(run, SIGCONT);
+  const auto end_deadline = Clock::now() + 10s;
+  pid_t ended = 0;
+  while ((ended = ::waitpid(run, &status, WNOHANG)) == 0 && Clock::now() < end_deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  if (ended != run) {
+    ::kill(run, SIGKILL);
+    ::waitpid(run, &status, 0);
+    ADD_FAILURE() << "SIGCONT did not continue the module";
+  } else {
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Container, TerminalContainers, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& param_info) {
+                           return param_info.param ? std::string("CgroupLeaf")
+                                                   : std::string("ProcessGroupOnly");
+                         });
+
+// The module turns its terminal raw and takes it exclusively (TIOCEXCL): on its own pty. The
+// operator's settings are back after it is killed, by --timeout and by sandbox-ctl kill.
+TEST_F(TerminalRun, TheOperatorsSettingsSurviveAModuleThatSetsRawModeAndIsKilled) {
+  const bool cgroup = running_as_root();
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(run_argv({"--timeout", "0.5"}, {"raw-then-sleep"}), env(), true);
+    auto status = sh.wait_change(job);
+    sh.check(exited_with(status, 124), "--timeout: " + describe_status(status));
+    const std::string& shown = sh.output();
+    sh.check(shown.find("ok") != shown.rfind("ok") && shown.find("errno") == std::string::npos,
+             "the module could not set TIOCEXCL and raw mode on its own pty");
+    sh.check_settings_restored("after a raw module's timeout");
+    if (!cgroup) return;
+    sh.clear_output();
+    job = sh.start(run_argv({}, {"raw-then-sleep"}), env(), true);
+    sh.check(sh.shows("ok"), "the module did not start");
+    RunOptions o;
+    o.env = env();
+    RunResult killed = run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "kill", id}, o);
+    sh.check(killed.exited(0), "sandbox-ctl kill: " + killed.describe());
+    status = sh.wait_change(job);
+    sh.check(exited_with(status, 128 + SIGKILL), "sandbox-ctl kill: " + describe_status(status));
+    sh.check_settings_restored("after a raw module was killed");
+  });
+}
+
+// A background job's module gives up its controlling terminal and reads fd 0: it reads its
+// own pty, which the front does not feed from the background; the operator's keystrokes are
+// the shell's.
+TEST_F(TerminalRun, ABackgroundModuleCannotReadTheOperatorsKeystrokes) {
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(run_argv({}, {"notty-read", "1500"}), env(), false);
+    sh.check(sh.shows("ok"), "TIOCNOTTY on the module's pty");
+    sh.type("secret\r");
+    char typed[64] = {};
+    pollfd fd{sh.terminal(), POLLIN, 0};
+    ssize_t n = ::poll(&fd, 1, 2000) > 0 ? ::read(sh.terminal(), typed, sizeof typed - 1) : -1;
+    sh.check(n > 0 && std::string(typed).find("secret") == 0,
+             "the shell did not get what the operator typed");
+    auto status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "notty-read: " + describe_status(status));
+    sh.check(sh.shows("read none"), "the background module read the operator's keystrokes");
+  });
+}
+
+// SIGTERM to sandbox-run's pid on a terminal is what it always was: the module is stopped
+// with it and the status is 128+15.
+TEST_F(TerminalRun, SigtermToSandboxRunStillStopsTheModule) {
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(run_argv({}, {"sleep-forever"}), env(), true);
+    sh.check(sh.shows("ok"), "the module did not start");
+    // The module's line can come before the supervisor has verified it; a stop before that
+    // is a kill (137), as it always was.
+    std::this_thread::sleep_for(200ms);
+    ::kill(job, SIGTERM);
+    auto status = sh.wait_change(job);
+    sh.check(exited_with(status, 128 + SIGTERM), "SIGTERM: " + describe_status(status));
+    sh.check_settings_restored("after SIGTERM");
+  });
+}
+
+// The relay never waits on the module or on the operator's terminal: a module that never
+// reads its pty while the operator types on, or one that floods it while the terminal shows
+// nothing, still stops when sandbox-run is told to (its front passes SIGTERM on at once).
+TEST_F(TerminalRun, AModuleThatNeverReadsOrFloodsItsPtyDoesNotHoldSandboxRunUp) {
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(run_argv({}, {"sleep-forever"}), env(), true);
+    sh.check(sh.shows("ok"), "the module did not start");
+    std::this_thread::sleep_for(200ms);  // verified (a stop before that is a kill: 137)
+    sh.type_flood(256 * 1024, 1s);
+    ::kill(job, SIGTERM);
+    auto status = sh.wait_change(job, 5s);
+    sh.check(exited_with(status, 128 + SIGTERM),
+             "SIGTERM to a module that never reads: " + describe_status(status));
+
+    job = sh.start(run_argv({}, {"flood"}), env(), true);
+    std::this_thread::sleep_for(700ms);  // the terminal shows nothing meanwhile: it fills up
+    ::kill(job, SIGTERM);
+    status = sh.wait_change(job, 5s);
+    sh.check(exited_with(status, 128 + SIGTERM),
+             "SIGTERM to a module that floods its pty: " + describe_status(status));
+    sh.clear_output();
+    sh.check_settings_restored("after the flood");
+  });
+}
+
+// The front killed with SIGKILL cannot restore anything: the supervisor sees its socket close,
+// gives the operator's terminal its settings back and tears the run down.
+TEST_F(TerminalRun, ASigkilledFrontIsCleanedUpAfterByTheSupervisor) {
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(run_argv({}, {"sleep-forever"}), env(), true);
+    sh.check(sh.shows("ok"), "the module did not start");
+    ::kill(job, SIGKILL);
+    auto status = sh.wait_change(job);
+    sh.check(status && WIFSIGNALED(*status), "SIGKILL: " + describe_status(status));
+    const auto deadline = Clock::now() + 5s;
+    while (exists(state_dir + "/" + id + ".json") && Clock::now() < deadline) {
+      std::this_thread::sleep_for(10ms);
+    }
+    sh.check(!exists(state_dir + "/" + id + ".json"), "the run was not torn down");
+    sh.check_settings_restored("after the front was killed");
+  });
+}
+
+// Only the output on the terminal (fd 0 is /dev/null): the module's 1 and 2 are its pty, its
+// 0 is left alone; the operator's terminal is not raw, so ^Z and ^C are the terminal's
+// signals to the front, which stops the job (the module frozen) and passes SIGINT on.
+TEST_F(TerminalRun, OnlyTheOutputOnATerminalAndCtrlZCtrlCAsTheTerminalsSignals) {
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(run_argv({}, {"tty-info"}), env(), true, true);
+    auto status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "tty-info: " + describe_status(status));
+    sh.check(sh.shows("tty none ") && sh.shows(" ttys 011"), "the module's 0-2 are not as given");
+
+    job = sh.start(run_argv({}, {"worker-count", tree.path("work/counter"), "sleep"}), env(), true,
+                   true);
+    sh.check(sh.shows("ok"), "the module did not start");
+    sh.check(eventually_count_above(5), "the worker does not count");
+    sh.type("\x1a");  // ^Z: SIGTSTP from the operator's terminal, to the front's group
+    status = sh.wait_change(job);
+    sh.check(status && WIFSTOPPED(*status), "^Z did not stop the job: " + describe_status(status));
+    std::this_thread::sleep_for(100ms);  // the supervisor freezes on the front's word
+    const long at_stop = count();
+    std::this_thread::sleep_for(300ms);
+    sh.check(count() - at_stop <= 1, "the worker ran on while the job was stopped");
+    sh.fg(job);
+    sh.check(eventually_count_above(at_stop + 5), "the worker did not resume after fg");
+    std::this_thread::sleep_for(100ms);
+    sh.type("\x03");  // ^C: SIGINT to the front, passed to the supervisor, which stops the run
+    status = sh.wait_change(job);
+    sh.check(exited_with(status, 128 + SIGINT), "^C: " + describe_status(status));
+    sh.check_settings_restored("after ^C");
+  });
+}
+
+// Started unprivileged (the module runs as the same user; signal scoping keeps it from its
+// supervisor): the same split, session and relay.
+TEST_F(TerminalRun, UnprivilegedOnATerminal) {
+  if (!running_as_root()) GTEST_SKIP() << "runs sandbox-run as another user (needs root)";
+  if (kernel_landlock_abi() < 6) GTEST_SKIP() << "unprivileged sandbox-run needs Landlock ABI 6";
+  const uid_t user = 4242;
+  const std::string user_state = tree.path("user-state");
+  ASSERT_EQ(::mkdir(user_state.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(user_state.c_str(), user, user), 0);
+  auto p = base_policy();
+  for (const char* mine : {"work", "temp", "data"}) p.erase(mine);  // the module user's
+  const std::string policy_path = tree.write_json("user.json", p);
+  auto user_env = env();
+  user_env.back() = "OARBANK_STATE_DIR=" + user_state;
+  auto argv = [&](const std::string& sub) {
+    return std::vector<std::string>{
+        OARBANK_AGENT_BINARY, "sandbox-run", "--config",   config_path, "--id", id,
+        policy_path,          "--",          tree.probe(), sub};
+  };
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(argv("tty-info"), user_env, true, false, user);
+    auto status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "tty-info: " + describe_status(status));
+    sh.check(sh.shows("foreground 1 ttys 111"), "the module has no pty of its own");
+    sh.clear_output();
+    job = sh.start(argv("echo-lines"), user_env, true, false, user);
+    sh.check(sh.shows("ready"), "echo-lines did not start");
+    sh.type("typed\r");
+    sh.check(sh.shows("got: typed"), "the keystrokes did not reach the module");
+    sh.type("\x04");
+    status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "echo-lines: " + describe_status(status));
+    sh.check_settings_restored("after an unprivileged run");
+  });
+}
+
+// Without a terminal (pipes and files) nothing changes: no pty.
+TEST_F(TerminalRun, WithoutATerminalThereIsNoPty) {
+  RunOptions o;
+  o.env = env();
+  RunResult r = run_command(run_argv({}, {"tty-info"}), o);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_TRUE(r.out.starts_with("tty none sid ")) << r.describe();
+  EXPECT_TRUE(r.out.ends_with(" foreground 0 ttys 000\n")) << r.describe();
+}
+
+}  // namespace
+}  // namespace oarbank::it
