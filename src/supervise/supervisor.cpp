@@ -182,16 +182,32 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   UniqueFd status_read(channel[0]);
   UniqueFd status_write(channel[1]);
 
+  // The child records itself (its pid, as module and group leader, and its start time)
+  // before anything else, so that from its first instruction on a killed sandbox-run leaves a
+  // record naming it: in a leaf it would be found anyway, in a process group only it would
+  // not. This process cannot do it in time: CLONE_VFORK suspends it until the child's exec.
+  const std::string record_prefix = state.child_record_prefix();
   struct ChildContext {
     SupervisedLaunch* launch;
     int status_fd;
-  } context{&launch, status_write.get()};
+    int record_fd;
+    const std::string* record_prefix;
+  } context{&launch, status_write.get(), state.fd(), &record_prefix};
   SpawnRequest request{.cgroup_dir_fd = launch.leaf ? launch.leaf->dir_fd() : -1,
                        .status_write_fd = status_write.get(),
                        .child_mask = &original,
                        .child_main =
                            [](void* raw) {
                              auto* c = static_cast<ChildContext*>(raw);
+                             if (record_self_as_module(c->record_fd, c->record_prefix->data(),
+                                                       c->record_prefix->size()) != 0) {
+                               static constexpr char kLine[] =
+                                   "70\tstep run-state failed: the module's process could not "
+                                   "record itself in its run record\n";
+                               [[maybe_unused]] auto n =
+                                   ::write(c->status_fd, kLine, sizeof kLine - 1);
+                               ::_exit(kExitSoftware);
+                             }
                              c->launch->launcher(c->launch->launcher_context, c->status_fd);
                            },
                        .context = &context};
@@ -206,13 +222,7 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   if (launch.after_spawn) launch.after_spawn();
   const pid_t group = child.pid;
   Container container(launch.leaf, group);
-  state.write(RunRecord{.id = launch.id,
-                        .supervisor_pid = ::getpid(),
-                        .module_pid = child.pid,
-                        .module_start_time = process_start_time(child.pid),
-                        .process_group = group,
-                        .cgroup = launch.leaf ? launch.leaf->path() : std::string(),
-                        .started_at = static_cast<std::int64_t>(std::time(nullptr))});
+  // (The child has recorded itself in `state` already.)
   Terminal terminal;
   terminal.give(group);
 
