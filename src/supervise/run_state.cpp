@@ -18,13 +18,9 @@
 
 #include "supervise/cgroup_leaf.hpp"
 #include "supervise/module_id.hpp"
+#include "supervise/spawn.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"
-
-// Linux 6.9's pidfd_send_signal flag; Debian 12's headers lack it.
-#ifndef PIDFD_SIGNAL_PROCESS_GROUP
-#define PIDFD_SIGNAL_PROCESS_GROUP (1U << 2)
-#endif
 
 namespace oarbank {
 namespace {
@@ -192,13 +188,8 @@ int signal_recorded_group(const RunRecord& record, int sig) {
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, record.module_pid, 0)));
   if (!pidfd.valid()) return errno;
   if (process_start_time(record.module_pid) != record.module_start_time) return ESRCH;
-  if (::syscall(SYS_pidfd_send_signal, pidfd.get(), sig, nullptr, PIDFD_SIGNAL_PROCESS_GROUP) ==
-      0) {
-    return 0;
-  }
-  if (errno != EINVAL) return errno;
-  // Before Linux 6.9 (no group flag): the group by number, its leader checked just above.
-  return ::kill(-record.process_group, sig) == 0 ? 0 : errno;
+  // (Before Linux 6.9, no group flag: the group by number, its leader checked just above.)
+  return signal_process_group(pidfd.get(), record.process_group, sig);
 }
 
 std::string run_record_to_json(const RunRecord& r) {

@@ -45,11 +45,14 @@ void arm_timer(int timer_fd, double seconds) {
 // The module's container, as the supervisor acts on it.
 class Container {
  public:
-  Container(std::optional<CgroupLeaf>& leaf, pid_t group) : leaf_(leaf), group_(group) {}
+  // The group by its leader's pidfd (spawn.hpp): still the module's after the leader is
+  // reaped, never a group that reused the number.
+  Container(std::optional<CgroupLeaf>& leaf, pid_t group, int leader_pidfd)
+      : leaf_(leaf), group_(group), leader_pidfd_(leader_pidfd) {}
 
   // Every process of the module, not only the group: one that called setsid() too.
   void signal_all(int sig) {
-    ::kill(-group_, sig);
+    signal_process_group(leader_pidfd_, group_, sig);
     if (leaf_) {
       for (int pid : read_cgroup_pids(leaf_->path())) ::kill(pid, sig);
     }
@@ -59,20 +62,21 @@ class Container {
     if (leaf_) {
       kill_cgroup(leaf_->path());
     } else {
-      ::kill(-group_, SIGKILL);
+      signal_process_group(leader_pidfd_, group_, SIGKILL);
     }
   }
 
  private:
   std::optional<CgroupLeaf>& leaf_;
   pid_t group_;
+  int leader_pidfd_;
 };
 
 // Without a cgroup, this process is the subreaper (PR_SET_CHILD_SUBREAPER): a descendant
 // that left the group with setsid() and whose parent died is reparented here, so it is found
 // as a child of ours. Kill and reap until no child is left.
-void kill_and_reap_descendants(pid_t group) {
-  ::kill(-group, SIGKILL);
+void kill_and_reap_descendants(pid_t group, int leader_pidfd) {
+  signal_process_group(leader_pidfd, group, SIGKILL);
   const auto deadline = Clock::now() + std::chrono::seconds(5);
   while (Clock::now() < deadline) {
     if (DIR* tasks = ::opendir("/proc/self/task")) {
@@ -221,7 +225,7 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   status_write.reset();
   if (launch.after_spawn) launch.after_spawn();
   const pid_t group = child.pid;
-  Container container(launch.leaf, group);
+  Container container(launch.leaf, group, child.pidfd.get());
   // (The child has recorded itself in `state` already.)
   Terminal terminal;
   terminal.give(group);
@@ -373,7 +377,7 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     result.memory_peak_bytes = read_cgroup_number(leaf + "/memory.peak");
     launch.leaf->destroy();
   } else {
-    kill_and_reap_descendants(group);
+    kill_and_reap_descendants(group, child.pidfd.get());
   }
   terminal.take_back();
   ::sigprocmask(SIG_SETMASK, &original, nullptr);

@@ -165,13 +165,17 @@ TEST_F(RunStateTest, HundredsOfStartsAndKilledSupervisorsFailOnlyForTrueReasonsA
   if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
   // 384 sandbox-runs with fresh ids, 64 at a time: a third run /bin/true to the end, a fifth
   // are stopped with SIGTERM, the rest are SIGKILLed at a random moment of their start or
-  // run (some in their own network namespace). Every start sweeps the state directory while
+  // run (some in their own network namespace; every third batch in a process group only, no
+  // cgroup). Every start sweeps the state directory while
   // the others start: no start may fail ("already running" for a fresh id was 1 in 200), and
   // once a last start has swept, nothing of any run is left.
   const std::string marker = "OARBANK_STRESS=" + unique_name("stress");
   const std::string prefix = "st" + std::to_string(::getpid()) + "-";
   const std::string policy = tree.write_json("stress.json", base_policy());
   const std::string egress = tree.write_json("stress-egress.json", egress_policy());
+  auto no_cgroup = node_config();
+  no_cgroup["cgroup_parent"] = "/oarbank-test-no-such-cgroup";
+  const std::string pg_config = tree.write_json("stress-pg.json", no_cgroup);
   auto environment = env();
   environment.push_back(marker);
   std::mt19937 random(20261201);  // fixed: the same schedule every time
@@ -210,10 +214,12 @@ TEST_F(RunStateTest, HundredsOfStartsAndKilledSupervisorsFailOnlyForTrueReasonsA
     for (int i = first; i < first + kBatch && i < kRuns; ++i) {
       Job& job = jobs[static_cast<std::size_t>(i)];
       const bool sleeps = job.kind != Kind::True && (job.kind != Kind::Killed || i % 2 == 0);
-      job.pid = start(run_argv(job.id, job.kind == Kind::KilledEgress ? egress : policy,
-                               sleeps ? sleeper : std::vector<std::string>{tree.probe(), "true"},
-                               {"--setenv", marker, "--kill-after", "0"}),
-                      environment, job.output);
+      auto argv = run_argv(job.id, job.kind == Kind::KilledEgress ? egress : policy,
+                           sleeps ? sleeper : std::vector<std::string>{tree.probe(), "true"},
+                           {"--setenv", marker, "--kill-after", "0"});
+      // Every third batch without a cgroup: the process group is all a record can name.
+      if ((first / kBatch) % 3 == 2) argv[3] = pg_config;
+      job.pid = start(argv, environment, job.output);
       // Killed: anywhere in the first 40 ms (the start takes a few); stopped: once running.
       job.signal_at = batch_start + std::chrono::microseconds(job.kind == Kind::Stopped
                                                                   ? 60000 + random() % 40000
@@ -316,7 +322,7 @@ TEST_F(RunStateTest, HundredsOfStartsAndKilledSupervisorsFailOnlyForTrueReasonsA
 
 // Starts a sleeping module under sandbox-run, waits until it runs, SIGKILLs sandbox-run, and
 // returns the module's pid (the module outlives its supervisor until someone sweeps).
-pid_t kill_supervisor_of_a_sleeper(RunStateTest& t, const std::vector<std::string>& argv,
+pid_t kill_supervisor_of_a_sleeper(const std::vector<std::string>& argv,
                                    const std::vector<std::string>& env, const std::string& output) {
   const pid_t supervisor = start(argv, env, output);
   EXPECT_TRUE(eventually(
@@ -336,7 +342,6 @@ pid_t kill_supervisor_of_a_sleeper(RunStateTest& t, const std::vector<std::strin
   }
   ::kill(supervisor, SIGKILL);
   ::waitpid(supervisor, nullptr, 0);
-  (void)t;
   return module;
 }
 
@@ -345,7 +350,7 @@ TEST_F(RunStateTest, SandboxCtlOnAKilledRunRemovesWhatItLeft) {
   const std::string id = unique_name("ctl");
   const std::string policy = tree.write_json("p.json", base_policy());
   const pid_t module = kill_supervisor_of_a_sleeper(
-      *this, run_argv(id, policy, {tree.probe(), "sleep-forever"}), env(), tree.path("out"));
+      run_argv(id, policy, {tree.probe(), "sleep-forever"}), env(), tree.path("out"));
   ASSERT_TRUE(process_exists(module));
   ASSERT_TRUE(exists(own_cgroup_dir() + "/oarbank-" + id));
   RunResult r = run_as({OARBANK_AGENT_BINARY, "sandbox-ctl", "status", id}, env());
@@ -365,7 +370,7 @@ TEST_F(RunStateTest, AKilledRunInAProcessGroupOnlyIsKilledByTheNextStart) {
   config_path = tree.write_json("pgroup-config.json", config);
   const std::string policy = tree.write_json("p.json", base_policy());
   const pid_t module = kill_supervisor_of_a_sleeper(
-      *this, run_argv(unique_name("pg"), policy, {tree.probe(), "sleep-forever"}), env(),
+      run_argv(unique_name("pg"), policy, {tree.probe(), "sleep-forever"}), env(),
       tree.path("out"));
   ASSERT_TRUE(process_exists(module));
   RunResult next = run_as(run_argv(unique_name("pg-next"), policy, {tree.probe(), "true"}), env());
@@ -468,7 +473,26 @@ TEST_F(RunStateTest, ARecordNotWrittenByTheOperatorNamesNothingThatIsKilled) {
   const std::string runs = xdg + "/oarbank/runs";
   ASSERT_TRUE(exists(runs));
 
-  const pid_t victim = ::fork();
+  // The operator's process group: a child of the test, so that its end is seen by waitpid
+  // (a zombie would still pass kill(pid, 0)); killed and reaped whatever happens.
+  struct Victim {
+    pid_t pid = -1;
+    int status = -1;
+    bool running() {
+      if (status >= 0) return false;
+      int wstatus = 0;
+      if (::waitpid(pid, &wstatus, WNOHANG) != pid) return true;
+      status = wstatus;
+      return false;
+    }
+    ~Victim() {
+      if (status < 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+  } guard;
+  const pid_t victim = guard.pid = ::fork();
   if (victim == 0) {
     ::setpgid(0, 0);
     if (!become_user(kUser, kUser)) ::_exit(126);
@@ -504,7 +528,7 @@ TEST_F(RunStateTest, ARecordNotWrittenByTheOperatorNamesNothingThatIsKilled) {
   r = run_as(run_argv(unique_name("next"), policy, {tree.probe(), "true"}), user_env, kUser);
   EXPECT_TRUE(r.exited(0)) << r.describe();
   std::this_thread::sleep_for(50ms);
-  EXPECT_TRUE(process_exists(victim)) << "a record the operator did not write killed " << victim;
+  EXPECT_TRUE(guard.running()) << "a record the operator did not write killed " << victim;
   // Dead records of the operator's that are not trusted are removed unread; another's file is
   // left alone (not ours to judge), and claimed over when its id is started.
   EXPECT_FALSE(exists(runs + "/made-writable.json"));
@@ -512,7 +536,7 @@ TEST_F(RunStateTest, ARecordNotWrittenByTheOperatorNamesNothingThatIsKilled) {
   EXPECT_TRUE(exists(runs + "/planted-by-other.json"));
   r = run_as(run_argv("planted-by-other", policy, {tree.probe(), "true"}), user_env, kUser);
   EXPECT_TRUE(r.exited(0)) << r.describe();
-  EXPECT_TRUE(process_exists(victim));
+  EXPECT_TRUE(guard.running());
   EXPECT_EQ(list_dir(runs), std::vector<std::string>{});
 
   // The control: the same record as the operator's own sandbox-run writes it is acted on.
@@ -520,9 +544,8 @@ TEST_F(RunStateTest, ARecordNotWrittenByTheOperatorNamesNothingThatIsKilled) {
   ASSERT_EQ(::chown((runs + "/honest.json").c_str(), kUser, kUser), 0);
   r = run_as(run_argv(unique_name("control"), policy, {tree.probe(), "true"}), user_env, kUser);
   EXPECT_TRUE(r.exited(0)) << r.describe();
-  int status = 0;
-  EXPECT_EQ(::waitpid(victim, &status, 0), victim);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  EXPECT_TRUE(eventually([&] { return !guard.running(); }, 2s));
+  EXPECT_TRUE(WIFSIGNALED(guard.status) && WTERMSIG(guard.status) == SIGKILL) << guard.status;
 }
 
 TEST_F(RunStateTest, AStateDirectoryTheModuleChmodsIsRepairedNotFatal) {
