@@ -163,7 +163,7 @@ class RunStateTest : public UncappedTest {
 
 TEST_F(RunStateTest, HundredsOfStartsAndKilledSupervisorsFailOnlyForTrueReasonsAndLeaveNothing) {
   if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
-  // 384 sandbox-runs with fresh ids, 64 at a time: a third run /bin/true to the end, a fifth
+  // 512 sandbox-runs with fresh ids, 128 at a time: a third run /bin/true to the end, a fifth
   // are stopped with SIGTERM, the rest are SIGKILLed at a random moment of their start or
   // run (some in their own network namespace; every third batch in a process group only, no
   // cgroup). Every start sweeps the state directory while
@@ -189,8 +189,8 @@ TEST_F(RunStateTest, HundredsOfStartsAndKilledSupervisorsFailOnlyForTrueReasonsA
     bool signalled = false;
     int status = -1;
   };
-  constexpr int kRuns = 384;
-  constexpr int kBatch = 64;
+  constexpr int kRuns = 512;
+  constexpr int kBatch = 128;
   std::vector<Job> jobs;
   for (int i = 0; i < kRuns; ++i) {
     const int roll = static_cast<int>(random() % 100);
