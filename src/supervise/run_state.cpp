@@ -276,7 +276,11 @@ RunState RunState::claim(const std::string& dir, const RunRecord& intent) {
     if (::fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
       // Not a record of this user's (a link, a FIFO, another's file): never read, removed.
-      ::unlinkat(dir_fd.get(), name.c_str(), 0);
+      if (::unlinkat(dir_fd.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+        throw Error(ErrorKind::StepFailed,
+                    path + " is not a run record of this user's and cannot be removed: " +
+                        errno_text(errno));
+      }
       continue;
     }
     UniqueFd old = open_record_file(dir_fd.get(), name);
@@ -300,7 +304,10 @@ RunState RunState::claim(const std::string& dir, const RunRecord& intent) {
     if (!same_file(dir_fd.get(), name, old.get())) continue;  // removed meanwhile
     // A dead run of this id: tear down what it left before the id is reused.
     if (auto previous = trusted_record(old.get(), intent.id)) tear_down_dead_run(*previous);
-    ::unlinkat(dir_fd.get(), name.c_str(), 0);
+    if (::unlinkat(dir_fd.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+      throw Error(ErrorKind::StepFailed,
+                  "removing the dead run record " + path + ": " + errno_text(errno));
+    }
   }
   throw Error(ErrorKind::Busy, "module id " + intent.id +
                                    " is being started and stopped concurrently (" + path + ")");
