@@ -525,6 +525,8 @@ TEST_F(RunStateTest, ARecordNotWrittenByTheOperatorNamesNothingThatIsKilled) {
   plant("planted-by-other", kOther, 0600, false);  // another user's file
   plant("made-writable", kUser, 0666, false);      // the module chmod-ed it for others
   plant("written-then-chmod", kUser, 0600, true);  // ... and back after they wrote it
+  plant("hard-linked", kUser, 0600, false);        // a second name for it, elsewhere
+  ASSERT_EQ(::link((runs + "/hard-linked.json").c_str(), (xdg + "/second-name").c_str()), 0);
   r = run_as(run_argv(unique_name("next"), policy, {tree.probe(), "true"}), user_env, kUser);
   EXPECT_TRUE(r.exited(0)) << r.describe();
   std::this_thread::sleep_for(50ms);
@@ -533,6 +535,7 @@ TEST_F(RunStateTest, ARecordNotWrittenByTheOperatorNamesNothingThatIsKilled) {
   // left alone (not ours to judge), and claimed over when its id is started.
   EXPECT_FALSE(exists(runs + "/made-writable.json"));
   EXPECT_FALSE(exists(runs + "/written-then-chmod.json"));
+  EXPECT_FALSE(exists(runs + "/hard-linked.json"));
   EXPECT_TRUE(exists(runs + "/planted-by-other.json"));
   r = run_as(run_argv("planted-by-other", policy, {tree.probe(), "true"}), user_env, kUser);
   EXPECT_TRUE(r.exited(0)) << r.describe();
@@ -608,15 +611,28 @@ TEST_F(RunStateTest, LinksAndFifosInTheStateAreNeitherFollowedNorWaitedOn) {
   EXPECT_TRUE(r.exited(0)) << r.describe();
   EXPECT_EQ(read_file(target), "{}");
   EXPECT_TRUE(exists(target));
-  // A state directory reached through a symbolic link is refused, naming the component.
+  // A link at a started id's own name is not followed either: replaced by the run's record.
+  const std::string linked_id = unique_name("linked");
+  ASSERT_EQ(::symlink(target.c_str(), (state_dir + "/" + linked_id + ".json").c_str()), 0);
+  r = run_as(run_argv(linked_id, policy, {tree.probe(), "true"}), env());
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(read_file(target), "{}");
+  // A state directory reached through a symbolic link, as its last component or above it, is
+  // refused, naming the component.
   ASSERT_EQ(::symlink(state_dir.c_str(), tree.path("state-link").c_str()), 0);
-  auto link_env = launcher_environment();
-  link_env.push_back("OARBANK_STATE_DIR=" + tree.path("state-link") + "/");
-  r = run_as(run_argv(unique_name("link"), policy, {tree.probe(), "true"}), link_env);
-  EXPECT_TRUE(r.exited(70)) << r.describe();
-  EXPECT_NE(r.err.find(tree.path("state-link") + " is not a directory (a symbolic link?)"),
-            std::string::npos)
-      << r.describe();
+  ASSERT_EQ(::mkdir(tree.path("real").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(tree.path("real").c_str(), tree.path("real-link").c_str()), 0);
+  for (const std::string& through :
+       {tree.path("state-link") + "/", tree.path("real-link") + "/runs"}) {
+    auto link_env = launcher_environment();
+    link_env.push_back("OARBANK_STATE_DIR=" + through);
+    r = run_as(run_argv(unique_name("link"), policy, {tree.probe(), "true"}), link_env);
+    EXPECT_TRUE(r.exited(70)) << r.describe();
+    EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
+    EXPECT_NE(r.err.find("-link is not a directory (a symbolic link?)"), std::string::npos)
+        << r.describe();
+  }
+  EXPECT_FALSE(exists(tree.path("real/runs"))) << "made through the link";
 }
 
 }  // namespace
