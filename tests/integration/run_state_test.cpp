@@ -28,32 +28,6 @@ using Clock = std::chrono::steady_clock;
 constexpr uid_t kUser = 4242;   // the operator, unprivileged
 constexpr uid_t kOther = 4243;  // a second local user
 
-std::string cgroup2_mount() {
-  std::ifstream mountinfo("/proc/self/mountinfo");
-  for (std::string line; std::getline(mountinfo, line);) {
-    auto dash = line.find(" - cgroup2 ");
-    if (dash == std::string::npos) continue;
-    std::istringstream fields(line.substr(0, dash));
-    std::string id, parent, dev, root, mount_point;
-    fields >> id >> parent >> dev >> root >> mount_point;
-    return mount_point;
-  }
-  return "";
-}
-
-// This process's cgroup, where sandbox-run started by the test makes its leaves.
-std::string own_cgroup_dir() {
-  std::ifstream cgroup("/proc/self/cgroup");
-  for (std::string line; std::getline(cgroup, line);) {
-    if (line.rfind("0::", 0) == 0) {
-      std::string relative = line.substr(3);
-      if (relative.ends_with("/oarbank-supervisor")) relative.resize(relative.size() - 19);
-      return cgroup2_mount() + (relative == "/" ? "" : relative);
-    }
-  }
-  return "";
-}
-
 bool process_exists(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
 
 template <typename Predicate>
@@ -154,7 +128,7 @@ class RunStateTest : public UncappedTest {
     EXPECT_EQ(::chown(dir.c_str(), uid, uid), 0);
     return dir;
   }
-  static bool have_cgroup() { return running_as_root() && !cgroup2_mount().empty(); }
+  static bool have_cgroup() { return running_as_root() && !test_leaves_parent().empty(); }
 
   std::string state_dir;
 };
@@ -283,7 +257,7 @@ TEST_F(RunStateTest, HundredsOfStartsAndKilledSupervisorsFailOnlyForTrueReasonsA
     }
   }
   // What was left is gone: leaves, processes, records, the egress runs' namespaces.
-  const std::string cgroup = own_cgroup_dir();
+  const std::string cgroup = test_leaves_parent();
   EXPECT_TRUE(eventually(
       [&] {
         for (const auto& name : list_dir(cgroup)) {
@@ -352,13 +326,13 @@ TEST_F(RunStateTest, SandboxCtlOnAKilledRunRemovesWhatItLeft) {
   const pid_t module = kill_supervisor_of_a_sleeper(
       run_argv(id, policy, {tree.probe(), "sleep-forever"}), env(), tree.path("out"));
   ASSERT_TRUE(process_exists(module));
-  ASSERT_TRUE(exists(own_cgroup_dir() + "/oarbank-" + id));
+  ASSERT_TRUE(exists(test_leaves_parent() + "/oarbank-" + id));
   RunResult r = run_as({OARBANK_AGENT_BINARY, "sandbox-ctl", "status", id}, env());
   EXPECT_TRUE(r.exited(69)) << r.describe();
   EXPECT_NE(r.err.find("what its killed sandbox-run left was removed"), std::string::npos)
       << r.describe();
   EXPECT_TRUE(eventually([&] { return !process_exists(module); }, 2s));
-  EXPECT_FALSE(exists(own_cgroup_dir() + "/oarbank-" + id));
+  EXPECT_FALSE(exists(test_leaves_parent() + "/oarbank-" + id));
   EXPECT_EQ(list_dir(state_dir), std::vector<std::string>{});
 }
 
@@ -418,7 +392,7 @@ TEST_F(RunStateTest, PolicyPathsThatReachTheStateOrTheConfigurationAreRefused) {
     EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
     EXPECT_NE(r.err.find(c.names), std::string::npos) << r.describe();
     EXPECT_FALSE(exists(state_dir + "/x")) << "made before the refusal";
-    EXPECT_FALSE(exists(own_cgroup_dir() + "/oarbank-" + id));
+    EXPECT_FALSE(exists(test_leaves_parent() + "/oarbank-" + id));
   }
   // The control: a sibling of the state directory is any other path.
   auto p = base_policy();
