@@ -28,7 +28,15 @@ using Clock = std::chrono::steady_clock;
 constexpr uid_t kUser = 4242;   // the operator, unprivileged
 constexpr uid_t kOther = 4243;  // a second local user
 
-bool process_exists(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+// A live process: not a zombie (the module of a killed sandbox-run is reparented to init,
+// which may take its time to reap it).
+bool process_exists(pid_t pid) {
+  if (pid <= 0 || !(::kill(pid, 0) == 0 || errno == EPERM)) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() || text[close + 2] != 'Z';
+}
 
 template <typename Predicate>
 bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 5s) {
