@@ -147,12 +147,12 @@ class RunStateTest : public UncappedTest {
 
 TEST_F(RunStateTest, HundredsOfStartsAndKilledSupervisorsFailOnlyForTrueReasonsAndLeaveNothing) {
   if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
-  // 512 sandbox-runs with fresh ids, 128 at a time: a third run /bin/true to the end, a fifth
-  // are stopped with SIGTERM, the rest are SIGKILLed at a random moment of their start or
-  // run (some in their own network namespace; every third batch in a process group only, no
-  // cgroup). Every start sweeps the state directory while
-  // the others start: no start may fail ("already running" for a fresh id was 1 in 200), and
-  // once a last start has swept, nothing of any run is left.
+  // 512 sandbox-runs with fresh ids, 128 at a time: a third run `true` to the end, a fifth
+  // are stopped with SIGTERM, the rest are SIGKILLed at a random moment of their start or run
+  // (some in a network namespace of their own; every third batch in a process group only, no
+  // cgroup). Every start sweeps the state directory while the others start: no start may fail
+  // ("already running" for a fresh id was 1 in 200), and once a last start has swept, nothing
+  // of any run is left.
   const std::string marker = "OARBANK_STRESS=" + unique_name("stress");
   const std::string prefix = "st" + std::to_string(::getpid()) + "-";
   const std::string policy = tree.write_json("stress.json", base_policy());
