@@ -186,7 +186,7 @@ int signal_recorded_group(const RunRecord& record, int sig) {
   }
   // The pidfd first, then the start time: the pidfd cannot come to mean another process.
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, record.module_pid, 0)));
-  if (!pidfd.valid()) return errno;
+  if (!pidfd.valid() && errno != ENOSYS) return errno;  // ENOSYS: before Linux 5.3, by number
   if (process_start_time(record.module_pid) != record.module_start_time) return ESRCH;
   // (Before Linux 6.9, no group flag: the group by number, its leader checked just above.)
   return signal_process_group(pidfd.get(), record.process_group, sig);

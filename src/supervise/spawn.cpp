@@ -78,7 +78,7 @@ int signal_process_group(int leader_pidfd, pid_t group, int sig) {
                                      PIDFD_SIGNAL_PROCESS_GROUP) == 0) {
     return 0;
   }
-  if (leader_pidfd >= 0 && errno != EINVAL) return errno;
+  if (leader_pidfd >= 0 && errno != EINVAL && errno != ENOSYS) return errno;
   return ::kill(-group, sig) == 0 ? 0 : errno;
 }
 
