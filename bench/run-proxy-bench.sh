@@ -137,7 +137,9 @@ cat >"$tmp/policy-veth.json" <<EOF
 EOF
 # Limits raised for the 1,000 idle tunnels (node keys proxy_max_tunnels_*; defaults 128, 1024).
 echo "{\"proxy_listen\":\"127.0.0.1:$port_ours\",\"proxy_max_tunnels_per_module\":4096,\"proxy_max_tunnels_total\":4096}" >"$tmp/agent.json"
-"$agent" egress-proxy --config "$tmp/agent.json" --id bench --log /dev/null "$tmp/policy-veth.json" &
+# --log takes a regular file only (issue 10: no FIFO or device, no symbolic link): a file in
+# $tmp, where /dev/null was before.
+"$agent" egress-proxy --config "$tmp/agent.json" --id bench --log "$tmp/ours.log" "$tmp/policy-veth.json" &
 pid_ours=$!
 pids+=($pid_ours)
 # ... and the same ProxyServer hosted by the driver: limits raised to 4096, 127.0.0.0/8 exempt.

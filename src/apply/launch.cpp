@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -54,6 +55,8 @@ PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const Open
   prepared.working_directory = policy.work   ? *policy.work
                                : policy.temp ? *policy.temp
                                              : policy.bundle;
+  prepared.working_directory_fd = paths.fd(prepared.working_directory);
+  for (const auto& dir : plan.writable_dirs) prepared.writable_dir_fds.push_back(paths.fd(dir));
   return prepared;
 }
 
@@ -80,8 +83,8 @@ namespace {
 // no destructor or atexit handler (a sanitizer's leak check needs ptrace) runs in that state.
 [[noreturn]] void step_failed(const char* program, const char* step, const std::string& what,
                               int err) {
-  std::string line = std::string(program) + ": step " + step + " failed: " + what + ": " +
-                     errno_text(err);
+  std::string line =
+      std::string(program) + ": step " + step + " failed: " + what + ": " + errno_text(err);
   std::fprintf(stderr, "%s\n", line.c_str());
   report_launch_status(kExitSoftware, line);
   ::_exit(kExitSoftware);
@@ -100,8 +103,8 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   // launcher's report.
   for (int fd : plan.keep_fds) {
     if (fd == g_status_fd) {
-      step_failed(program, "descriptors", "--keep-fd " + std::to_string(fd) + " is the status channel",
-                  EBADF);
+      step_failed(program, "descriptors",
+                  "--keep-fd " + std::to_string(fd) + " is the status channel", EBADF);
     }
   }
   if (!close_on_exec_except(plan.keep_fds, error))
@@ -109,13 +112,20 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   if (!launch_test_skips("identity") && !apply_identity(plan.identity, error))
     step_failed(program, "identity", error.what, error.err);
   // The module user must be able to use its writable directories (contract.md: a directory
-  // the module user cannot use is refused with 70, named).
-  for (const auto& dir : plan.writable_dirs) {
-    if (::faccessat(AT_FDCWD, dir.c_str(), R_OK | W_OK | X_OK, AT_EACCESS) != 0) {
-      step_failed(program, "identity", "the module user cannot use " + dir, errno);
+  // the module user cannot use is refused with 70, named). Asked of the descriptor the
+  // directory rule was checked on (faccessat2 AT_EMPTY_PATH, Linux 5.8); by name where the
+  // call is refused (EINVAL from glibc's emulation, or ENOSYS).
+  for (std::size_t i = 0; i < plan.writable_dirs.size(); ++i) {
+    const std::string& dir = plan.writable_dirs[i];
+    const int fd = i < prepared.writable_dir_fds.size() ? prepared.writable_dir_fds[i] : -1;
+    int rc = fd >= 0 ? ::faccessat(fd, "", R_OK | W_OK | X_OK, AT_EACCESS | AT_EMPTY_PATH) : -1;
+    if (fd < 0 || (rc != 0 && (errno == EINVAL || errno == ENOSYS))) {
+      rc = ::faccessat(AT_FDCWD, dir.c_str(), R_OK | W_OK | X_OK, AT_EACCESS);
     }
+    if (rc != 0) step_failed(program, "identity", "the module user cannot use " + dir, errno);
   }
-  if (::chdir(prepared.working_directory.c_str()) != 0) {
+  if (prepared.working_directory_fd >= 0 ? ::fchdir(prepared.working_directory_fd) != 0
+                                         : ::chdir(prepared.working_directory.c_str()) != 0) {
     step_failed(program, "identity", "chdir(" + prepared.working_directory + ")", errno);
   }
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
@@ -136,6 +146,15 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   const int err = errno;
   std::string line = std::string(program) + ": execve " + prepared.executable +
                      " failed: " + errno_text(err);
+  // A file whose capabilities have the effective bit set (Debian's ping, cap_net_raw+ep) must
+  // get every capability it names, or the kernel refuses it with EPERM (commoncap.c: "legacy
+  // apps ... missing some forced capabilities"). Started as root, the launcher has emptied the
+  // bounding set, so no capability can be granted. A bare EPERM says nothing: look for the
+  // file's capabilities, after the failure only. One getxattr, then _exit as before.
+  if (err == EPERM &&
+      ::getxattr(prepared.executable.c_str(), "security.capability", nullptr, 0) > 0) {
+    line += ": the file asks for capabilities (security.capability) a module cannot have";
+  }
   std::fprintf(stderr, "%s\n", line.c_str());
   report_launch_status(kExitOsErr, line);
   ::_exit(kExitOsErr);

@@ -19,6 +19,10 @@ struct PreparedLaunch {
   std::vector<char*> argv;
   std::vector<char*> envp;
   std::string working_directory;
+  // The O_PATH descriptors the plan's paths were checked on (owned by OpenedPaths, which
+  // outlives the launch): the access check and the chdir use these, not the names again.
+  int working_directory_fd = -1;
+  std::vector<int> writable_dir_fds;  // one per plan.writable_dirs entry
 };
 
 // Throws Error(StepFailed) if the ruleset cannot be built.

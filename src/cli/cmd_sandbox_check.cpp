@@ -1,5 +1,7 @@
 // sandbox-check POLICY.json: can this node run this policy? 0 yes, 70 no (one line per missing
 // capability or path), 64 invalid policy, 78 invalid configuration.
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -48,6 +50,21 @@ int run(const CheckOptions& options) {
       ++missing;
     }
     OpenedPaths paths;
+    // The launcher's directory rule (issue 10), one line per writable path it refuses, for
+    // the module user the launcher would run as if started as this user.
+    const uid_t module_uid = features.running_as_root ? config.module_uid : ::geteuid();
+    std::vector<std::string> writable;
+    if (policy.work) writable.push_back(*policy.work);
+    writable.insert(writable.end(), policy.data.begin(), policy.data.end());
+    if (policy.temp) writable.push_back(*policy.temp);
+    for (const auto& path : writable) {
+      try {
+        paths.open_writable({path}, module_uid);
+      } catch (const Error& e) {
+        print_error(kCommand, e.what());
+        ++missing;
+      }
+    }
     for (const auto& [pointer, path] : policy_paths(policy)) {
       if (paths.kind(path) == PathKind::Missing) {
         print_error(kCommand, "policy " + pointer + ": " + path + " does not exist on this node");

@@ -5,11 +5,13 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -35,6 +37,13 @@ int run(const std::vector<std::string>& args) {
   if (op == "read") return report(::open(arg.c_str(), O_RDONLY | O_CLOEXEC));
   if (op == "write") return report(::open(arg.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
   if (op == "listen") return report(::listen(-1, 1));  // allowed: EBADF; refused: EPERM
+  // MODE in octal: the setid-files row's probes (setuid 04000, setgid 02000).
+  const auto mode = [&args] {
+    return static_cast<mode_t>(std::strtoul(args.size() > 2 ? args[2].c_str() : "", nullptr, 8));
+  };
+  if (op == "create") return report(::open(arg.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, mode()));
+  if (op == "chmod") return report(::chmod(arg.c_str(), mode()));
+  if (op == "mkdir") return report(::mkdir(arg.c_str(), mode()));
   if (op == "socket") {
     if (arg == "inet") return report(::socket(AF_INET, SOCK_STREAM, 0));
     if (arg == "udp") return report(::socket(AF_INET, SOCK_DGRAM, 0));

@@ -31,6 +31,7 @@
 #include "supervise/writable_dirs.hpp"
 #include "sys/error.hpp"
 #include "sys/landlock_abi.hpp"
+#include "sys/safe_open.hpp"
 #include "sys/text_file.hpp"
 
 namespace oarbank::cli {
@@ -77,10 +78,19 @@ std::string generate_module_id() {
   launch(child->prepared->plan, child->prepared->launch, "oarbank-agent sandbox-run");
 }
 
-void write_result_file(const std::string& path, const std::string& json) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
-  if (!fd.valid() ||
-      ::write(fd.get(), json.data(), json.size()) != static_cast<ssize_t>(json.size())) {
+// --result is opened before anything runs (a path that cannot take the result refuses the run,
+// 64) and written through that descriptor at the end: through no symbolic link, a regular file
+// only (sys/safe_open.hpp), so root's write lands nowhere another user chose.
+UniqueFd open_result_file(const std::string& path) {
+  OperatorFile file = open_operator_file(path, false, 0644);
+  if (!file.fd.valid()) throw Error(ErrorKind::Usage, "--result " + file.problem);
+  return std::move(file.fd);
+}
+
+void write_result_file(int fd, const std::string& path, const std::string& json) {
+  if (fd < 0) return;
+  if (::ftruncate(fd, 0) != 0 || ::lseek(fd, 0, SEEK_SET) != 0 ||
+      ::write(fd, json.data(), json.size()) != static_cast<ssize_t>(json.size())) {
     print_error(kCommand, "--result " + path + ": " + errno_text(errno));
   }
 }
@@ -142,7 +152,11 @@ int run_sandbox_run(const RunArgs& options) {
   }
   std::string id;
   bool result_written = false;
+  UniqueFd result_fd;
   const int code = run_guarded(kCommand, options.exec.policy_path, [&]() -> int {
+    if (options.result_path && !options.exec.explain) {
+      result_fd = open_result_file(*options.result_path);
+    }
     if (!options.exec.separator || options.exec.argv.empty()) {
       throw Error(ErrorKind::Usage,
                   "usage: no command after -- (sandbox-run [OPTIONS] POLICY.json -- ARGV...)");
@@ -240,6 +254,7 @@ int run_sandbox_run(const RunArgs& options) {
 
     std::vector<std::string> writable;
     if (policy.work) writable.push_back(*policy.work);
+    writable.insert(writable.end(), policy.data.begin(), policy.data.end());
     if (policy.temp) writable.push_back(*policy.temp);
     const auto created = make_writable_dirs(writable, config.writable_roots, launch.expected.uid,
                                             launch.expected.gid, root);
@@ -276,7 +291,7 @@ int run_sandbox_run(const RunArgs& options) {
         } else {
           network.listener = std::move(own_listener);
         }
-        proxy = std::make_unique<ProxyHost>(config, options.proxy_log, id, policy,
+        proxy = std::make_unique<ProxyHost>(config, options.proxy_log, "--proxy-log", id, policy,
                                             std::move(network.listener));
       } catch (...) {
         remove_created_dirs(created);
@@ -317,7 +332,7 @@ int run_sandbox_run(const RunArgs& options) {
     }
     proxy.reset();  // stops the proxy: every tunnel of the module closes with it
     if (options.result_path) {
-      write_result_file(*options.result_path, run_result_to_json(result, launch));
+      write_result_file(result_fd.get(), *options.result_path, run_result_to_json(result, launch));
       result_written = true;
     }
     state.finish();
@@ -330,7 +345,7 @@ int run_sandbox_run(const RunArgs& options) {
                      {"end", "not-started"},
                      {"exit_code", code},
                      {"error", last_error_line()}};
-    write_result_file(*options.result_path, j.dump() + "\n");
+    write_result_file(result_fd.get(), *options.result_path, j.dump() + "\n");
   }
   return code;
 }

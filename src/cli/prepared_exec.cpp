@@ -1,5 +1,7 @@
 #include "cli/prepared_exec.hpp"
 
+#include <unistd.h>
+
 #include "apply/descriptors.hpp"
 #include "probe/probe.hpp"
 #include "sys/error.hpp"
@@ -27,18 +29,27 @@ LaunchRequest make_launch_request(const ExecArgs& options) {
   return request;
 }
 
-
 std::unique_ptr<PreparedExec> prepare_exec(const LaunchRequest& request, const NodeConfig& config,
                                            const Policy& policy, bool explain_only) {
   auto prepared = std::make_unique<PreparedExec>();
   prepared->config = config;
   prepared->policy = policy;
   // The limit rows (rows_needed_by) depend on the cgroup only under the node's hard_limits.
-  prepared->features = probe_kernel(config, ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute,
-                                                       .cgroup = config.hard_limits,
-                                                       .network_namespaces = false});
-  prepared->plan = make_plan(prepared->policy, prepared->features, prepared->config,
-                             prepared->paths, request);
+  prepared->features =
+      probe_kernel(config, ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute,
+                                      .cgroup = config.hard_limits,
+                                      .network_namespaces = false});
+  // Issue 10: the writable paths are opened (through no symbolic link) and judged before the
+  // plan looks at any path. The module user: the configured one for a launcher started as
+  // root, else the caller itself.
+  std::vector<std::string> writable;
+  if (policy.work) writable.push_back(*policy.work);
+  writable.insert(writable.end(), policy.data.begin(), policy.data.end());
+  if (policy.temp) writable.push_back(*policy.temp);
+  prepared->paths.open_writable(
+      writable, prepared->features.running_as_root ? config.module_uid : ::geteuid());
+  prepared->plan =
+      make_plan(prepared->policy, prepared->features, prepared->config, prepared->paths, request);
   if (!explain_only) {
     prepared->launch = prepare_launch(prepared->plan, prepared->policy, prepared->paths);
   }

@@ -6,16 +6,18 @@
 #include <stdexcept>
 
 #include "sys/error.hpp"
+#include "sys/safe_open.hpp"
 
 namespace oarbank::cli {
 
 ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>& log_path,
-                     const std::string& id, const Policy& policy, UniqueFd listener) {
+                     const std::string& log_option, const std::string& id, const Policy& policy,
+                     UniqueFd listener) {
   if (log_path) {
-    log_fd_.reset(::open(log_path->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640));
-    if (!log_fd_.valid()) {
-      throw Error(ErrorKind::Usage, "--proxy-log " + *log_path + ": " + errno_text(errno));
-    }
+    // Through no symbolic link, a regular file only (sys/safe_open.hpp): root appends to it.
+    OperatorFile file = open_operator_file(*log_path, true, 0640);
+    if (!file.fd.valid()) throw Error(ErrorKind::Usage, log_option + " " + file.problem);
+    log_fd_ = std::move(file.fd);
   }
   proxy::ProxySettings settings;
   settings.dns_servers = config.proxy_dns_servers;

@@ -17,9 +17,12 @@ namespace oarbank::cli {
 class ProxyHost {
  public:
   // Serves `policy.egress` for module `id` on `listener`. `log_path`: append the JSON lines
-  // there, else to stderr. Throws Error(Config) for settings the proxy refuses.
+  // there (a regular file, reached through no symbolic link), else to stderr; `log_option`
+  // names the option in messages. Throws Error(Config) for settings the proxy refuses, and
+  // Error(Usage) for a log file it refuses.
   ProxyHost(const NodeConfig& config, const std::optional<std::string>& log_path,
-            const std::string& id, const Policy& policy, UniqueFd listener);
+            const std::string& log_option, const std::string& id, const Policy& policy,
+            UniqueFd listener);
   ~ProxyHost();  // stops the server and joins its thread
   ProxyHost(const ProxyHost&) = delete;
   ProxyHost& operator=(const ProxyHost&) = delete;

@@ -37,6 +37,8 @@ constexpr RowInfo kRows[] = {
     {CapabilityRow::StatHiding, "stat-hiding", "hiding which files exist"},
     {CapabilityRow::GpuDevices, "devices.gpu",
      "GPU device nodes (/dev/dri, /dev/nvidia*, /dev/kfd)"},
+    {CapabilityRow::SetidFiles, "setid-files",
+     "no setuid or setgid files (as systemd's RestrictSUIDSGID=)"},
     {CapabilityRow::CgroupContainer, "container.cgroup",
      "process container: cgroup v2 leaf (else process group only)"},
     {CapabilityRow::LimitCpu, "limit.cpu", "hard limit: cpu.max"},
@@ -212,6 +214,16 @@ CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& f
                   ? "device nodes " + nodes + "; device ioctls governed (Landlock ABI 5)"
                   : "device nodes " + nodes + "; device ioctls not governed below Landlock ABI 5"};
     }
+    case CapabilityRow::SetidFiles:
+      // The filter refuses setting the bits (docs/seccomp.md); it is loaded wherever the
+      // launcher runs a module, so the row needs seccomp filters alone.
+      if (!features.seccomp_filter) {
+        return {row, CapabilityStatus::Unavailable, "needs seccomp filters; this kernel has none"};
+      }
+      return {row, CapabilityStatus::Enforced,
+              "the seccomp filter refuses the setuid and setgid bits in chmod, fchmod, fchmodat, "
+              "fchmodat2, open, openat, creat, mkdir, mkdirat, mknod and mknodat (openat2: "
+              "ENOSYS)"};
     case CapabilityRow::CgroupContainer:
       return container_row(features);
     case CapabilityRow::LimitCpu:
@@ -269,7 +281,7 @@ std::vector<CapabilityVerdict> evaluate_capabilities(const KernelFeatures& featu
 }
 
 std::vector<CapabilityRow> rows_needed_by(const Policy& policy, const NodeConfig& config) {
-  std::vector<CapabilityRow> rows{CapabilityRow::Filesystem};
+  std::vector<CapabilityRow> rows{CapabilityRow::Filesystem, CapabilityRow::SetidFiles};
   if (policy.net == NetMode::EgressAllowlist) rows.push_back(CapabilityRow::EgressAllowlist);
   if (policy.net == NetMode::EgressAny) rows.push_back(CapabilityRow::EgressAny);
   if (policy.ipc_isolation == IpcIsolation::Required) rows.push_back(CapabilityRow::Ipc);

@@ -22,6 +22,7 @@ enum class CapabilityRow {
   StatHiding,       // "hiding which files exist"
   // Rows contract.md adds.
   GpuDevices,       // the GPU part of the filesystem row: device nodes must exist
+  SetidFiles,       // issue 10: no setuid or setgid files (seccomp, as RestrictSUIDSGID=)
   CgroupContainer,  // process container: a cgroup v2 leaf
   LimitCpu,         // cpu.max
   LimitMemory,      // memory.max
@@ -55,10 +56,10 @@ std::vector<CapabilityVerdict> evaluate_capabilities(const KernelFeatures& featu
 CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& features,
                                       const NodeConfig& config);
 
-// The rows a policy relies on (contract.md, "The report"): filesystem always; its net mode's
-// row; IPC when ipc_isolation is required; GPU when devices.gpu is compute; each hard limit
-// when it has that reservation and the node turns reservations into hard limits; pids.max
-// whenever the node has hard_limits and a pids_max.
+// The rows a policy relies on (contract.md, "The report"): filesystem and setid-files always;
+// its net mode's row; IPC when ipc_isolation is required; GPU when devices.gpu is compute; each
+// hard limit when it has that reservation and the node turns reservations into hard limits;
+// pids.max whenever the node has hard_limits and a pids_max.
 std::vector<CapabilityRow> rows_needed_by(const Policy& policy, const NodeConfig& config);
 
 }  // namespace oarbank

@@ -42,6 +42,12 @@ json explain_plan(const Plan& plan, const Policy& policy, const KernelFeatures& 
                              {"when", args},
                              {"why", rule.why}});
   }
+  for (const auto& list : seccomp::allowlists32()) {
+    seccomp_rules.push_back({{"syscall", list.syscall},
+                             {"errno", seccomp::errno_name(list.errno_value)},
+                             {"when", json::array({seccomp::describe(list)})},
+                             {"why", list.why}});
+  }
   json relies_on = json::array();
   for (const auto& verdict : plan.relies_on) {
     relies_on.push_back({{"row", row_key(verdict.row)},

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 
@@ -54,6 +55,43 @@ std::vector<sock_filter> ceiling_prefix() {
 #endif
 }
 
+// The refusals libseccomp cannot express (Allowlist32 in seccomp_rules.hpp), one block each,
+// put after the ceiling and before libseccomp's program:
+//   ld arch; jne x86_64 -> next block; ld nr; jne NR -> next block; ld low 32 bits of argN;
+//   jeq allowed[0] -> next block; ...; ret ERRNO
+// The architecture is checked first so that a foreign ABI's call with the same number still
+// reaches libseccomp's check, which kills it. Classic BPF loads 32-bit words: on little-endian
+// x86-64 the low half of args[N] is the word at its offset, the half the kernel reads.
+std::vector<sock_filter> allowlist_prefix() {
+  std::vector<sock_filter> out;
+#if defined(__x86_64__)
+  for (const auto& list : allowlists32()) {
+    const int nr = list.syscall_number_x86_64;
+    if (nr < 0 || list.arg > 5 || list.allowed.empty() || list.allowed.size() > 200) {
+      throw std::runtime_error(fmt::format("bad 32-bit allowlist for {}", list.syscall));
+    }
+    const std::size_t n = list.allowed.size();
+    const std::size_t end = 6 + n;  // index of the first instruction after this block
+    auto to_end = [&](std::size_t index) { return static_cast<std::uint8_t>(end - (index + 1)); };
+    out.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)));
+    out.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, to_end(1)));
+    out.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
+    out.push_back(
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, to_end(3)));
+    out.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                           static_cast<std::uint32_t>(offsetof(seccomp_data, args) +
+                                                      sizeof(std::uint64_t) * list.arg)));
+    for (std::size_t i = 0; i < n; ++i) {
+      out.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, list.allowed[i], to_end(5 + i), 0));
+    }
+    out.push_back(BPF_STMT(
+        BPF_RET | BPF_K,
+        SECCOMP_RET_ERRNO | (static_cast<std::uint32_t>(list.errno_value) & SECCOMP_RET_DATA)));
+  }
+#endif
+  return out;
+}
+
 }  // namespace
 
 std::vector<sock_filter> compile(const FilterVariant& variant) {
@@ -91,6 +129,7 @@ std::vector<sock_filter> compile(const FilterVariant& variant) {
     throw std::runtime_error("seccomp_export_bpf failed");
   }
   std::vector<sock_filter> program = ceiling_prefix();
+  for (const auto& instruction : allowlist_prefix()) program.push_back(instruction);
   rewind(file.get());
   sock_filter instruction{};
   while (fread(&instruction, sizeof instruction, 1, file.get()) == 1)

@@ -1,15 +1,18 @@
 #include "plan/seccomp_rules.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/sched.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 #include <initializer_list>
 #include <set>
+#include <tuple>
 
 namespace oarbank::seccomp {
 namespace {
@@ -18,6 +21,9 @@ namespace {
 // Families above it are refused by a single "greater than" rule.
 constexpr std::uint64_t kHighestFamily = 45;
 constexpr std::uint64_t kSockTypeMask = 0xf;
+// The kernel's __O_TMPFILE bit (uapi asm-generic/fcntl.h). glibc's __O_TMPFILE already
+// includes O_DIRECTORY, so it is written out here.
+constexpr std::uint64_t kTmpfileBit = 020000000;
 
 void add(std::vector<Rule>& rules, std::initializer_list<const char*> names, int err,
          const std::string& why) {
@@ -73,6 +79,29 @@ std::string describe(const ArgCheck& check) {
       return fmt::format("arg{} & {:#x} == {:#x}", check.arg, check.mask, check.value);
   }
   return "?";
+}
+
+std::string describe(const Allowlist32& list) {
+  std::string values;
+  for (std::uint32_t value : list.allowed) {
+    values += fmt::format("{}{:#x}", values.empty() ? "" : ", ", value);
+  }
+  return fmt::format("arg{} & 0xffffffff not in {{{}}}", list.arg, values);
+}
+
+std::vector<Allowlist32> allowlists32() {
+  // personality(2): READ_IMPLIES_EXEC and ADDR_NO_RANDOMIZE survive execve, so a module could
+  // run a program with executable data or without address randomization. The kernel reads the
+  // argument as 32 bits (0xffffffff00400000 sets ADDR_NO_RANDOMIZE), and 0xffffffff queries
+  // without setting. Masked rules per flag bit would refuse the query too, whose bits are all
+  // set, so this one is compiled by hand.
+  return {Allowlist32{"personality",
+                      135,
+                      0,
+                      {0xffffffffU, 0x0000 /* PER_LINUX */, 0x0008 /* PER_LINUX32 */},
+                      EPERM,
+                      "only querying (0xffffffff) and the plain personalities PER_LINUX and "
+                      "PER_LINUX32: READ_IMPLIES_EXEC and ADDR_NO_RANDOMIZE survive execve"}};
 }
 
 std::vector<Rule> rules_for(const FilterVariant& variant) {
@@ -136,6 +165,22 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
   refuse_unless_in(rules, "socketpair", 0, {AF_UNIX}, kHighestFamily, EAFNOSUPPORT, {},
                    "socketpair stays for unix pairs (event loops need it); other families "
                    "(AF_TIPC) are refused");
+  if (!variant.unix_sockets) {
+    // An unbound unix datagram socket from socketpair can sendto() any pathname socket on the
+    // host (the journal's, syslog's): only pairs that cannot address another socket stay.
+    // SOCK_RAW counts: the kernel turns a unix SOCK_RAW into SOCK_DGRAM. The kernel reads
+    // type & 0xf (SOCK_TYPE_MASK); SOCK_NONBLOCK and SOCK_CLOEXEC live above it.
+    for (std::uint64_t type = 0; type <= kSockTypeMask; ++type) {
+      if (type == SOCK_STREAM || type == SOCK_SEQPACKET) continue;
+      rules.push_back(
+          Rule{"socketpair",
+               -1,
+               EPROTONOSUPPORT,
+               {{0, Compare::Equal, AF_UNIX, 0}, {1, Compare::MaskedEqual, type, kSockTypeMask}},
+               "without the broker grant, unix pairs are streams or seqpackets only: a datagram "
+               "socket could sendto() any pathname socket on the host"});
+    }
+  }
   add(rules, {"listen"}, EPERM, "never listening");
 
   // io_uring performs socket(), connect(), accept() and listen() on the module's behalf
@@ -250,6 +295,8 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
 
   // --- A terminal it inherited: pushing input into it runs commands as the caller.
   // The kernel reads ioctl's command as 32 bits, so the upper half is masked off.
+  // Every rule compares the command on its low 32 bits (mask 0xffffffff: the upper half is
+  // ignored, so 0xffffffff00005422 is refused as TIOCNOTTY is).
   const std::pair<unsigned long, const char*> kTerminalIoctls[] = {
       {TIOCSTI, "TIOCSTI would inject input into an inherited terminal"},
       {TIOCLINUX, "TIOCLINUX can paste into a virtual console"},
@@ -258,11 +305,83 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
        "and read the operator's keystrokes"},
       {TIOCSETD, "TIOCSETD changes the terminal's line discipline"},
       {TIOCCONS, "TIOCCONS redirects the console"},
+      {TIOCNOTTY,
+       "TIOCNOTTY: without a controlling terminal, job control no longer stops a background "
+       "module that reads the operator's terminal"},
+      {TIOCSCTTY, "TIOCSCTTY takes a terminal as the controlling one"},
+      {TIOCEXCL, "TIOCEXCL locks the operator out of opening their own terminal again"},
+      {TIOCNXCL, "TIOCNXCL lifts another program's exclusive lock on the terminal"},
+      {TIOCVHANGUP, "TIOCVHANGUP hangs up the terminal under every process using it"},
   };
   for (const auto& [command, why] : kTerminalIoctls) {
     rules.push_back(
         Rule{"ioctl", -1, EPERM, {{1, Compare::MaskedEqual, command, 0xffffffffULL}}, why});
   }
+  // The console's own families: KD* (0x4Bxx: keyboard mode, fonts, KDSIGACCEPT, KDSETMODE) and
+  // VT_* (0x56xx: switching and locking virtual terminals). Old-style numbers with no
+  // direction or size bits, so one masked rule each covers the family and nothing else
+  // (V4L2's _IOWR('V', ...) commands have those bits set and do not match).
+  rules.push_back(Rule{"ioctl",
+                       -1,
+                       EPERM,
+                       {{1, Compare::MaskedEqual, 0x4B00, 0xffffff00ULL}},
+                       "KD* console ioctls (0x4Bxx): keyboard, fonts and display mode of a "
+                       "virtual console"});
+  rules.push_back(Rule{"ioctl",
+                       -1,
+                       EPERM,
+                       {{1, Compare::MaskedEqual, 0x5600, 0xffffff00ULL}},
+                       "VT_* console ioctls (0x56xx): switching, locking and resizing virtual "
+                       "terminals"});
+
+  // --- Setuid and setgid files (as systemd's RestrictSUIDSGID=). A module that left a setuid
+  // or setgid program in a directory others can reach would hand its user to every local user,
+  // outside any sandbox. The mode bits are compared alone (S_ISUID 04000, S_ISGID 02000), so
+  // whatever the kernel keeps of the mode argument (umode_t, 16 bits) the test is the same.
+  // EPERM, as systemd answers.
+  const std::pair<std::uint64_t, const char*> kSetIdBits[] = {{S_ISUID, "setuid"},
+                                                              {S_ISGID, "setgid"}};
+  // The mode argument's position in each call that sets a mode.
+  const std::pair<const char*, unsigned> kModeSetters[] = {
+      {"chmod", 1},   {"fchmod", 1}, {"fchmodat", 2}, {"mkdir", 1},
+      {"mkdirat", 2}, {"mknod", 1},  {"mknodat", 2},  {"creat", 1},
+  };
+  for (const auto& [bit, bit_name] : kSetIdBits) {
+    for (const auto& [name, mode_arg] : kModeSetters) {
+      rules.push_back(Rule{name,
+                           -1,
+                           EPERM,
+                           {{mode_arg, Compare::MaskedEqual, bit, bit}},
+                           fmt::format("no {} files or directories (RestrictSUIDSGID)", bit_name)});
+    }
+    // fchmodat2 (Linux 6.6) is newer than Debian 12's libseccomp: by number.
+    rules.push_back(Rule{"fchmodat2",
+                         452,
+                         EPERM,
+                         {{2, Compare::MaskedEqual, bit, bit}},
+                         fmt::format("no {} files or directories (RestrictSUIDSGID)", bit_name)});
+    // open and openat read the mode only when they create: O_CREAT, or O_TMPFILE (which is
+    // __O_TMPFILE | O_DIRECTORY: the __O_TMPFILE bit is what says "create"). libseccomp cannot
+    // compare one argument twice in a rule, so one rule per (flag bit, mode bit) pair.
+    for (std::uint64_t create : {std::uint64_t{O_CREAT}, kTmpfileBit}) {
+      for (const auto& [name, flags_arg, mode_arg] :
+           {std::tuple<const char*, unsigned, unsigned>{"open", 1, 2},
+            std::tuple<const char*, unsigned, unsigned>{"openat", 2, 3}}) {
+        rules.push_back(Rule{name,
+                             -1,
+                             EPERM,
+                             {{flags_arg, Compare::MaskedEqual, create, create},
+                              {mode_arg, Compare::MaskedEqual, bit, bit}},
+                             fmt::format("no {} files ({} with a {} mode)", bit_name,
+                                         create == O_CREAT ? "O_CREAT" : "O_TMPFILE", bit_name)});
+      }
+    }
+  }
+  // openat2's mode is in a struct the filter cannot read; ENOSYS makes a caller that tries it
+  // fall back to openat, whose mode the filter can read (glibc never calls openat2).
+  add(rules, {"openat2"}, ENOSYS,
+      "openat2's mode is in memory the filter cannot read; ENOSYS makes callers fall back to "
+      "openat");
   return rules;
 }
 

@@ -52,7 +52,23 @@ inline constexpr std::uint32_t kHighestReviewedSyscallX86_64 = 469;
 
 std::vector<Rule> rules_for(const FilterVariant& variant);
 
+// A refusal libseccomp cannot express: the syscall is refused unless argument `arg`, read as
+// 32 bits as the kernel reads it, is one of `allowed`. libseccomp compares 64 bits, cannot
+// compare one argument twice in a rule, and a deny list cannot say "except", so these are
+// compiled by hand in front of libseccomp's program (seccomp_compile.cpp). The same in every
+// variant.
+struct Allowlist32 {
+  std::string syscall;
+  int syscall_number_x86_64 = -1;
+  unsigned arg = 0;
+  std::vector<std::uint32_t> allowed;
+  int errno_value = 0;
+  std::string why;
+};
+std::vector<Allowlist32> allowlists32();
+
 std::string describe(const ArgCheck& check);
+std::string describe(const Allowlist32& list);
 std::string errno_name(int err);
 
 }  // namespace oarbank::seccomp

@@ -9,6 +9,10 @@
 #include <cerrno>
 #include <string>
 
+#include "probe/writable_path_rule.hpp"
+#include "sys/error.hpp"
+#include "sys/safe_open.hpp"
+
 namespace oarbank {
 namespace {
 
@@ -52,6 +56,53 @@ PathKind OpenedPaths::kind(const std::string& path) const {
 std::string OpenedPaths::canonical(const std::string& path) const {
   auto it = entries_.find(path);
   return it == entries_.end() || it->second.canonical.empty() ? path : it->second.canonical;
+}
+
+void OpenedPaths::open_writable(const std::vector<std::string>& paths, uid_t module_uid) {
+  for (const auto& path : paths) {
+    if (entries_.contains(path)) continue;
+    auto refuse = [&](const std::string& what) {
+      throw Error(ErrorKind::StepFailed, "step directories failed: " + what);
+    };
+    auto judge = [&](int fd, const std::string& component, bool last) {
+      struct stat st {};
+      if (::fstat(fd, &st) != 0) refuse("fstat " + component + ": " + errno_text(errno));
+      if (auto problem = writable_path_problem(component, PathOwnership{st.st_uid, st.st_mode},
+                                               last, path, module_uid)) {
+        refuse(*problem);
+      }
+      return st;
+    };
+    // Policy paths are absolute and normalized (no "..", no "//", no trailing "/", not "/").
+    UniqueFd at(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!at.valid()) refuse("open /: " + errno_text(errno));
+    judge(at.get(), "/", false);
+    Entry entry;
+    std::size_t start = 1;
+    while (start <= path.size()) {
+      std::size_t end = path.find('/', start);
+      if (end == std::string::npos) end = path.size();
+      const std::string name = path.substr(start, end - start);
+      const std::string component = path.substr(0, end);
+      const bool last = end == path.size();
+      start = end + 1;
+      UniqueFd next(open_no_symlinks(at.get(), name, O_PATH));
+      if (!next.valid()) {
+        if (errno == ENOENT) break;  // missing: the entry stays Missing
+        if (errno == ELOOP) refuse(writable_path_symlink_problem(component, path));
+        refuse("open " + component + ": " + errno_text(errno));
+      }
+      const struct stat st = judge(next.get(), component, last);
+      if (last) {
+        entry.kind = S_ISDIR(st.st_mode) ? PathKind::Directory : PathKind::File;
+        entry.canonical = resolved_path(next.get(), path);
+        entry.fd = std::move(next);
+        break;
+      }
+      at = std::move(next);
+    }
+    entries_.emplace(path, std::move(entry));
+  }
 }
 
 int OpenedPaths::fd(const std::string& path) const {

@@ -2,11 +2,15 @@
 // descriptor, and keeps it for the Landlock rule, so the rule covers the very inode the plan
 // was made from (no window between looking and using). Symbolic links are followed, but not
 // /proc's magic links (openat2 RESOLVE_NO_MAGICLINKS, Linux 5.6): a policy naming
-// /proc/<pid>/cwd would reach another process's directory without naming it.
+// /proc/<pid>/cwd would reach another process's directory without naming it. The policy's
+// writable paths are opened by open_writable() instead, through no symbolic link at all.
 #pragma once
+
+#include <sys/types.h>
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "plan/plan.hpp"
 #include "sys/unique_fd.hpp"
@@ -19,6 +23,15 @@ class OpenedPaths : public PathOracle {
   [[nodiscard]] std::string canonical(const std::string& path) const override;
   // The O_PATH descriptor of a path kind() found; -1 if it was missing.
   [[nodiscard]] int fd(const std::string& path) const;
+
+  // Issue 10: the policy's writable paths (work, data, temp) for a module running as
+  // `module_uid`. Each is opened one component at a time from "/", through no symbolic link
+  // (openat2 RESOLVE_NO_SYMLINKS), and every component is judged by
+  // probe/writable_path_rule.hpp on the very descriptor the walk goes on from; the last one is
+  // what kind() and fd() answer with afterwards, so Landlock's rule lands on the inode that was
+  // checked. A missing path is recorded missing (the plan names it). Call before kind().
+  // Throws Error(StepFailed), "step directories failed: ...", naming the path.
+  void open_writable(const std::vector<std::string>& paths, uid_t module_uid);
 
  private:
   struct Entry {

@@ -105,6 +105,8 @@ class VerifyTree {
         ::chown((root_ / "work").c_str(), config.module_uid, config.module_gid) != 0) {
       throw std::runtime_error("cannot chown the probe's work directory");
     }
+    // Whatever the umask: a work directory others can write is refused (the directory rule).
+    fs::permissions(root_ / "work", fs::perms(0755));
     auto node = node_config_to_json(config);
     node["proxy_listen"] = fmt::format("127.0.0.1:{}", proxy_port);
     std::ofstream(root_ / "config.json") << node.dump();
@@ -218,6 +220,20 @@ std::vector<RowVerification> verify_report(const Report& report, const NodeConfi
                               {{"write", tree.path("bundle/planted").string()}, "errno EACCES"},
                               {{"socket", "inet"}, "errno EAFNOSUPPORT"},
                               {{"listen"}, "errno EPERM"}}));
+  }
+  // The launcher runs a module only where the filesystem row is enforced: elsewhere there is
+  // no sandbox to probe the filter from.
+  if (enforced(report, CapabilityRow::SetidFiles) && enforced(report, CapabilityRow::Filesystem)) {
+    auto policy = tree.write_policy("setid", R"(, "ipc_isolation": "best-effort")");
+    const std::string plain = tree.path("work/plain").string();
+    out.push_back(
+        run_checks(CapabilityRow::SetidFiles, tree, policy,
+                   {{{"create", plain, "0644"}, "ok"},
+                    {{"chmod", plain, "0755"}, "ok"},
+                    {{"chmod", plain, "4755"}, "errno EPERM"},
+                    {{"chmod", plain, "2755"}, "errno EPERM"},
+                    {{"create", tree.path("work/setuid").string(), "4755"}, "errno EPERM"},
+                    {{"mkdir", tree.path("work/setgid").string(), "2775"}, "errno EPERM"}}));
   }
   if (enforced(report, CapabilityRow::EgressAllowlist)) {
     auto policy = tree.write_policy(

@@ -6,7 +6,9 @@
 
 #include <cerrno>
 
+#include "probe/writable_path_rule.hpp"
 #include "sys/error.hpp"
+#include "sys/safe_open.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace oarbank {
@@ -43,9 +45,22 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
                         "the node's writable_roots (" +
                         root_list + ")");
       }
-      // Walk from "/" one component at a time, never through a symbolic link: a parent in a
-      // world-writable place (/tmp) cannot redirect where the directory is made.
+      // Walk from "/" one component at a time, never through a symbolic link (openat2
+      // RESOLVE_NO_SYMLINKS): a parent in a world-writable place (/tmp) cannot redirect where
+      // the directory is made. Every component that already exists is judged by the rule the
+      // launcher applies (probe/writable_path_rule.hpp) before anything is made inside it, so
+      // nothing is made in another user's directory.
+      auto judge = [&](int fd, const std::string& component, bool last) {
+        struct stat existing {};
+        if (::fstat(fd, &existing) != 0) fail("fstat " + component, errno);
+        if (auto problem = writable_path_problem(
+                component, PathOwnership{existing.st_uid, existing.st_mode}, last, dir, uid)) {
+          throw Error(ErrorKind::StepFailed, "step directories failed: " + *problem);
+        }
+      };
       UniqueFd at(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (!at.valid()) fail("open /", errno);
+      judge(at.get(), "/", false);
       std::string sofar;
       std::size_t start = 1;
       while (start <= dir.size()) {
@@ -57,16 +72,25 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
         sofar += "/" + name;
         const bool last = end == dir.size();
         bool made = false;
-        if (::mkdirat(at.get(), name.c_str(), last ? 0700 : 0755) == 0) {
-          created.push_back(sofar);
-          made = true;
-        } else if (errno != EEXIST) {
-          fail("mkdir " + sofar, errno);
+        UniqueFd next(open_no_symlinks(at.get(), name, O_PATH | O_DIRECTORY));
+        if (!next.valid() && errno == ENOENT) {
+          if (::mkdirat(at.get(), name.c_str(), last ? 0700 : 0755) == 0) {
+            created.push_back(sofar);
+            made = true;
+          } else if (errno != EEXIST) {
+            fail("mkdir " + sofar, errno);
+          }
+          next.reset(
+              open_no_symlinks(at.get(), name, (made && last ? O_RDONLY : O_PATH) | O_DIRECTORY));
         }
-        UniqueFd next(
-            ::openat(at.get(), name.c_str(),
-                     (made && last ? O_RDONLY : O_PATH) | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (!next.valid()) fail("open " + sofar + " (a symbolic link or not a directory?)", errno);
+        if (!next.valid()) {
+          if (errno == ELOOP) {
+            throw Error(ErrorKind::StepFailed,
+                        "step directories failed: " + writable_path_symlink_problem(sofar, dir));
+          }
+          fail("open " + sofar + (errno == ENOTDIR ? " (not a directory)" : ""), errno);
+        }
+        if (!made) judge(next.get(), sofar, last);
         if (made && last && chown) {
           // Through the descriptor, after checking it is the directory just made (ours, empty
           // of owners but us): the owner of the parent cannot swap another one in by name.

@@ -1,5 +1,5 @@
-// contract.md, "No root": sandbox-run makes a policy's work and temp directories, when they do
-// not exist yet, owned by the module user (mode 0700), so the module can use them.
+// contract.md, "No root": sandbox-run makes a policy's work, temp and data directories, when
+// they do not exist yet, owned by the module user (mode 0700), so the module can use them.
 #pragma once
 
 #include <sys/types.h>
@@ -11,9 +11,12 @@ namespace oarbank {
 
 // Creates each missing directory (and missing parents, 0755) without following a symbolic
 // link at any component, only when it lies strictly below one of `roots` (the node's
-// writable_roots); elsewhere a missing directory throws Error(Unenforceable), named. The last
-// component is chowned to uid:gid when `chown`. Returns the directories created, outermost
-// first. Throws Error(StepFailed) when a step fails.
+// writable_roots); elsewhere a missing directory throws Error(Unenforceable), named. Every
+// component that exists on the way must pass probe/writable_path_rule.hpp for the module user
+// `uid` (else Error(StepFailed), named, before anything is made). The last component is
+// chowned to uid:gid when `chown`. Returns the directories created, outermost first. Throws
+// Error(StepFailed) when a step fails. Directories that exist already are left to the
+// launcher's own check (OpenedPaths::open_writable).
 std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs,
                                             const std::vector<std::string>& roots, uid_t uid,
                                             gid_t gid, bool chown);

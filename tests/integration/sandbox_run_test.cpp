@@ -747,8 +747,10 @@ TEST_F(SandboxRun, UnprivilegedWithoutSignalScopingIsRefused) {
   o.env = env();
   o.env.back() = "OARBANK_STATE_DIR=" + user_state;
   o.user = std::make_pair(user, static_cast<gid_t>(user));
+  auto p = base_policy();
+  for (const char* mine : {"work", "temp", "data"}) p.erase(mine);  // the module user's, not 4242's
   RunResult r = run_command({OARBANK_AGENT_BINARY, "sandbox-run", "--config", capped, "--id", id,
-                             policy(), "--", tree.probe(), "true"},
+                             tree.write_json("user.json", p), "--", tree.probe(), "true"},
                             o);
   EXPECT_TRUE(r.exited(70)) << r.describe();
   EXPECT_NE(r.err.find("signal scoping"), std::string::npos) << r.describe();

@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -192,6 +193,42 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     return report(0);
   }
   if (cmd == "rmdir" && need(1)) return report(rmdir(a[0].c_str()));
+  // --- file modes: each call that can set a mode, with MODE in octal (setuid 04000, setgid
+  // 02000). Raw syscalls, so that libc cannot route one through another.
+  if (cmd == "mode-call" && need(3)) {
+    const std::string& how = a[0];
+    const char* path = a[1].c_str();
+    const unsigned long mode = std::strtoul(a[2].c_str(), nullptr, 8);
+    if (how == "chmod") return report(syscall(SYS_chmod, path, mode));
+    if (how == "fchmod") {
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return report(-1);
+      return report(syscall(SYS_fchmod, fd, mode));
+    }
+    if (how == "fchmodat") return report(syscall(SYS_fchmodat, AT_FDCWD, path, mode));
+    if (how == "fchmodat2") return report(syscall(452, AT_FDCWD, path, mode, 0));  // Linux 6.6
+    if (how == "open") return report(syscall(SYS_open, path, O_WRONLY | O_CREAT | O_CLOEXEC, mode));
+    if (how == "openat") return report(syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+    if (how == "creat") return report(syscall(SYS_creat, path, mode));
+    if (how == "open-tmpfile") return report(syscall(SYS_open, path, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode));
+    if (how == "openat-tmpfile") return report(syscall(SYS_openat, AT_FDCWD, path, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode));
+    if (how == "mkdir") return report(syscall(SYS_mkdir, path, mode));
+    if (how == "mkdirat") return report(syscall(SYS_mkdirat, AT_FDCWD, path, mode));
+    if (how == "mknod") return report(syscall(SYS_mknod, path, S_IFREG | mode, 0));
+    if (how == "mknodat") return report(syscall(SYS_mknodat, AT_FDCWD, path, S_IFREG | mode, 0));
+    if (how == "openat2") {
+      std::uint64_t open_how[3] = {O_WRONLY | O_CREAT | O_CLOEXEC, mode, 0};  // flags, mode, resolve
+      return report(syscall(SYS_openat2, AT_FDCWD, path, open_how, sizeof open_how));
+    }
+    return usage();
+  }
+  if (cmd == "mode" && need(1)) {
+    // Prints the file's permission bits in octal (with setuid, setgid, sticky), or the errno.
+    struct stat st {};
+    if (stat(a[0].c_str(), &st) != 0) return report(-1);
+    std::printf("%04o\n", st.st_mode & 07777);
+    return 0;
+  }
   if (cmd == "open-rw" && need(1)) {
     // Opens an existing file read-write without creating it (devices), then reads one byte.
     int fd = open(a[0].c_str(), O_RDWR | O_CLOEXEC);
@@ -247,8 +284,22 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     return report(syscall(SYS_socket, std::strtoull(a[0].c_str(), nullptr, 0), SOCK_STREAM, 0));
   }
   if (cmd == "socketpair" && need(1)) {
+    // socketpair FAMILY [TYPE [nonblock-cloexec]]: a stream pair by default.
+    int type = need(2) ? type_from(a[1]) : SOCK_STREAM;
+    if (need(3) && a[2] == "nonblock-cloexec") type |= SOCK_NONBLOCK | SOCK_CLOEXEC;
     int sv[2];
-    return report(socketpair(family_from(a[0]), SOCK_STREAM, 0, sv));
+    return report(socketpair(family_from(a[0]), type, 0, sv));
+  }
+  if (cmd == "socketpair-sendto" && need(2)) {
+    // socketpair(AF_UNIX, TYPE), then sendto() of one byte from its first socket to the
+    // pathname datagram socket A[1]: what an unbound socket of a pair could reach.
+    int sv[2];
+    if (socketpair(AF_UNIX, type_from(a[0]), 0, sv) != 0) return report(-1);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, a[1].c_str(), std::min(a[1].size(), sizeof addr.sun_path - 1));
+    char byte = 'x';
+    return report(sendto(sv[0], &byte, 1, 0, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
   }
   if (cmd == "listen") return report(listen(-1, 1));  // allowed: EBADF; refused: EPERM
   if (cmd == "listen-unix") {
@@ -383,6 +434,14 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     winsize ws{};
     return report(ioctl(std::atoi(a[0].c_str()), TIOCGWINSZ, &ws));
   }
+  if (cmd == "ioctl" && need(2)) {
+    // ioctl(FD, CMD) with CMD as a 64-bit number (the kernel reads the low 32 bits) and a
+    // zeroed buffer as the argument, large enough for what a reading command writes.
+    unsigned char buffer[512] = {};
+    return report(syscall(SYS_ioctl, std::atoi(a[0].c_str()), std::strtoull(a[1].c_str(), nullptr, 0), buffer));
+  }
+  // personality(A) with A as a 64-bit number: "ok" when the kernel took it.
+  if (cmd == "personality" && need(1)) return report(syscall(SYS_personality, std::strtoull(a[0].c_str(), nullptr, 0)));
   if (cmd == "int80-getpid") return report(int80_getpid());
   if (cmd == "x32-getpid") return report(syscall(0x40000000 | SYS_getpid));
   if (cmd == "syscall" && need(1)) return report(syscall(std::strtol(a[0].c_str(), nullptr, 0), 0, 0, 0, 0, 0, 0));

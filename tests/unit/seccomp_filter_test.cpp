@@ -1,8 +1,15 @@
 // The filter table and its compiled programs.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/audit.h>
 #include <linux/seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 
+#include <array>
+#include <cstring>
 #include <set>
 
 #include "apply/seccomp_programs.hpp"
@@ -57,11 +64,26 @@ TEST(SeccompRules, ThePagesRefusalsAreInEveryVariant) {
   for (int i = 0; i < kVariantCount; ++i) {
     auto names = syscalls_of(variant_from_index(i));
     for (const char* required :
-         {"listen", "unshare", "setns", "mount", "clone", "clone3", "ptrace", "bpf", "keyctl",
-          "add_key", "request_key", "init_module", "finit_module", "delete_module",
-          "io_uring_setup", "socket", "socketpair", "ioctl"}) {
+         {"listen",      "unshare",     "setns",        "mount",         "clone",
+          "clone3",      "ptrace",      "bpf",          "keyctl",        "add_key",
+          "request_key", "init_module", "finit_module", "delete_module", "io_uring_setup",
+          "socket",      "socketpair",  "ioctl",        "chmod",         "fchmod",
+          "fchmodat",    "fchmodat2",   "open",         "openat",        "openat2",
+          "creat",       "mkdir",       "mkdirat",      "mknod",         "mknodat"}) {
       EXPECT_EQ(names.count(required), 1U) << required << " in " << variant_from_index(i).name();
     }
+  }
+}
+
+TEST(SeccompRules, PersonalityIsAHandCompiledAllowlist) {
+  const auto lists = allowlists32();
+  ASSERT_EQ(lists.size(), 1U);
+  EXPECT_EQ(lists[0].syscall, "personality");
+  EXPECT_EQ(lists[0].syscall_number_x86_64, SYS_personality);
+  EXPECT_EQ(describe(lists[0]), "arg0 & 0xffffffff not in {0xffffffff, 0x0, 0x8}");
+  for (int i = 0; i < kVariantCount; ++i) {
+    EXPECT_EQ(syscalls_of(variant_from_index(i)).count("personality"), 0U)
+        << "personality is not a libseccomp rule";
   }
 }
 
@@ -94,6 +116,204 @@ TEST(SeccompRules, AllowedFamiliesAreNeverRefused) {
         EXPECT_NE(check.value, static_cast<std::uint64_t>(AF_INET));
         EXPECT_NE(check.value, static_cast<std::uint64_t>(AF_INET6));
       }
+    }
+  }
+}
+
+// --- The built-in programs, run on seccomp_data as the kernel would run them. ---------------
+
+// A classic BPF interpreter for the instructions libseccomp and the hand-written prefixes use
+// (loads of seccomp_data words, ALU and/or, conditional and unconditional jumps, returns).
+// Anything else fails the test, so a program this cannot read is not silently "allowed".
+std::uint32_t run(const Program& program, long nr, const std::array<std::uint64_t, 6>& args,
+                  std::uint32_t arch = AUDIT_ARCH_X86_64) {
+  seccomp_data data{};
+  data.nr = static_cast<int>(nr);
+  data.arch = arch;
+  for (std::size_t i = 0; i < 6; ++i) data.args[i] = args[i];
+  unsigned char bytes[sizeof data];
+  std::memcpy(bytes, &data, sizeof data);
+  std::uint32_t acc = 0;
+  std::uint32_t x = 0;
+  std::uint32_t mem[BPF_MEMWORDS] = {};
+  for (std::size_t pc = 0; pc < program.length; ++pc) {
+    const sock_filter& ins = program.instructions[pc];
+    switch (ins.code) {
+      case BPF_LD | BPF_W | BPF_ABS:
+        if (ins.k + 4 > sizeof bytes) {
+          ADD_FAILURE() << "load outside seccomp_data at " << pc;
+          return 0;
+        }
+        std::memcpy(&acc, bytes + ins.k, 4);
+        break;
+      case BPF_LD | BPF_MEM:
+        acc = mem[ins.k];
+        break;
+      case BPF_LDX | BPF_MEM:
+        x = mem[ins.k];
+        break;
+      case BPF_ST:
+        mem[ins.k] = acc;
+        break;
+      case BPF_STX:
+        mem[ins.k] = x;
+        break;
+      case BPF_ALU | BPF_AND | BPF_K:
+        acc &= ins.k;
+        break;
+      case BPF_ALU | BPF_OR | BPF_K:
+        acc |= ins.k;
+        break;
+      case BPF_JMP | BPF_JA:
+        pc += ins.k;
+        break;
+      case BPF_JMP | BPF_JEQ | BPF_K:
+        pc += acc == ins.k ? ins.jt : ins.jf;
+        break;
+      case BPF_JMP | BPF_JGT | BPF_K:
+        pc += acc > ins.k ? ins.jt : ins.jf;
+        break;
+      case BPF_JMP | BPF_JGE | BPF_K:
+        pc += acc >= ins.k ? ins.jt : ins.jf;
+        break;
+      case BPF_JMP | BPF_JSET | BPF_K:
+        pc += (acc & ins.k) != 0 ? ins.jt : ins.jf;
+        break;
+      case BPF_RET | BPF_K:
+        return ins.k;
+      case BPF_RET | BPF_A:
+        return acc;
+      default:
+        ADD_FAILURE() << "instruction " << ins.code << " at " << pc << " not interpreted";
+        return 0;
+    }
+  }
+  ADD_FAILURE() << "program ran off its end";
+  return 0;
+}
+
+constexpr std::uint32_t kAllow = SECCOMP_RET_ALLOW;
+constexpr std::uint32_t refused(int err) {
+  return SECCOMP_RET_ERRNO | static_cast<std::uint32_t>(err);
+}
+
+TEST(SeccompPrograms, ControlsAreAllowedAndForeignAbisKilled) {
+  for (int i = 0; i < kVariantCount; ++i) {
+    SCOPED_TRACE(variant_from_index(i).name());
+    EXPECT_EQ(run(kPrograms[i], SYS_getpid, {}), kAllow);
+    EXPECT_EQ(run(kPrograms[i], SYS_ioctl, {0, TCGETS}), kAllow);
+    EXPECT_EQ(run(kPrograms[i], 20, {}, AUDIT_ARCH_I386), SECCOMP_RET_KILL_PROCESS);
+    // i386's sysfs shares personality's x86-64 number: still killed, not answered EPERM.
+    EXPECT_EQ(run(kPrograms[i], SYS_personality, {0x400000}, AUDIT_ARCH_I386),
+              SECCOMP_RET_KILL_PROCESS);
+  }
+}
+
+TEST(SeccompPrograms, PersonalityOnlyQueriesAndPlainLinux) {
+  for (int i = 0; i < kVariantCount; ++i) {
+    SCOPED_TRACE(variant_from_index(i).name());
+    const auto& p = kPrograms[i];
+    EXPECT_EQ(run(p, SYS_personality, {0xffffffff}), kAllow);
+    EXPECT_EQ(run(p, SYS_personality, {0xffffffffffffffff}), kAllow);  // the kernel reads 32 bits
+    EXPECT_EQ(run(p, SYS_personality, {0x0}), kAllow);                 // PER_LINUX
+    EXPECT_EQ(run(p, SYS_personality, {0x8}), kAllow);                 // PER_LINUX32
+    for (std::uint64_t bad :
+         {0x0040000ULL /* ADDR_NO_RANDOMIZE */, 0x0400000ULL /* READ_IMPLIES_EXEC */,
+          0xffffffff00040000ULL, 0xffffffff00400000ULL, 0x0040008ULL, 0xfffffffeULL, 0x7fffffffULL,
+          0x1ULL, 0x4000000ULL /* UNAME26 */}) {
+      EXPECT_EQ(run(p, SYS_personality, {bad}), refused(EPERM)) << std::hex << bad;
+    }
+  }
+}
+
+TEST(SeccompPrograms, TerminalAndConsoleIoctlsOnTheirLow32Bits) {
+  for (int i = 0; i < kVariantCount; ++i) {
+    SCOPED_TRACE(variant_from_index(i).name());
+    const auto& p = kPrograms[i];
+    for (std::uint64_t command :
+         {std::uint64_t{TIOCSTI}, std::uint64_t{TIOCLINUX}, std::uint64_t{TIOCSPGRP},
+          std::uint64_t{TIOCSETD}, std::uint64_t{TIOCCONS}, std::uint64_t{TIOCNOTTY},
+          std::uint64_t{TIOCSCTTY}, std::uint64_t{TIOCEXCL}, std::uint64_t{TIOCNXCL},
+          std::uint64_t{TIOCVHANGUP}, std::uint64_t{0x4B33} /* KDGKBTYPE */,
+          std::uint64_t{0x4B3A} /* KDSETMODE */, std::uint64_t{0x4B00}, std::uint64_t{0x4BFF},
+          std::uint64_t{0x5606} /* VT_ACTIVATE */, std::uint64_t{0x5600}, std::uint64_t{0x56FF}}) {
+      EXPECT_EQ(run(p, SYS_ioctl, {0, command}), refused(EPERM)) << std::hex << command;
+      EXPECT_EQ(run(p, SYS_ioctl, {0, 0xffffffff00000000ULL | command}), refused(EPERM))
+          << std::hex << command;
+    }
+    for (std::uint64_t command :
+         {std::uint64_t{TCGETS}, std::uint64_t{TCSETS}, std::uint64_t{TIOCGWINSZ},
+          std::uint64_t{FIONREAD}, std::uint64_t{TIOCGPGRP},
+          std::uint64_t{0xC0585609} /* VIDIOC_QBUF-like _IOWR('V', ...) */,
+          std::uint64_t{0x80044B00} /* _IOR('K', 0, int) */, std::uint64_t{0x4A00},
+          std::uint64_t{0x5700}}) {
+      EXPECT_EQ(run(p, SYS_ioctl, {0, command}), kAllow) << std::hex << command;
+    }
+  }
+}
+
+TEST(SeccompPrograms, SetuidAndSetgidModesRefusedEveryRoute) {
+  constexpr std::uint64_t kTmpfile = 020000000 | O_DIRECTORY;
+  for (int i = 0; i < kVariantCount; ++i) {
+    SCOPED_TRACE(variant_from_index(i).name());
+    const auto& p = kPrograms[i];
+    for (std::uint64_t bit : {std::uint64_t{S_ISUID}, std::uint64_t{S_ISGID}}) {
+      SCOPED_TRACE(bit);
+      const std::uint64_t mode = 0755 | bit;
+      const std::uint64_t high = 0xffffffff00000000ULL | mode;  // upper half ignored
+      for (std::uint64_t m : {mode, high}) {
+        EXPECT_EQ(run(p, SYS_chmod, {0, m}), refused(EPERM));
+        EXPECT_EQ(run(p, SYS_fchmod, {3, m}), refused(EPERM));
+        EXPECT_EQ(run(p, SYS_fchmodat, {3, 0, m}), refused(EPERM));
+        EXPECT_EQ(run(p, 452 /* fchmodat2 */, {3, 0, m, 0}), refused(EPERM));
+        EXPECT_EQ(run(p, SYS_mkdir, {0, m}), refused(EPERM));
+        EXPECT_EQ(run(p, SYS_mkdirat, {3, 0, m}), refused(EPERM));
+        EXPECT_EQ(run(p, SYS_mknod, {0, S_IFREG | m, 0}), refused(EPERM));
+        EXPECT_EQ(run(p, SYS_mknodat, {3, 0, S_IFREG | m, 0}), refused(EPERM));
+        EXPECT_EQ(run(p, SYS_creat, {0, m}), refused(EPERM));
+        for (std::uint64_t flags : {std::uint64_t{O_WRONLY | O_CREAT},
+                                    std::uint64_t{O_RDWR | O_CREAT | O_EXCL}, kTmpfile | O_RDWR}) {
+          EXPECT_EQ(run(p, SYS_open, {0, flags, m}), refused(EPERM)) << flags;
+          EXPECT_EQ(run(p, SYS_openat, {3, 0, flags, m}), refused(EPERM)) << flags;
+        }
+        // Without O_CREAT or O_TMPFILE the kernel ignores the mode.
+        EXPECT_EQ(run(p, SYS_openat, {3, 0, O_RDONLY, m}), kAllow);
+        EXPECT_EQ(run(p, SYS_open, {0, O_RDWR | O_DIRECTORY, m}), kAllow);
+      }
+    }
+    // The plain modes stay.
+    EXPECT_EQ(run(p, SYS_chmod, {0, 0755}), kAllow);
+    EXPECT_EQ(run(p, SYS_chmod, {0, 01777}), kAllow);  // sticky is not setuid
+    EXPECT_EQ(run(p, SYS_fchmod, {3, 0644}), kAllow);
+    EXPECT_EQ(run(p, SYS_fchmodat, {3, 0, 0700}), kAllow);
+    EXPECT_EQ(run(p, 452, {3, 0, 0700, 0}), kAllow);
+    EXPECT_EQ(run(p, SYS_mkdir, {0, 0755}), kAllow);
+    EXPECT_EQ(run(p, SYS_mkdirat, {3, 0, 0777}), kAllow);
+    EXPECT_EQ(run(p, SYS_mknodat, {3, 0, S_IFIFO | 0644, 0}), kAllow);
+    EXPECT_EQ(run(p, SYS_creat, {0, 0644}), kAllow);
+    EXPECT_EQ(run(p, SYS_openat, {3, 0, O_WRONLY | O_CREAT | O_TRUNC, 0644}), kAllow);
+    EXPECT_EQ(run(p, SYS_open, {0, O_WRONLY | O_CREAT, 0666}), kAllow);
+    EXPECT_EQ(run(p, SYS_openat, {3, 0, kTmpfile | O_RDWR, 0600}), kAllow);
+    EXPECT_EQ(run(p, SYS_openat2, {3, 0, 0, 24}), refused(ENOSYS));
+  }
+}
+
+TEST(SeccompPrograms, UnixDatagramPairsOnlyWithTheBrokerGrant) {
+  for (int i = 0; i < kVariantCount; ++i) {
+    const auto variant = variant_from_index(i);
+    SCOPED_TRACE(variant.name());
+    const auto& p = kPrograms[i];
+    for (std::uint64_t type : {std::uint64_t{SOCK_STREAM}, std::uint64_t{SOCK_SEQPACKET},
+                               std::uint64_t{SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK},
+                               std::uint64_t{SOCK_SEQPACKET | SOCK_CLOEXEC}}) {
+      EXPECT_EQ(run(p, SYS_socketpair, {AF_UNIX, type, 0, 0}), kAllow) << type;
+    }
+    for (std::uint64_t type : {std::uint64_t{SOCK_DGRAM}, std::uint64_t{SOCK_RAW},
+                               std::uint64_t{SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK},
+                               std::uint64_t{SOCK_RDM}, std::uint64_t{0}}) {
+      EXPECT_EQ(run(p, SYS_socketpair, {AF_UNIX, type, 0, 0}),
+                variant.unix_sockets ? kAllow : refused(EPROTONOSUPPORT))
+          << type;
     }
   }
 }

@@ -1,0 +1,161 @@
+// Issue 10's directory rule (probe/writable_path_rule.hpp), case by case, and the opener that
+// follows no symbolic link (sys/safe_open.hpp), including its fallback for kernels or
+// container filters without openat2.
+#include "probe/writable_path_rule.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+#include "sys/safe_open.hpp"
+
+namespace oarbank {
+namespace {
+
+constexpr uid_t kModule = 65534;
+const std::string kWork = "/srv/jobs/work";
+
+std::optional<std::string> judge(uid_t uid, mode_t mode, bool is_writable_path,
+                                 const std::string& component = kWork) {
+  return writable_path_problem(component, PathOwnership{uid, mode}, is_writable_path, kWork,
+                               kModule);
+}
+
+TEST(WritablePathRule, TheWritableDirectoryItself) {
+  EXPECT_EQ(judge(kModule, S_IFDIR | 0700, true), std::nullopt);
+  EXPECT_EQ(judge(kModule, S_IFDIR | 0755, true), std::nullopt);  // a data directory of its own
+  EXPECT_EQ(judge(0, S_IFDIR | 0755, true), std::nullopt);  // root's: the access check decides
+  EXPECT_EQ(judge(kModule, S_IFREG | 0644, true), std::nullopt);  // a data file
+  const std::vector<std::tuple<uid_t, mode_t, std::string>> refused = {
+      {4242, S_IFDIR | 0777,
+       "/srv/jobs/work is owned by uid 4242 (mode 0777); a writable "
+       "directory must belong to root or the module user (65534) and not "
+       "be writable by group or others"},
+      {4242, S_IFDIR | 0700, "is owned by uid 4242 (mode 0700)"},
+      {kModule, S_IFDIR | 0777,
+       "/srv/jobs/work is writable by group or others (owner uid 65534, "
+       "mode 0777)"},
+      {kModule, S_IFDIR | 0770, "is writable by group or others"},
+      {0, S_IFDIR | 01777, "is writable by group or others (owner uid 0, mode 1777)"},  // /tmp
+      {kModule, S_IFIFO | 0600, "neither a directory nor a regular file"},
+  };
+  for (const auto& [uid, mode, text] : refused) {
+    auto problem = judge(uid, mode, true);
+    ASSERT_TRUE(problem.has_value()) << text;
+    EXPECT_NE(problem->find(text), std::string::npos) << *problem;
+  }
+}
+
+TEST(WritablePathRule, TheDirectoriesAbove) {
+  EXPECT_EQ(judge(0, S_IFDIR | 0755, false, "/"), std::nullopt);
+  EXPECT_EQ(judge(0, S_IFDIR | 01777, false, "/srv"), std::nullopt);  // sticky, as /tmp
+  EXPECT_EQ(judge(kModule, S_IFDIR | 0700, false, "/srv/jobs"), std::nullopt);
+  const std::vector<std::tuple<uid_t, mode_t, std::string>> refused = {
+      {4242, S_IFDIR | 0755,
+       "/srv/jobs (above the writable directory /srv/jobs/work) is owned "
+       "by uid 4242 (mode 0755); every directory above a writable one"},
+      {4242, S_IFDIR | 01777, "is owned by uid 4242 (mode 1777)"},  // sticky, but theirs
+      {0, S_IFDIR | 0775,
+       "is writable by group or others and not sticky (owner uid 0, mode "
+       "0775)"},
+      {kModule, S_IFDIR | 0777, "and not sticky"},
+      {0, S_IFREG | 0755,
+       "/srv/jobs (above the writable directory /srv/jobs/work) is not a "
+       "directory"},
+  };
+  for (const auto& [uid, mode, text] : refused) {
+    auto problem = judge(uid, mode, false, "/srv/jobs");
+    ASSERT_TRUE(problem.has_value()) << text;
+    EXPECT_NE(problem->find(text), std::string::npos) << *problem;
+  }
+  EXPECT_EQ(writable_path_symlink_problem("/srv/jobs", kWork),
+            "/srv/jobs (above the writable directory /srv/jobs/work) is a symbolic link; "
+            "writable directories are opened without following links");
+}
+
+// A scratch directory: d/dir/file, d/dir-link -> dir, d/file-link -> dir/file, d/fifo.
+class SafeOpen : public ::testing::Test {
+ protected:
+  SafeOpen() {
+    char templ[] = "/tmp/oarbank-unit-safe-open-XXXXXX";
+    root = ::mkdtemp(templ);
+    ::mkdir((root + "/dir").c_str(), 0755);
+    ::close(::open((root + "/dir/file").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    ::symlink("dir", (root + "/dir-link").c_str());
+    ::symlink("dir/file", (root + "/file-link").c_str());
+    ::mkfifo((root + "/fifo").c_str(), 0644);
+  }
+  ~SafeOpen() override {
+    std::string command = "rm -rf '" + root + "'";
+    [[maybe_unused]] int rc = std::system(command.c_str());
+  }
+  std::string root;
+};
+
+TEST_F(SafeOpen, NoComponentIsFollowedByEitherRoute) {
+  for (auto* open_fn : {&open_no_symlinks, &open_no_symlinks_by_walk}) {
+    for (int flags : {O_PATH, O_RDONLY}) {
+      UniqueFd ok(open_fn(AT_FDCWD, root + "/dir/file", flags, 0));
+      EXPECT_TRUE(ok.valid()) << flags;
+      for (const char* linked : {"/dir-link/file", "/file-link", "/dir-link"}) {
+        errno = 0;
+        UniqueFd refused(open_fn(AT_FDCWD, root + linked, flags, 0));
+        EXPECT_FALSE(refused.valid()) << linked;
+        EXPECT_EQ(errno, ELOOP) << linked;
+      }
+    }
+    // Relative to a directory descriptor, too.
+    UniqueFd dir(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd ok(open_fn(dir.get(), "dir/file", O_RDONLY, 0));
+    EXPECT_TRUE(ok.valid());
+    errno = 0;
+    UniqueFd refused(open_fn(dir.get(), "dir-link/file", O_RDONLY, 0));
+    EXPECT_EQ(errno, ELOOP);
+    // Nothing is created through a link.
+    UniqueFd created(open_fn(AT_FDCWD, root + "/dir-link/new", O_WRONLY | O_CREAT, 0600));
+    EXPECT_FALSE(created.valid());
+  }
+  EXPECT_NE(::access((root + "/dir/new").c_str(), F_OK), 0);
+  EXPECT_EQ(first_symlink_component(root + "/dir-link/x"), root + "/dir-link");
+  EXPECT_EQ(first_symlink_component(root + "/dir/file"), "");
+}
+
+TEST_F(SafeOpen, OperatorFilesAreRegularFilesOnly) {
+  OperatorFile file = open_operator_file(root + "/result.json", false, 0600);
+  ASSERT_TRUE(file.fd.valid()) << file.problem;
+  EXPECT_EQ(::write(file.fd.get(), "{}", 2), 2);
+  EXPECT_EQ(::fcntl(file.fd.get(), F_GETFL) & O_NONBLOCK, 0);  // cleared after the check
+  // Truncated when opened again, appended to in append mode.
+  EXPECT_TRUE(open_operator_file(root + "/result.json", true, 0600).fd.valid());
+  struct stat st {};
+  ASSERT_EQ(::stat((root + "/result.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 2);
+  EXPECT_TRUE(open_operator_file(root + "/result.json", false, 0600).fd.valid());
+  ASSERT_EQ(::stat((root + "/result.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 0);
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {root + "/file-link", root + "/file-link is a symbolic link"},
+      {root + "/dir-link/x", root + "/dir-link (in " + root + "/dir-link/x) is a symbolic link"},
+      {root + "/fifo", root + "/fifo is not a regular file"},  // no reader: ENXIO, at once
+      {root + "/dir", "EISDIR"},
+      {"/dev/null", "/dev/null is a character device, not a regular file"},
+  };
+  for (const auto& [path, text] : refused) {
+    OperatorFile bad = open_operator_file(path, true, 0600);
+    EXPECT_FALSE(bad.fd.valid()) << path;
+    EXPECT_NE(bad.problem.find(text), std::string::npos) << bad.problem;
+  }
+  // A FIFO with a reader opens, and is refused by its type.
+  UniqueFd reader(::open((root + "/fifo").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  OperatorFile fifo = open_operator_file(root + "/fifo", false, 0600);
+  EXPECT_FALSE(fifo.fd.valid());
+  EXPECT_NE(fifo.problem.find("is a FIFO, not a regular file"), std::string::npos) << fifo.problem;
+}
+
+}  // namespace
+}  // namespace oarbank
