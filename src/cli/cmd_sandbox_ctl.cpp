@@ -65,9 +65,13 @@ int run_sandbox_ctl(const CtlArgs& options) {
       throw Error(ErrorKind::Usage, "module id " + options.id + ": " + *problem);
     }
     bool alive = false;
-    auto record = read_run_record(run_state_dir(), options.id, alive);
+    bool cleaned = false;
+    // A dead run's record (its sandbox-run was killed) is torn down on the way.
+    auto record = read_run_record(run_state_dir(), options.id, alive, &cleaned);
     if (!record || !alive) {
-      throw Error(ErrorKind::NotFound, "no module with id " + options.id + " is running");
+      throw Error(ErrorKind::NotFound,
+                  "no module with id " + options.id + " is running" +
+                      (cleaned ? " (what its killed sandbox-run left was removed)" : ""));
     }
     // A record is trusted no further than its shape (supervise/run_state.hpp).
     const bool cgroup = record_names_its_leaf(*record);
@@ -84,14 +88,14 @@ int run_sandbox_ctl(const CtlArgs& options) {
       const bool freeze = action == "freeze";
       if (cgroup) {
         err = set_cgroup_frozen(record->cgroup, freeze);
-      } else if (::kill(-record->process_group, freeze ? SIGSTOP : SIGCONT) != 0) {
-        err = errno;
+      } else {
+        err = signal_recorded_group(*record, freeze ? SIGSTOP : SIGCONT);
       }
     } else {  // kill: sandbox-run sees its module die and tears the rest down
       if (cgroup) {
         if (!kill_cgroup(record->cgroup)) err = ETIMEDOUT;
-      } else if (::kill(-record->process_group, SIGKILL) != 0) {
-        err = errno;
+      } else {
+        err = signal_recorded_group(*record, SIGKILL);
       }
     }
     if (err != 0) {

@@ -1,11 +1,13 @@
 // sandbox-run [OPTIONS] POLICY.json -- ARGV...: the parent that contains and verifies
 // (sandbox-linux.md, "Verification" and "Process container"; contract.md, "Commands").
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -19,6 +21,7 @@
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/cgroup_limits.hpp"
+#include "plan/protected_paths.hpp"
 #include "probe/probe.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/cgroup_leaf.hpp"
@@ -99,6 +102,40 @@ int own_seccomp_filters() {
   return parse_proc_status(read_text_file("/proc/self/status")).seccomp_filters.value_or(0);
 }
 
+// The configuration file sandbox-run reads (load_node_config's order), absolute.
+std::string effective_config_path(const std::optional<std::string>& explicit_path) {
+  std::string path = kDefaultConfigPath;
+  if (explicit_path) {
+    path = *explicit_path;
+  } else if (const char* env = std::getenv(kConfigEnvVar); env != nullptr && *env != '\0') {
+    path = env;
+  }
+  if (!path.empty() && path[0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof cwd) != nullptr) path = std::string(cwd) + "/" + path;
+  }
+  return path;
+}
+
+// A path as written and as the kernel resolves it (symbolic links followed as far as the
+// path exists), for protected_path_problem: a link to the state directory is the directory.
+std::vector<std::string> path_forms(const std::string& path) {
+  std::vector<std::string> forms{path};
+  std::string head = normalize_path(path), tail;
+  for (;;) {
+    if (char* real = ::realpath(head.c_str(), nullptr)) {
+      forms.push_back(std::string(real) + tail);
+      std::free(real);
+      break;
+    }
+    if (head == "/") break;
+    const auto slash = head.rfind('/');
+    tail = head.substr(slash) + tail;
+    head = slash == 0 ? "/" : head.substr(0, slash);
+  }
+  return forms;
+}
+
 std::string seconds_text(double s) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", s);
@@ -142,28 +179,58 @@ int run_sandbox_run(const RunArgs& options) {
     const Policy policy = load_policy_file(options.exec.policy_path);
 
     const std::string state_dir = run_state_dir();
+    // sandbox-run's own files are out of the module's reach, whatever the policy names.
+    const std::vector<NamedPath> protect = {
+        {"the run state directory", path_forms(state_dir)},
+        {"the node configuration", path_forms(effective_config_path(options.exec.config_path))}};
+    std::vector<NamedPath> named = policy_paths(policy);
+    for (auto& path : named) path.forms = path_forms(path.forms.front());
+    if (auto problem = protected_path_problem(named, protect)) {
+      throw Error(ErrorKind::Unenforceable, "step run-state failed: " + *problem +
+                                                ": a module must not reach sandbox-run's own "
+                                                "files");
+    }
+    std::string repaired;
+    open_state_dir(state_dir, true, &repaired);
+    if (!repaired.empty()) {
+      print_error(kCommand, "the run state directory was writable by others (" + repaired +
+                                "): repaired; records written meanwhile are not trusted");
+    }
     clean_stale_runs(state_dir);
-    RunState state = RunState::claim(state_dir, id);
+    const bool root = ::geteuid() == 0;
+    std::string why_not;
+    const std::optional<CgroupPlace> place = find_cgroup_place(config, why_not);
+    // The intent, before anything is made: a sandbox-run killed from here on leaves a record
+    // that names the leaf (made or not yet), so the next start or sandbox-ctl removes it.
+    RunState state = RunState::claim(
+        state_dir, RunRecord{.id = id,
+                             .supervisor_pid = ::getpid(),
+                             .supervisor_start_time = process_start_time(::getpid()),
+                             .cgroup = place ? place->parent + "/" + leaf_name_for(id) : "",
+                             .netns = policy.net == NetMode::EgressAllowlist && root,
+                             .started_at = static_cast<std::int64_t>(std::time(nullptr))});
 
     SupervisedLaunch launch;
     launch.id = id;
     launch.timeout_seconds = options.timeout;
     launch.kill_after_seconds = options.kill_after;
-    const bool root = ::geteuid() == 0;
     launch.expected = root ? ExecExpectation{config.module_uid, config.module_gid, true}
                            : ExecExpectation{::getuid(), ::getgid(), false};
     launch.expected.inherited_seccomp_filters = own_seccomp_filters();
 
     const LeafLimits limits = make_leaf_limits(policy, config);
-    std::string why_not;
-    if (auto place = find_cgroup_place(config, why_not)) {
-      launch.leaf = CgroupLeaf::create(*place, leaf_name_for(id), limits);
-      // Recorded before anything runs in it: a sandbox-run killed from here on leaves a
-      // record that names its leaf, so the next start removes it.
-      state.write(RunRecord{.id = id,
-                            .supervisor_pid = ::getpid(),
-                            .cgroup = launch.leaf->path(),
-                            .started_at = static_cast<std::int64_t>(std::time(nullptr))});
+    if (place) {
+      try {
+        launch.leaf = CgroupLeaf::create(*place, leaf_name_for(id), limits);
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::Busy) {
+          // A cgroup of that name that is not ours: the record must not name it.
+          RunRecord record = state.record();
+          record.cgroup.clear();
+          state.write(record);
+        }
+        throw;
+      }
     } else {
       if (limits.required && !limits.controllers.empty()) {
         throw Error(ErrorKind::Unenforceable,

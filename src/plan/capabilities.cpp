@@ -306,9 +306,16 @@ CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& f
           "exec_writable deny refuses execve of written files; interpreters, the dynamic loader, "
           "mmap(PROT_EXEC) and memfd still run code the module wrote"};
     case CapabilityRow::MetadataCalls:
+      // Per launch mode: whose files a module can change the metadata of.
       return {row, CapabilityStatus::NotPromised,
-              "Landlock does not govern chmod, chown, utimes or xattrs, and every module runs as "
-              "the same module user: a module can change the metadata of another's files"};
+              "Landlock does not govern chmod, chown, utimes or xattrs. Started as root, every "
+              "module runs as the same module user: a module can change the mode, times and "
+              "xattrs of another module's files, and of none of its operator's. Started "
+              "unprivileged, a module runs as its operator: it can change those of any file of "
+              "the operator's it can name (not read or write them outside its policy); "
+              "sandbox-run keeps its own state out of reach (policies naming it or the node "
+              "configuration refused, run records trusted only as the operator wrote them, a "
+              "state directory made writable repaired)"};
     case CapabilityRow::BrokerSockets:
       return {row, CapabilityStatus::NotPromised,
               "Landlock does not govern connect to pathname unix sockets: with the broker grant a "

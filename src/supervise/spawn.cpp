@@ -50,6 +50,11 @@ extern "C" long oarbank_clone3_on_stack(clone_args* args, std::size_t size, void
                                         void* arg);
 #endif
 
+// Linux 6.9's pidfd_send_signal flag; Debian 12's headers lack it.
+#ifndef PIDFD_SIGNAL_PROCESS_GROUP
+#define PIDFD_SIGNAL_PROCESS_GROUP (1U << 2)
+#endif
+
 namespace oarbank {
 namespace {
 
@@ -79,6 +84,15 @@ namespace {
 }
 
 }  // namespace
+
+int signal_process_group(int leader_pidfd, pid_t group, int sig) {
+  if (leader_pidfd >= 0 && ::syscall(SYS_pidfd_send_signal, leader_pidfd, sig, nullptr,
+                                     PIDFD_SIGNAL_PROCESS_GROUP) == 0) {
+    return 0;
+  }
+  if (leader_pidfd >= 0 && errno != EINVAL && errno != ENOSYS) return errno;
+  return ::kill(-group, sig) == 0 ? 0 : errno;
+}
 
 Spawned spawn_launcher(const SpawnRequest& request) {
   Spawned spawned;

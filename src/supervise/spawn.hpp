@@ -35,4 +35,10 @@ struct Spawned {
 // Throws Error(StepFailed) naming the call that failed.
 Spawned spawn_launcher(const SpawnRequest& request);
 
+// Sends `sig` to the process group `group` whose leader `leader_pidfd` refers to, through the
+// pidfd (PIDFD_SIGNAL_PROCESS_GROUP, Linux 6.9): it names that group even after the leader
+// was reaped, never one that reused the number. Before 6.9 (EINVAL), or without a pidfd
+// (-1): kill(-group). 0 or an errno.
+int signal_process_group(int leader_pidfd, pid_t group, int sig);
+
 }  // namespace oarbank

@@ -47,11 +47,14 @@ void arm_timer(int timer_fd, double seconds) {
 // The module's container, as the supervisor acts on it.
 class Container {
  public:
-  Container(std::optional<CgroupLeaf>& leaf, pid_t group) : leaf_(leaf), group_(group) {}
+  // The group by its leader's pidfd (spawn.hpp): still the module's after the leader is
+  // reaped, never a group that reused the number.
+  Container(std::optional<CgroupLeaf>& leaf, pid_t group, int leader_pidfd)
+      : leaf_(leaf), group_(group), leader_pidfd_(leader_pidfd) {}
 
   // Every process of the module, not only the group: one that called setsid() too.
   void signal_all(int sig) {
-    ::kill(-group_, sig);
+    signal_process_group(leader_pidfd_, group_, sig);
     if (leaf_) {
       for (int pid : read_cgroup_pids(leaf_->path())) ::kill(pid, sig);
     }
@@ -62,7 +65,7 @@ class Container {
     if (leaf_) {
       kill_cgroup(leaf_->path());
     } else {
-      ::kill(-group_, SIGKILL);
+      signal_process_group(leader_pidfd_, group_, SIGKILL);
     }
   }
 
@@ -93,6 +96,7 @@ class Container {
  private:
   std::optional<CgroupLeaf>& leaf_;
   pid_t group_;
+  int leader_pidfd_;
   bool stopped_ = false;
   bool frozen_ = false;
 };
@@ -163,6 +167,12 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   std::optional<SupervisorTerminal> terminal;
   if (auto operator_terminal = find_operator_terminal()) {
     terminal = split_front(*operator_terminal);
+    // The record names the supervising process (sandbox-ctl status, the liveness check of a
+    // later start): after the split that is this one, not the front.
+    RunRecord record = state.record();
+    record.supervisor_pid = ::getpid();
+    record.supervisor_start_time = process_start_time(::getpid());
+    state.write(record);
   }
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 
@@ -190,10 +200,17 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   UniqueFd status_read(channel[0]);
   UniqueFd status_write(channel[1]);
 
+  // The child records itself (its pid, as module and group leader, and its start time)
+  // before anything else, so that from its first instruction on a killed sandbox-run leaves a
+  // record naming it: in a leaf it would be found anyway, in a process group only it would
+  // not. This process cannot do it in time: CLONE_VFORK suspends it until the child's exec.
+  const std::string record_prefix = state.child_record_prefix();
   struct ChildContext {
     SupervisedLaunch* launch;
     int status_fd;
-  } context{&launch, status_write.get()};
+    int record_fd;
+    const std::string* record_prefix;
+  } context{&launch, status_write.get(), state.fd(), &record_prefix};
   SpawnRequest request{.cgroup_dir_fd = launch.leaf ? launch.leaf->dir_fd() : -1,
                        .status_write_fd = status_write.get(),
                        .terminal_fd = terminal ? terminal->slave.get() : -1,
@@ -202,6 +219,15 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
                        .child_main =
                            [](void* raw) {
                              auto* c = static_cast<ChildContext*>(raw);
+                             if (record_self_as_module(c->record_fd, c->record_prefix->data(),
+                                                       c->record_prefix->size()) != 0) {
+                               static constexpr char kLine[] =
+                                   "70\tstep run-state failed: the module's process could not "
+                                   "record itself in its run record\n";
+                               [[maybe_unused]] auto n =
+                                   ::write(c->status_fd, kLine, sizeof kLine - 1);
+                               ::_exit(kExitSoftware);
+                             }
                              c->launch->launcher(c->launch->launcher_context, c->status_fd);
                            },
                        .context = &context};
@@ -215,14 +241,8 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   status_write.reset();
   if (launch.after_spawn) launch.after_spawn(child.pid);
   const pid_t group = child.pid;
-  Container container(launch.leaf, group);
-  state.write(RunRecord{.id = launch.id,
-                        .supervisor_pid = ::getpid(),
-                        .module_pid = child.pid,
-                        .module_start_time = process_start_time(child.pid),
-                        .process_group = group,
-                        .cgroup = launch.leaf ? launch.leaf->path() : std::string(),
-                        .started_at = static_cast<std::int64_t>(std::time(nullptr))});
+  Container container(launch.leaf, group, child.pidfd.get());
+  // (The child has recorded itself in `state` already.)
   // The pty's foreground is the module's group (the child set it too, before its steps).
   if (terminal) ::tcsetpgrp(terminal->slave.get(), group);
 
@@ -409,7 +429,7 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     result.memory_peak_bytes = read_cgroup_number(leaf + "/memory.peak");
     launch.leaf->destroy();
   } else {
-    ::kill(-group, SIGKILL);
+    signal_process_group(child.pidfd.get(), group, SIGKILL);
   }
   kill_and_reap_children();
   // A front stopped with its module is continued, to end with the run (a job the shell shows

@@ -235,9 +235,19 @@ TEST_F(Directories, TmpIsFineAsAStickyParentButNotAsAWritableDirectory) {
   ASSERT_EQ(::stat(made.path().c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, module_uid());
   EXPECT_EQ(st.st_mode & 07777, 0700U);
-  // /tmp itself is everyone's: no module's work directory.
+  // /tmp itself is everyone's: no module's work directory. (The node's configuration and run
+  // state out of /tmp for this one, as on a node: a work of /tmp containing them would be
+  // refused by sandbox-run first, for that.)
+  const std::string node_files = "/run/" + unique_name("dirs-node");
+  make_dir(node_files, 0755, 0);
+  const std::string tree_config = config_path;
+  config_path = node_files + "/agent.json";
+  write_file(config_path, read_file(tree_config));
+  state_dir = node_files + "/state";
   expect_refused_by_both(with_work("/tmp"), mine.path() + "/tmp-out",
                          {"/tmp is writable by group or others (owner uid 0, mode 1777)"});
+  config_path = tree_config;
+  remove_tree(node_files);
 }
 
 TEST_F(Directories, AnUnprivilegedLaunchersModuleUserIsTheCaller) {

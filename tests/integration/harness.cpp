@@ -23,6 +23,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace oarbank::it {
@@ -254,6 +256,27 @@ std::vector<std::string> list_dir(const std::string& path) {
   ::closedir(dir);
   std::sort(names.begin(), names.end());
   return names;
+}
+
+std::string test_leaves_parent() {
+  std::string mount;
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  for (std::string line; mount.empty() && std::getline(mountinfo, line);) {
+    auto dash = line.find(" - cgroup2 ");
+    if (dash == std::string::npos) continue;
+    std::istringstream fields(line.substr(0, dash));
+    std::string id, parent, dev, root;
+    fields >> id >> parent >> dev >> root >> mount;
+  }
+  if (mount.empty()) return "";
+  std::ifstream cgroup("/proc/self/cgroup");
+  for (std::string line; std::getline(cgroup, line);) {
+    if (line.rfind("0::", 0) != 0) continue;
+    std::string relative = line.substr(3);
+    if (relative.ends_with("/oarbank-supervisor")) relative.resize(relative.size() - 19);
+    return mount + (relative == "/" ? "" : relative);
+  }
+  return "";
 }
 
 // --- SandboxTree ------------------------------------------------------------------------------------

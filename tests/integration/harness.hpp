@@ -78,6 +78,12 @@ void remove_tree(const std::string& path);
 // Every entry of a directory (names only), sorted.
 std::vector<std::string> list_dir(const std::string& path);
 
+// --- cgroup v2 ------------------------------------------------------------------------------
+
+// Where sandbox-run started by this process makes its leaves: this process's cgroup (less a
+// trailing oarbank-supervisor) on the cgroup2 mount; "" without cgroup2.
+std::string test_leaves_parent();
+
 // --- A per-test sandbox tree --------------------------------------------------------------
 
 // /tmp/oarbank-it-<pid>-XXXXXX, traversable by everyone, removed by the destructor:

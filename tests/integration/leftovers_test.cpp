@@ -1,5 +1,5 @@
-// Nothing is left behind: after the whole run no sandbox tree of this process remains in /tmp
-// and no child of this process is still running.
+// Nothing is left behind: after the whole run no sandbox tree of this process remains in /tmp,
+// no cgroup leaf of its runs, and no child of this process is still running.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +17,15 @@ class NothingLeftBehind : public ::testing::Environment {
     const std::string prefix = "oarbank-it-" + std::to_string(::getpid()) + "-";
     for (const auto& name : list_dir("/tmp")) {
       EXPECT_FALSE(name.starts_with(prefix)) << "left behind: /tmp/" << name;
+    }
+    // No cgroup leaf of this process's runs (ids are unique_name()s, with our pid).
+    const std::string pid_part = "-" + std::to_string(::getpid()) + "-";
+    if (const std::string parent = test_leaves_parent(); !parent.empty()) {
+      for (const auto& name : list_dir(parent)) {
+        EXPECT_FALSE(name.starts_with("oarbank-oarbank-it-") &&
+                     name.find(pid_part) != std::string::npos)
+            << "leaf left behind: " << parent << "/" << name;
+      }
     }
     // Every child (launcher, payload, sleeper) has been reaped.
     errno = 0;
