@@ -105,6 +105,13 @@ bool parse_field_line(std::string_view line, std::vector<HeaderField>& fields,
       return false;
     }
   }
+  // llhttp refuses "Transfer-Encoding: chunked<HTAB>" (fuzz/proxy_llhttp_fuzz.cpp): a framing
+  // field ending in a tab is refused here too, however RFC 9110 reads OWS.
+  if (!value.empty() && value.back() == '\t' &&
+      (iequals(name, "transfer-encoding") || iequals(name, "content-length"))) {
+    problem = "a tab at the end of a framing field's value";
+    return false;
+  }
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
   if (fields.size() == kMaxHeaderFields) {

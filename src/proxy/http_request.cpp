@@ -106,6 +106,8 @@ RequestParse parse_request_head(std::string_view received, std::size_t max_head_
   if (method.empty() || !std::all_of(method.begin(), method.end(), is_tchar)) {
     return refuse(400, "malformed method");
   }
+  // RFC 9113 section 11.1: PRI starts the HTTP/2 connection preface and is never a request.
+  if (method == "PRI") return refuse(400, "PRI is the HTTP/2 connection preface, not a request");
   if (target.empty()) return refuse(400, "empty request target");
   for (unsigned char c : target) {
     if (c <= 0x20 || c >= 0x7f) return refuse(400, "invalid characters in the request target");

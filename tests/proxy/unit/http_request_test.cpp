@@ -177,6 +177,8 @@ TEST(HttpRequest, FramingLookalikeNamesAreRefused) {
     EXPECT_EQ(refused(text), 400) << name;
     EXPECT_NE(parse(text).problem.find("'_'"), std::string::npos) << parse(text).problem;
   }
+  // PRI is HTTP/2's preface, which llhttp refuses too.
+  EXPECT_EQ(refused("PRI http://a.com/ HTTP/1.1\r\n\r\n"), 400);
   // Other names with '_' pass.
   complete("GET http://a.com/ HTTP/1.1\r\nX_Transfer_Encoding: 1\r\nContent_Type: x\r\n\r\n");
   EXPECT_TRUE(is_framing_lookalike("Transfer_Encoding"));
