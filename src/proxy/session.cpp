@@ -12,7 +12,6 @@
 #include <system_error>
 
 #include "proxy/http_refusal.hpp"
-#include "proxy/http_response.hpp"
 
 namespace oarbank::proxy {
 
