@@ -181,5 +181,59 @@ TEST(HttpForward, SmuggledTrailerNeverReachesTheUpstream) {
   for (const auto& seen : recorder.seen) EXPECT_EQ(seen.find("SMUG"), std::string::npos);
 }
 
+TEST(HttpForward, HeadAndInterimResponsesKeepTheConnection) {
+  Recorder recorder;
+  Upstream upstream(
+      [&](int fd) {
+        const std::string got = read_request(fd);
+        recorder.add(got);
+        if (got.starts_with("HEAD ")) {
+          // A length but no body: the response to HEAD ends with its head.
+          send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n");
+        } else {
+          send_all(fd,
+                   "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody");
+        }
+      },
+      2);
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", upstream.port)});
+  const int fd = connect_tcp(proxy.port);
+  send_all(fd, "HEAD " + url(upstream.port, "/h") + " HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(recv_until(fd, "\r\n\r\n"), "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n");
+  send_all(fd, "GET " + url(upstream.port, "/g") + " HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(recv_all(fd),
+            "HTTP/1.1 100 Continue\r\n\r\n"
+            "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbody");
+  ::close(fd);
+  ASSERT_EQ(recorder.seen.size(), 2u);
+  EXPECT_TRUE(recorder.seen[1].starts_with("GET /g ")) << recorder.seen[1];
+}
+
+TEST(HttpForward, AnIdleKeptConnectionClosesSilentlyAPartialHeadGets504) {
+  Upstream upstream(
+      [&](int fd) {
+        read_request(fd);
+        send_all(fd, "HTTP/1.1 204 No Content\r\n\r\n");
+      },
+      2);
+  ProxySettings settings = quick_settings();
+  settings.header_read_timeout = std::chrono::milliseconds(300);
+  Proxy proxy(settings, {ip_entry("127.0.0.1", upstream.port)});
+  int fd = connect_tcp(proxy.port);
+  send_all(fd, "GET " + url(upstream.port, "/") + " HTTP/1.1\r\n\r\n");
+  // Nothing more asked: closed without an answer after the response.
+  EXPECT_EQ(recv_all(fd), "HTTP/1.1 204 No Content\r\n\r\n");
+  ::close(fd);
+  fd = connect_tcp(proxy.port);
+  send_all(fd, "GET " + url(upstream.port, "/") + " HTTP/1.1\r\n\r\nGET http://");
+  const std::string both = recv_all(fd);
+  ::close(fd);
+  EXPECT_TRUE(both.starts_with("HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 504 ")) << both;
+  // Two allowed requests, and the 504 of the partial head.
+  const auto decisions = proxy.wait_for_log("decision", 3);
+  ASSERT_EQ(decisions.size(), 3u);
+  EXPECT_EQ(decisions[2]["status"], 504);
+}
+
 }  // namespace
 }  // namespace oarbank::proxy::testing
