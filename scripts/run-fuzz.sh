@@ -100,6 +100,10 @@ mkdir -p "$build/llhttp-corpus"
 printf 'POST http://example.com/a HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n5;a=b\r\nhello\r\n0\r\nX-Sum: 1\r\n\r\nGET /' >"$build/llhttp-corpus/seed-chunked"
 printf 'PUT http://example.com/a HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\n\r\n' >"$build/llhttp-corpus/seed-length"
 printf 'CONNECT example.com:443 HTTP/1.1\r\nHost: 127.0.0.1:3128\r\n\r\n\026\003\001' >"$build/llhttp-corpus/seed-connect"
+# What it found while the proxy's framing was made as strict (docs/proxy.md), as seeds.
+printf 'POST http://e.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0; e.com\r\nX: 1\r\n\r\n' >"$build/llhttp-corpus/seed-ext-space"
+printf 'POST http://e.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\t\r\n\r\n0\r\n\r\n' >"$build/llhttp-corpus/seed-te-tab"
+printf 'POST http://e.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;a=b;c\r\nx\r\n0\r\n\r\n' >"$build/llhttp-corpus/seed-ext-after-token"
 
 log=$build/fuzz.log
 parallel=()
