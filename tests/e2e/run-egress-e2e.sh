@@ -344,6 +344,16 @@ if [[ $RC -eq 1 && $OUT == "$want"* && -z $why ]]; then
 else
   fail node-keepalive "exit $RC: $(oneline "$OUT") ${why}"
 fi
+# curl reuses the proxy connection for its second URL once the first response kept it.
+module curl-keepalive /usr/bin/curl -sS --max-time 15 -w 'CONNECTS=%{num_connects}\n' \
+  http://allowed.test:8080/c1 http://allowed.test:8080/c2
+why=$(logcheck curl-keepalive "allow|allowed.test:8080|$ALLOWED" "allow|allowed.test:8080|$ALLOWED")
+want=$'recorded GET /c1 HTTP/1.1\nCONNECTS=1\nrecorded GET /c2 HTTP/1.1\nCONNECTS=0'
+if [[ $RC -eq 0 && $OUT == "$want" && -z $why ]]; then
+  ok curl-keepalive
+else
+  fail curl-keepalive "exit $RC: $(oneline "$OUT") ${why}"
+fi
 : >"$STATE/requests.jsonl" # the smuggling corpus below accounts for every request from here on
 
 # The request-smuggling corpus: each case on its own connection from inside the sandbox, what
