@@ -105,24 +105,37 @@ void fuzz_chunked(std::string_view data) {
   const std::size_t split_seed = static_cast<unsigned char>(data[0]);
   data.remove_prefix(1);
   ChunkedBodyTracker whole;
-  const std::size_t whole_taken = whole.consume(data);
-  check(whole_taken <= data.size());
+  const ChunkedStep whole_step = whole.consume(data);
+  check(whole_step.taken <= data.size() && whole_step.forward <= whole_step.taken);
   ChunkedBodyTracker pieces;
   std::size_t taken = 0;
+  std::string relayed;  // what goes upstream when the body arrives in pieces
   std::size_t pos = 0;
   std::size_t step = split_seed % 7 + 1;
   while (pos < data.size() && !pieces.done() && !pieces.failed()) {
     const std::size_t n = std::min(step, data.size() - pos);
-    const std::size_t got = pieces.consume(data.substr(pos, n));
-    check(got <= n);
-    taken += got;
-    if (got < n) break;
+    const ChunkedStep got = pieces.consume(data.substr(pos, n));
+    check(got.taken <= n && got.forward <= got.taken);
+    relayed.append(data.substr(pos, got.forward));
+    taken += got.taken;
+    if (got.taken < n) break;
     pos += n;
     step = step * 3 % 11 + 1;
   }
   check(whole.done() == pieces.done());
   check(whole.failed() == pieces.failed());
-  if (whole.done()) check(whole_taken == taken);
+  if (whole.done()) {
+    check(whole_step.taken == taken);
+    // However the bytes arrive, the upstream gets the same body: the chunks as received, then
+    // the trailers in canonical form, which a second pass leaves as they are.
+    check(relayed == data.substr(0, whole_step.forward));
+    check(whole.trailer_section() == pieces.trailer_section());
+    const std::string body = relayed + whole.trailer_section();
+    ChunkedBodyTracker again;
+    const ChunkedStep again_step = again.consume(body);
+    check(again.done() && again_step.taken == body.size());
+    check(again.trailer_section() == whole.trailer_section());
+  }
 }
 
 void fuzz_authority(std::string_view text) {

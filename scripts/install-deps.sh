@@ -7,11 +7,15 @@ packages=(
   libseccomp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libasio-dev libc-ares-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
+  # fuzz/proxy_llhttp_fuzz.cpp: llhttp's C sources, the differential fuzzer's reference parser
+  node-llhttp
   hyperfine python3
   # tests/packaging: file(1) tells a static binary
   file
   # tests/e2e: test hosts in network namespaces, a real DNS server, real clients
   dnsmasq-base iproute2 openssl curl
+  # tests/e2e: Node's own proxy idioms as real clients
+  nodejs
   # tests/vm: real Debian kernels under qemu (software emulation); qboot.rom is in qemu-system-data
   qemu-system-x86 qemu-system-data busybox-static
 )

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) in build-fuzz and fuzzes the policy,
 # node configuration and egress parsers for SECONDS (default 60), starting from fuzz/corpus,
-# and at the same time the egress proxy's HTTP parsers for as long (each fuzzer is one process
-# on one core: together they take SECONDS, not twice that).
+# and at the same time the egress proxy's HTTP parsers, and the proxy's framing against llhttp's
+# (differential), for as long (each fuzzer is one process: together they take SECONDS, not three
+# times that).
 # Exits non-zero on a finding (a crash, a sanitizer report, an unexpected exception, a broken
 # round trip); the reproducer is left in build-fuzz/findings/.
 #
@@ -32,7 +33,7 @@ cmake -S . -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DOARBANK_FUZZ=ON -DOARBANK_STATIC=OFF -DOARBANK_TESTS=OFF -DOARBANK_BENCH=OFF >/dev/null
-ninja -C "$build" oarbank-policy-fuzz oarbank-proxy-request-fuzz
+ninja -C "$build" oarbank-policy-fuzz oarbank-proxy-request-fuzz oarbank-proxy-llhttp-fuzz
 ((build_only == 0)) || exit 0
 
 # The working corpus grows in the build directory; fuzz/corpus (the seeds) is only read.
@@ -94,6 +95,15 @@ printf '\000CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n' >
 printf '\000POST http://example.com/a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' >"$build/proxy-corpus/seed-forward"
 printf '\001HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok' >"$build/proxy-corpus/seed-response"
 printf '\003[::ffff:127.0.0.1]:80' >"$build/proxy-corpus/seed-authority"
+# The differential fuzzer's seeds: requests as they come, no selector byte.
+mkdir -p "$build/llhttp-corpus"
+printf 'POST http://example.com/a HTTP/1.1\r\nHost: example.com\r\nTransfer-Encoding: chunked\r\n\r\n5;a=b\r\nhello\r\n0\r\nX-Sum: 1\r\n\r\nGET /' >"$build/llhttp-corpus/seed-chunked"
+printf 'PUT http://example.com/a HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\n\r\n' >"$build/llhttp-corpus/seed-length"
+printf 'CONNECT example.com:443 HTTP/1.1\r\nHost: 127.0.0.1:3128\r\n\r\n\026\003\001' >"$build/llhttp-corpus/seed-connect"
+# What it found while the proxy's framing was made as strict (docs/proxy.md), as seeds.
+printf 'POST http://e.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0; e.com\r\nX: 1\r\n\r\n' >"$build/llhttp-corpus/seed-ext-space"
+printf 'POST http://e.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\t\r\n\r\n0\r\n\r\n' >"$build/llhttp-corpus/seed-te-tab"
+printf 'POST http://e.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;a=b;c\r\nx\r\n0\r\n\r\n' >"$build/llhttp-corpus/seed-ext-after-token"
 
 log=$build/fuzz.log
 parallel=()
@@ -114,9 +124,24 @@ policy_pid=$!
   "$build/proxy-corpus" >"$log.proxy" 2>&1 &
 proxy_pid=$!
 
-status=0 policy_status=0 proxy_status=0
+# The proxy's framing against llhttp's, alongside.
+"$build/fuzz/oarbank-proxy-llhttp-fuzz" \
+  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+  -artifact_prefix="$findings/" -print_final_stats=1 \
+  "$build/llhttp-corpus" >"$log.llhttp" 2>&1 &
+llhttp_pid=$!
+
+status=0 policy_status=0 proxy_status=0 llhttp_status=0
 wait "$policy_pid" || policy_status=$?
 wait "$proxy_pid" || proxy_status=$?
+wait "$llhttp_pid" || llhttp_status=$?
+if ((llhttp_status != 0 && proxy_status == 0)); then
+  proxy_status=$llhttp_status
+  cat "$log.llhttp" >>"$log.proxy"
+else
+  cat "$log.llhttp" >>"$log.policy"
+fi
+rm -f "$log.llhttp"
 if ((jobs > 1)); then cat fuzz-*.log >>"$log.policy" 2>/dev/null && rm -f fuzz-*.log; fi
 # The failing fuzzer's output last, where the tail below shows it.
 if ((policy_status != 0)); then

@@ -61,7 +61,7 @@ behind build-asan/ci-build.log ninja -C build-asan -j "$jobs"
 stage tests "tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-stage e2e "egress whole-system tests (test hosts in network namespaces, dnsmasq, curl and python3 inside sandbox-run)"
+stage e2e "egress whole-system tests (test hosts in network namespaces, dnsmasq, curl, python3 and node inside sandbox-run; the request-smuggling corpus)"
 tests/e2e/run-egress-e2e.sh build
 
 stage deb "the .deb: build it and check it"

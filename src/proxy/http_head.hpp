@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,20 @@ enum class HeadScan { Incomplete, Complete, Invalid };
 // empty line. Incomplete: more bytes are needed (the caller bounds the size).
 HeadScan scan_head(std::string_view received, std::size_t& head_bytes);
 
+// "Content-Length" or "Transfer-Encoding" when `name` equals one of them once every '_' is read
+// as '-' (any case), else empty.
+std::string_view framing_name_like(std::string_view name);
+// A name that differs from Content-Length or Transfer-Encoding only by '_' in place of '-'
+// ("Transfer_Encoding"): refused in heads and trailers, never forwarded.
+bool is_framing_lookalike(std::string_view name);
+
+// One field line (without its CRLF), the grammar of heads and trailers alike: a token name,
+// the colon right after it, a value without control characters but HTAB, no obs-fold, no
+// framing look-alike name. Appends the field; false with `problem` otherwise, or when
+// `fields` already holds kMaxHeaderFields.
+bool parse_field_line(std::string_view line, std::vector<HeaderField>& fields,
+                      std::string& problem);
+
 // Splits a complete head into its first line and fields. False with `problem` on a syntax
 // error (obs-fold, a bad name or value, too many fields).
 bool split_head(std::string_view head, std::string_view& first_line,
@@ -47,9 +62,9 @@ bool connection_options(const std::vector<HeaderField>& fields, std::vector<std:
                         std::string& problem);
 
 // Appends the end-to-end fields (neither hop-by-hop nor named in `connection_names`, nor
-// named `skip`) to `out` as "Name: value\r\n".
+// named in `skip`) to `out` as "Name: value\r\n".
 void append_end_to_end_fields(const std::vector<HeaderField>& fields,
                               const std::vector<std::string>& connection_names,
-                              std::string_view skip, std::string& out);
+                              std::initializer_list<std::string_view> skip, std::string& out);
 
 }  // namespace oarbank::proxy

@@ -106,6 +106,8 @@ RequestParse parse_request_head(std::string_view received, std::size_t max_head_
   if (method.empty() || !std::all_of(method.begin(), method.end(), is_tchar)) {
     return refuse(400, "malformed method");
   }
+  // RFC 9113 section 11.1: PRI starts the HTTP/2 connection preface and is never a request.
+  if (method == "PRI") return refuse(400, "PRI is the HTTP/2 connection preface, not a request");
   if (target.empty()) return refuse(400, "empty request target");
   for (unsigned char c : target) {
     if (c <= 0x20 || c >= 0x7f) return refuse(400, "invalid characters in the request target");
@@ -139,20 +141,16 @@ RequestParse parse_request_head(std::string_view received, std::size_t max_head_
     if (!parse_absolute_uri(target, request, status, problem)) return refuse(status, problem);
   }
 
-  // Host: at most one, and it names the same destination as the target.
+  // Host: at most one. In absolute form and CONNECT the target is the destination and Host is
+  // ignored, then replaced by the target's authority (RFC 9112 section 3.2.2): Node's proxy
+  // idiom sends the proxy's own address there. In origin form it names the destination.
   bool duplicated = false;
   const HeaderField* host = single_field(request.fields, "host", duplicated);
   if (duplicated) return refuse(400, "several Host fields");
-  if (host) {
-    const std::uint16_t default_port =
-        request.form == RequestForm::Connect ? request.target->port : 80;
-    auto named = parse_authority(host->value, default_port, problem);
+  if (host && request.form == RequestForm::Origin) {
+    auto named = parse_authority(host->value, 80, problem);
     if (!named) return refuse(400, "Host field: " + problem);
-    if (request.form == RequestForm::Origin) {
-      request.target = std::move(named);
-    } else if (named->host != request.target->host || named->port != request.target->port) {
-      return refuse(400, "the Host field names another destination than the request target");
-    }
+    request.target = std::move(named);
   }
 
   // Framing: Content-Length xor Transfer-Encoding: chunked, each at most once.
@@ -204,7 +202,15 @@ std::string forwarded_request_head(const HttpRequest& request) {
   out.append(request.method).append(" ").append(request.path);
   out.append(request.minor_version == 0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n");
   out.append("Host: ").append(request.target->host_header(80)).append("\r\n");
-  append_end_to_end_fields(request.fields, request.connection_names, "host", out);
+  // The framing fields in canonical form ("Content-Length: 05" goes on as 5): the upstream
+  // reads exactly the framing the proxy judged, whatever its parser makes of odd spellings.
+  append_end_to_end_fields(request.fields, request.connection_names,
+                           {"host", "content-length", "transfer-encoding"}, out);
+  if (request.chunked) {
+    out.append("Transfer-Encoding: chunked\r\n");
+  } else if (request.content_length) {
+    out.append("Content-Length: ").append(std::to_string(*request.content_length)).append("\r\n");
+  }
   out.append("Connection: close\r\n\r\n");
   return out;
 }

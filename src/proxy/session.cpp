@@ -12,7 +12,6 @@
 #include <system_error>
 
 #include "proxy/http_refusal.hpp"
-#include "proxy/http_response.hpp"
 
 namespace oarbank::proxy {
 
@@ -75,15 +74,25 @@ Session::~Session() {
 void Session::start() {
   std::error_code ignored;
   client_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  arm_head_timer();
+  read_head();
+}
+
+void Session::arm_head_timer() {
   timer_.expires_after(server_.settings.header_read_timeout);
-  timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
-    if (ec || self->phase_ != Phase::Head) return;
+  timer_.async_wait([self = shared_from_this(), serial = serial_](const std::error_code& ec) {
+    if (ec || self->phase_ != Phase::Head || serial != self->serial_) return;
+    if (serial > 0 && self->received_ == 0) {
+      // A kept-alive connection that asks nothing more: closed without an answer, as servers
+      // close idle connections (RFC 9112 section 9.5); nothing was decided, nothing is logged.
+      self->finish("closed", false);
+      return;
+    }
     self->refuse(504,
                  "no complete request head within " +
                      std::to_string(self->server_.settings.header_read_timeout.count()) + " ms",
                  true);
   });
-  read_head();
 }
 
 void Session::abort(const std::string& outcome) {
@@ -455,101 +464,39 @@ void Session::splice_relay(Direction direction, bool woke_readable) {
   }
 }
 
-void Session::start_forward() {
-  down_buf_.resize(kRelayBufferBytes);  // holds the response head as it is read
-  out_head_ = forwarded_request_head(*request_);
-  if (request_->chunked) {
-    chunked_.emplace();
-    body_done_ = false;
-  } else if (request_->content_length && *request_->content_length > 0) {
-    body_remaining_ = *request_->content_length;
-    body_done_ = false;
-  }
-  bool malformed = false;
-  const std::size_t extra =
-      body_take(up_buf_.data() + head_bytes_, received_ - head_bytes_, malformed);
-  if (malformed) {
-    end_outcome_ = "refused";
-    refuse(400, "malformed chunked request body", false);
-    return;
-  }
-  const std::array<asio::const_buffer, 2> head_and_body = {
-      asio::buffer(out_head_), asio::buffer(up_buf_.data() + head_bytes_, extra)};
-  asio::async_write(upstream_, head_and_body,
-                    [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
-                      if (self->phase_ != Phase::Relaying) return;
-                      if (ec) {
-                        self->finish("reset", true, 0, "upstream: " + ec.message());
-                        return;
-                      }
-                      self->bytes_up_ += n;
-                      self->touch();
-                      self->pump_up();
-                    });
-  read_response_head();
-}
-
-std::size_t Session::body_take(char* data, std::size_t size, bool& malformed) {
-  if (body_done_) return 0;
-  if (chunked_) {
-    const std::size_t taken = chunked_->consume(std::string_view(data, size));
-    malformed = chunked_->failed();
-    body_done_ = chunked_->done();
-    return taken;
-  }
-  const auto taken = static_cast<std::size_t>(std::min<std::uint64_t>(body_remaining_, size));
-  body_remaining_ -= taken;
-  body_done_ = body_remaining_ == 0;
-  return taken;
-}
-
 void Session::pump_up() {
   if (phase_ != Phase::Relaying) return;
   if (up_buf_.size() < kRelayBufferBytes) up_buf_.resize(kRelayBufferBytes);
-  const bool forwarding = request_->form == RequestForm::Absolute;
-  if (forwarding && body_done_) {
-    up_done_ = true;  // the request is complete: what the client sends next is not read
-    return;
-  }
-  client_.async_read_some(
-      asio::buffer(up_buf_.data(), kRelayBufferBytes),
-      [self = shared_from_this(), forwarding](const std::error_code& ec, std::size_t n) {
-        if (self->phase_ != Phase::Relaying) return;
-        if (ec) {
-          if (ec == asio::error::eof) {
-            self->up_finished();
-          } else {
-            self->finish("reset", true, 0, "client: " + ec.message());
-          }
-          return;
-        }
-        self->touch();
-        std::size_t send = n;
-        const bool bulk = !forwarding && n == kRelayBufferBytes;
-        if (forwarding) {
-          bool malformed = false;
-          send = self->body_take(self->up_buf_.data(), n, malformed);
-          if (malformed) {
-            self->finish("malformed request body", true, 0, "invalid chunked framing");
-            return;
-          }
-        }
-        asio::async_write(self->upstream_, asio::buffer(self->up_buf_.data(), send),
-                          [self, bulk](const std::error_code& error, std::size_t written) {
+  client_.async_read_some(asio::buffer(up_buf_.data(), kRelayBufferBytes),
+                          [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
                             if (self->phase_ != Phase::Relaying) return;
-                            if (error) {
-                              self->finish("reset", true, 0, "upstream: " + error.message());
+                            if (ec) {
+                              if (ec == asio::error::eof) {
+                                self->up_finished();
+                              } else {
+                                self->finish("reset", true, 0, "client: " + ec.message());
+                              }
                               return;
                             }
-                            self->bytes_up_ += written;
                             self->touch();
-                            if (bulk) {
-                              self->switch_to_splice(Direction::Up);
-                            } else {
-                              self->pump_up();
-                            }
+                            const bool bulk = n == kRelayBufferBytes;
+                            asio::async_write(
+                                self->upstream_, asio::buffer(self->up_buf_.data(), n),
+                                [self, bulk](const std::error_code& error, std::size_t written) {
+                                  if (self->phase_ != Phase::Relaying) return;
+                                  if (error) {
+                                    self->finish("reset", true, 0, "upstream: " + error.message());
+                                    return;
+                                  }
+                                  self->bytes_up_ += written;
+                                  self->touch();
+                                  if (bulk) {
+                                    self->switch_to_splice(Direction::Up);
+                                  } else {
+                                    self->pump_up();
+                                  }
+                                });
                           });
-      });
 }
 
 void Session::up_finished() {
@@ -557,132 +504,49 @@ void Session::up_finished() {
   up_done_ = true;
   std::error_code ignored;
   upstream_.shutdown(asio::socket_base::shutdown_send, ignored);
-  if (request_->form == RequestForm::Connect && down_done_) finish("closed", false);
+  if (down_done_) finish("closed", false);
 }
 
 void Session::pump_down() {
   if (phase_ != Phase::Relaying) return;
   if (down_buf_.size() < kRelayBufferBytes) down_buf_.resize(kRelayBufferBytes);
-  upstream_.async_read_some(
-      asio::buffer(down_buf_.data(), down_buf_.size()),
-      [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
-        if (self->phase_ != Phase::Relaying) return;
-        if (ec) {
-          if (ec == asio::error::eof) {
-            self->down_finished();
-          } else {
-            self->finish("reset", true, 0, "upstream: " + ec.message());
-          }
-          return;
-        }
-        self->touch();
-        // A forwarded response's body always keeps the buffer (see relay()).
-        const bool bulk = self->request_->form == RequestForm::Connect && n == kRelayBufferBytes;
-        asio::async_write(self->client_, asio::buffer(self->down_buf_.data(), n),
-                          [self, bulk](const std::error_code& error, std::size_t written) {
-                            if (self->phase_ != Phase::Relaying) return;
-                            if (error) {
-                              self->finish("reset", true, 0, "client: " + error.message());
-                              return;
-                            }
-                            self->bytes_down_ += written;
-                            self->touch();
-                            if (bulk) {
-                              self->switch_to_splice(Direction::Down);
-                            } else {
-                              self->pump_down();
-                            }
-                          });
-      });
+  upstream_.async_read_some(asio::buffer(down_buf_.data(), down_buf_.size()),
+                            [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
+                              if (self->phase_ != Phase::Relaying) return;
+                              if (ec) {
+                                if (ec == asio::error::eof) {
+                                  self->down_finished();
+                                } else {
+                                  self->finish("reset", true, 0, "upstream: " + ec.message());
+                                }
+                                return;
+                              }
+                              self->touch();
+                              const bool bulk = n == kRelayBufferBytes;
+                              asio::async_write(
+                                  self->client_, asio::buffer(self->down_buf_.data(), n),
+                                  [self, bulk](const std::error_code& error, std::size_t written) {
+                                    if (self->phase_ != Phase::Relaying) return;
+                                    if (error) {
+                                      self->finish("reset", true, 0, "client: " + error.message());
+                                      return;
+                                    }
+                                    self->bytes_down_ += written;
+                                    self->touch();
+                                    if (bulk) {
+                                      self->switch_to_splice(Direction::Down);
+                                    } else {
+                                      self->pump_down();
+                                    }
+                                  });
+                            });
 }
 
 void Session::down_finished() {
   down_done_ = true;
-  if (request_->form == RequestForm::Absolute) {
-    // The response is complete (the upstream closes after it).
-    close_socket(upstream_, false);
-    end_outcome_ = "closed";
-    linger_close();
-    return;
-  }
   std::error_code ignored;
   client_.shutdown(asio::socket_base::shutdown_send, ignored);
   if (up_done_) finish("closed", false);
-}
-
-void Session::read_response_head() {
-  upstream_.async_read_some(
-      asio::buffer(down_buf_.data() + down_len_, down_buf_.size() - down_len_),
-      [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
-        if (self->phase_ != Phase::Relaying) return;
-        if (ec) {
-          const std::string why = ec == asio::error::eof ? "the upstream closed without a response"
-                                                         : "upstream: " + ec.message();
-          if (self->response_started_) {
-            self->finish("reset", true, 0, why);
-          } else {
-            self->end_outcome_ = "upstream error";
-            self->refuse(502, why, false);
-          }
-          return;
-        }
-        self->touch();
-        self->down_len_ += n;
-        self->on_response_bytes();
-      });
-}
-
-void Session::on_response_bytes() {
-  const ResponseParse parse =
-      parse_response_head(std::string_view(down_buf_.data(), down_len_), kMaxResponseHeadBytes);
-  switch (parse.status) {
-    case ResponseParse::Status::Incomplete:
-      read_response_head();
-      return;
-    case ResponseParse::Status::Invalid:
-      if (response_started_) {
-        finish("upstream protocol error", true, 0, parse.problem);
-      } else {
-        end_outcome_ = "upstream protocol error";
-        refuse(502, parse.problem, false);
-      }
-      return;
-    case ResponseParse::Status::Complete:
-      break;
-  }
-  response_started_ = true;
-  response_head_ = parse.rewritten;
-  const std::size_t rest = down_len_ - parse.head_bytes;
-  if (parse.interim) {
-    // 100 Continue and the like: pass it on, then read the next head from what is left.
-    std::memmove(down_buf_.data(), down_buf_.data() + parse.head_bytes, rest);
-    down_len_ = rest;
-    asio::async_write(client_, asio::buffer(response_head_),
-                      [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
-                        if (self->phase_ != Phase::Relaying) return;
-                        if (ec) {
-                          self->finish("reset", true, 0, "client: " + ec.message());
-                          return;
-                        }
-                        self->bytes_down_ += n;
-                        self->on_response_bytes();
-                      });
-    return;
-  }
-  upstream_status_ = parse.status_code;
-  const std::array<asio::const_buffer, 2> head_and_body = {
-      asio::buffer(response_head_), asio::buffer(down_buf_.data() + parse.head_bytes, rest)};
-  asio::async_write(client_, head_and_body,
-                    [self = shared_from_this()](const std::error_code& ec, std::size_t n) {
-                      if (self->phase_ != Phase::Relaying) return;
-                      if (ec) {
-                        self->finish("reset", true, 0, "client: " + ec.message());
-                        return;
-                      }
-                      self->bytes_down_ += n;
-                      self->touch();
-                      self->pump_down();
-                    });
 }
 
 void Session::arm_idle_timer() {
@@ -710,26 +574,28 @@ void Session::finish(const std::string& outcome, bool reset, int status,
   close_socket(upstream_, reset);
   up_pipe_ = SplicePipe{};
   down_pipe_ = SplicePipe{};
-  if (verdict_.allowed) {
-    ClosedRecord record;
-    record.module = module_->id;
-    record.client = client_text_;
-    record.method = request_ ? request_->method : "";
-    record.destination = destination_;
-    record.address = connected_to_;
-    record.bytes_up = bytes_up_;
-    record.bytes_down = bytes_down_;
-    record.duration_ms = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_).count());
-    record.outcome = outcome;
-    record.status = status;
-    record.upstream_status = upstream_status_;
-    record.reason = reason;
-    server_.log.closed(record);
-  }
+  if (verdict_.allowed) log_closed(outcome, status, reason);
   --module_->active;
   --server_.active_total;
   server_.sessions.erase(this);
+}
+
+void Session::log_closed(const std::string& outcome, int status, const std::string& reason) {
+  ClosedRecord record;
+  record.module = module_->id;
+  record.client = client_text_;
+  record.method = request_ ? request_->method : "";
+  record.destination = destination_;
+  record.address = connected_to_;
+  record.bytes_up = bytes_up_;
+  record.bytes_down = bytes_down_;
+  record.duration_ms = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_).count());
+  record.outcome = outcome;
+  record.status = status;
+  record.upstream_status = upstream_status_;
+  record.reason = reason;
+  server_.log.closed(record);
 }
 
 }  // namespace oarbank::proxy

@@ -1,7 +1,8 @@
 // One client connection: read and judge the request head, resolve, connect, then relay a
-// CONNECT tunnel (in the kernel, splice_pipe.hpp) or one forwarded plain-HTTP request. Memory is
-// bounded per connection (two fixed buffers, or two pipes); every phase has its timeout; every
-// path closes both sockets.
+// CONNECT tunnel (in the kernel, splice_pipe.hpp) or forward a plain-HTTP request
+// (http_forward.cpp), after which a kept-alive connection starts over with its next request,
+// judged on its own. Memory is bounded per connection (two fixed buffers, or two pipes); every
+// phase has its timeout; every path closes both sockets.
 #pragma once
 
 #include <asio/ip/tcp.hpp>
@@ -13,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "proxy/chunked_body.hpp"
 #include "proxy/decision.hpp"
 #include "proxy/http_request.hpp"
+#include "proxy/message_body.hpp"
 #include "proxy/server_state.hpp"
 #include "proxy/splice_pipe.hpp"
 
@@ -67,6 +68,8 @@ class Session : public std::enable_shared_from_this<Session> {
   enum class Phase { Head, Deciding, Connecting, Relaying, Refusing, Done };
   enum class Direction { Up, Down };  // client to upstream, upstream to client
 
+  // The header_read_timeout for the request head now awaited.
+  void arm_head_timer();
   void read_head();
   void on_head(const RequestParse& parse);
   void on_verdict(Verdict verdict);
@@ -81,7 +84,25 @@ class Session : public std::enable_shared_from_this<Session> {
   void linger_close();
   void drain_client();
   void start_tunnel();
+  // Forwarding an absolute-form request (http_forward.cpp).
   void start_forward();
+  void forward_request_body();
+  // Writes the head (when `head`) and `forward` bytes of up_buf_ from `offset`, then the body's
+  // tail once it is complete, to the upstream.
+  void write_request(bool head, std::size_t offset, std::size_t forward);
+  // Bytes after the request body (pipelined requests) are held for the next turn, undecided.
+  void hold_pipelined(const char* data, std::size_t size);
+  void read_response_head();
+  void on_response_bytes();
+  void write_response(std::size_t offset, std::size_t size, bool with_head);
+  void forward_response_body();
+  void response_done();
+  // The connection carries another request: log this one's end, reset, read the next head.
+  void next_request();
+  // The forwarding callbacks of an earlier request, still queued, do nothing.
+  [[nodiscard]] bool stale(std::uint64_t serial) const {
+    return phase_ != Phase::Relaying || serial != serial_;
+  }
   // Relays `direction` of a CONNECT tunnel through a buffer (pump_up/pump_down) until a read
   // fills it, then in the kernel (switch_to_splice, splice_relay) while pipes can be had.
   void relay(Direction direction);
@@ -90,17 +111,16 @@ class Session : public std::enable_shared_from_this<Session> {
   void splice_relay(Direction direction, bool woke_readable);
   void pump_up();
   void pump_down();
-  void read_response_head();
-  void on_response_bytes();
   void up_finished();
   void down_finished();
-  std::size_t body_take(char* data, std::size_t size, bool& malformed);
   void arm_idle_timer();
   void touch() { last_activity_ = std::chrono::steady_clock::now(); }
   // Closes both sockets (with RST when `reset`), logs the closed line when the connection
   // was allowed, releases the slot. Idempotent.
   void finish(const std::string& outcome, bool reset, int status = 0,
               const std::string& reason = {});
+  // The closed line of the request now ending (allowed requests only).
+  void log_closed(const std::string& outcome, int status, const std::string& reason);
   DecisionRecord decision_record() const;
 
   ServerState& server_;
@@ -138,12 +158,17 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string out_head_;  // the forwarded request head, or the refusal, or the response head
   std::string response_head_;
 
-  // Forwarding: where the request body ends.
-  bool body_done_ = true;
-  std::uint64_t body_remaining_ = 0;
-  std::optional<ChunkedBodyTracker> chunked_;
+  // Forwarding: where the request body and the response body end.
+  MessageBody request_body_;
+  MessageBody response_body_;
+  std::string request_tail_;   // the request body's canonical trailer section
+  std::string response_tail_;  // the response body's
+  std::string pipelined_;      // what the client sent after the request body
   std::optional<int> upstream_status_;
   bool response_started_ = false;
+  bool request_sent_ = false;  // the head and the whole body are written upstream
+  bool keep_alive_ = false;    // the client's connection carries another request after this
+  std::uint64_t serial_ = 0;   // the number of the request on this connection, from 0
 
   bool up_done_ = false;
   bool down_done_ = false;

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Whole-system tests of sandbox-run's egress confinement (issue 5; docs/proxy.md,
 # "Whole-system tests"): test hosts in a network namespace made here, a real DNS server
-# (dnsmasq) answering test names, and real clients (curl, python3) inside sandbox-run.
+# (dnsmasq) answering test names, and real clients (curl, python3, node) inside sandbox-run; a
+# request-smuggling corpus (smuggling.py) against a recording upstream (issue 13).
 #
 #   tests/e2e/run-egress-e2e.sh BUILD_DIR
 #
 # Needs root (network namespaces, veths) and Debian's dnsmasq-base, iproute2, openssl, curl,
-# python3. Prints "ok CASE" or "FAIL CASE: why" per case and "N passed, M failed" last; exits 1
+# python3, nodejs. Prints "ok CASE" or "FAIL CASE: why" per case and "N passed, M failed" last; exits 1
 # on any failure. Not root: one skip line, exit 0. Traffic goes only to 198.51.100.0/24 (or
 # 203.0.113.0/24 when another test holds that), on a veth pair to the namespace made here (no
 # route leaves it), and to loopback.
@@ -25,12 +26,12 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 0
 fi
 missing=()
-for tool in ip dnsmasq openssl curl "$PY" timeout; do
+for tool in ip dnsmasq openssl curl "$PY" node timeout; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if [[ ! -x $AGENT ]]; then missing+=("$AGENT"); fi
 if ((${#missing[@]})); then
-  echo "FAIL setup: missing ${missing[*]} (Debian: dnsmasq-base iproute2 openssl curl python3)"
+  echo "FAIL setup: missing ${missing[*]} (Debian: dnsmasq-base iproute2 openssl curl python3 nodejs)"
   echo "0 passed, 1 failed"
   exit 1
 fi
@@ -132,7 +133,7 @@ printf 'subjectAltName=DNS:allowed.test,DNS:flip.test,DNS:denied.test,IP:%s,IP:%
   "$ALLOWED" "$OTHER" >"$T/pki/server.ext"
 openssl x509 -req -in "$T/pki/server.csr" -CA "$BUNDLE/ca.pem" -CAkey "$T/pki/ca.key" \
   -CAcreateserial -days 2 -extfile "$T/pki/server.ext" -out "$T/pki/server.pem" 2>/dev/null
-cp "$HERE/client.py" "$BUNDLE/client.py"
+cp "$HERE/client.py" "$HERE/smuggling.py" "$HERE/node_client.js" "$BUNDLE/"
 chmod -R a+rX "$BUNDLE"
 
 # The hosts' namespace: one veth, the test hosts' addresses on its far end, no default route.
@@ -228,6 +229,7 @@ cat >"$POLICY" <<EOF
   "temp": "$T/module-tmp",
   "net": "egress-allowlist",
   "egress": ["allowed.test:443", "allowed.test:80", "allowed.test:7", "allowed.test:9",
+             "allowed.test:8080",
              "flip.test:443", "mixed.test:443", "loop.test:443", "meta.test:80",
              "nx.test:443", "$NET.1:443"]
 }
@@ -314,6 +316,61 @@ expect_page python-https-allowed "hello from $ALLOWED over https path /py" \
 module python-http-allowed "${CLIENT[@]}" get http://allowed.test/py "$BUNDLE/ca.pem"
 expect_page python-http-allowed "hello from $ALLOWED over http path /py" \
   "allow|allowed.test:80|$ALLOWED"
+
+# Node's own proxy idioms (issue 13): an absolute URL as the path of a request to the proxy
+# (Node sends the proxy's address as Host), CONNECT with http.request, and a keep-alive agent
+# whose one connection carries requests decided one by one (the last one refused).
+NODE=(/usr/bin/env node "$BUNDLE/node_client.js")
+module node-http-allowed "${NODE[@]}" get http://allowed.test/node
+expect_page node-http-allowed "hello from $ALLOWED over http path /node" \
+  "allow|allowed.test:80|$ALLOWED" "closed|allowed.test:80|$ALLOWED:80|closed/stopped|*|*"
+module node-connect-allowed "${NODE[@]}" connect allowed.test:443 "$BUNDLE/ca.pem" /node-tls
+expect_page node-connect-allowed "hello from $ALLOWED over https path /node-tls" \
+  "allow|allowed.test:443|$ALLOWED"
+module node-connect-denied "${NODE[@]}" connect denied.test:443 "$BUNDLE/ca.pem" /
+why=$(logcheck node-connect-denied "refuse|403|denied.test:443|*")
+if [[ $RC -eq 1 && $OUT == *"STATUS 403"* && -z $why ]]; then
+  ok node-connect-denied
+else
+  fail node-connect-denied "exit $RC: $(oneline "$OUT") ${why}"
+fi
+module node-keepalive "${NODE[@]}" keepalive http://allowed.test:8080/k1 \
+  http://allowed.test:8080/k2 http://denied.test/k3
+why=$(logcheck node-keepalive "allow|allowed.test:8080|$ALLOWED" "allow|allowed.test:8080|$ALLOWED" \
+  "refuse|403|denied.test:80|*")
+want=$'STATUS 200 reused=false\nrecorded GET /k1 HTTP/1.1\nSTATUS 200 reused=true\nrecorded GET /k2 HTTP/1.1\nSTATUS 403 reused=true'
+if [[ $RC -eq 1 && $OUT == "$want"* && -z $why ]]; then
+  ok node-keepalive
+else
+  fail node-keepalive "exit $RC: $(oneline "$OUT") ${why}"
+fi
+# curl reuses the proxy connection for its second URL once the first response kept it.
+module curl-keepalive /usr/bin/curl -sS --max-time 15 -w 'CONNECTS=%{num_connects}\n' \
+  http://allowed.test:8080/c1 http://allowed.test:8080/c2
+why=$(logcheck curl-keepalive "allow|allowed.test:8080|$ALLOWED" "allow|allowed.test:8080|$ALLOWED")
+want=$'recorded GET /c1 HTTP/1.1\nCONNECTS=1\nrecorded GET /c2 HTTP/1.1\nCONNECTS=0'
+if [[ $RC -eq 0 && $OUT == "$want" && -z $why ]]; then
+  ok curl-keepalive
+else
+  fail curl-keepalive "exit $RC: $(oneline "$OUT") ${why}"
+fi
+: >"$STATE/requests.jsonl" # the smuggling corpus below accounts for every request from here on
+
+# The request-smuggling corpus: each case on its own connection from inside the sandbox, what
+# the client is answered and exactly what the recording upstream received, per case.
+module smuggling "$PY" "$BUNDLE/smuggling.py" run
+sleep 0.3 # the recorder writes a connection's line once the proxy has closed it
+while IFS= read -r line; do
+  case $line in
+    ok\ *) ok "${line#ok }" ;;
+    FAIL\ *)
+      line=${line#FAIL }
+      fail "${line%%: *}" "${line#*: }"
+      ;;
+    *) fail smuggling "$line" ;;
+  esac
+done < <("$PY" "$HERE/smuggling.py" check "$RUNS/smuggling.out" "$STATE/requests.jsonl" 2>&1)
+if [[ $RC -ne 0 ]]; then fail smuggling-client "exit $RC: $(oneline "$OUT")"; fi
 
 # Refused, for curl and for python: (url, status, log spec)
 refusals=(

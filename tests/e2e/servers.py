@@ -9,13 +9,20 @@ One process, one thread per listener:
   FIRST:9    upstream-first half-close: sends 65536 pattern bytes, shuts its write side,
                           reads until EOF and appends "<n> <sha256>" to STATE/upfirst.log
   FIRST:3128 recorder     appends one line per accepted connection to STATE/recorder.log
+  FIRST:8080 request recorder: reads one request (Content-Length or chunked body, trailers to
+                          the empty line), answers 200 "recorded <request line>", then reads
+                          whatever else the connection brings until its EOF, and appends
+                          {"first": <request line>, "raw": <every byte, base64>} to
+                          STATE/requests.jsonl: a second request smuggled behind the first shows
   DNS_ADDR:53 (UDP+TCP)   a DNS responder for flip.test (A answers alternate between
                           FIRST and 127.0.0.1, TTL 0) and mixed.test (both at once)
 
 Writes STATE/ready once every listener is bound. Stops on SIGTERM.
 Usage: servers.py STATE CERT KEY DNS_ADDR HOST [HOST...]
 """
+import base64
 import hashlib
+import json
 import http.server
 import os
 import signal
@@ -133,6 +140,74 @@ def recorder(conn, peer):
     conn.close()
 
 
+def read_request(conn, raw):
+    """Reads one request into `raw` (a bytearray); returns its request line ("" if none)."""
+    while b"\r\n\r\n" not in raw:
+        data = conn.recv(65536)
+        if not data:
+            return ""
+        raw += data
+    head, _, rest = bytes(raw).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    fields = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        fields[name.strip().lower()] = value.strip()
+
+    def need(pred):
+        nonlocal rest
+        while not pred(rest):
+            try:
+                data = conn.recv(65536)
+            except OSError:  # a reset inside the body: the request line is still recorded
+                return False
+            if not data:
+                return False
+            raw.extend(data)
+            rest += data
+        return True
+
+    if fields.get("transfer-encoding", "").lower() == "chunked":
+        pos = 0
+        while True:
+            if not need(lambda r: b"\r\n" in r[pos:]):
+                break
+            end = rest.index(b"\r\n", pos)
+            size = int(rest[pos:end].split(b";")[0] or b"0", 16)
+            pos = end + 2
+            if size == 0:
+                need(lambda r: b"\r\n\r\n" in b"\r\n" + r[pos:])
+                break
+            if not need(lambda r: len(r) >= pos + size + 2):
+                break
+            pos += size + 2
+    elif "content-length" in fields:
+        length = int(fields["content-length"])
+        need(lambda r: len(r) >= length)
+    return lines[0]
+
+
+def request_recorder(conn, _peer):
+    with conn:
+        conn.settimeout(5)
+        raw = bytearray()
+        first = ""
+        try:
+            first = read_request(conn, raw)
+            if first:
+                body = f"recorded {first}\n".encode()
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            while True:  # everything else the connection brings: a smuggled request shows here
+                data = conn.recv(65536)
+                if not data:
+                    break
+                raw += data
+        except (OSError, ValueError):
+            pass
+        append("requests.jsonl", json.dumps({"first": first,
+                                             "raw": base64.b64encode(bytes(raw)).decode()}))
+
+
 # --- DNS (just enough of RFC 1035 for one question) ---
 FLIP = {"count": 0}
 
@@ -211,7 +286,8 @@ def main():
         servers.append(Server((host, 80), Handler))
         servers.append(TlsServer((host, 443), HttpsHandler, context))
     raw = [(tcp_listener(FIRST, 7), echo), (tcp_listener(FIRST, 9), upstream_first),
-           (tcp_listener(FIRST, 3128), recorder), (tcp_listener(DNS_ADDR, 53), dns_tcp)]
+           (tcp_listener(FIRST, 3128), recorder), (tcp_listener(FIRST, 8080), request_recorder),
+           (tcp_listener(DNS_ADDR, 53), dns_tcp)]
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.bind((DNS_ADDR, 53))
     for s in servers:

@@ -321,12 +321,13 @@ TEST(ProxyServer, AbsoluteUriForwardedWithHopByHopStripped) {
                    "Trailer: X-Sum\r\n"
                    "Upgrade: websocket\r\n"
                    "User-Agent: test\r\n\r\n");
-  const std::string response = recv_all(fd);
+  // The client offered keep-alive and the response has a length: the connection stays open
+  // (http_forward_test.cpp), and the proxy's own "Connection: close" is not added.
+  const std::string response = recv_until(fd, "ok");
   ::close(fd);
   EXPECT_EQ(seen, "GET /path?q=1 HTTP/1.1\r\nHost: " + authority +
                       "\r\nUser-Agent: test\r\nConnection: close\r\n\r\n");
-  EXPECT_EQ(response,
-            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Public: 2\r\nConnection: close\r\n\r\nok");
+  EXPECT_EQ(response, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Public: 2\r\n\r\nok");
   auto closed = proxy.wait_for_log("closed", 1);
   ASSERT_EQ(closed.size(), 1u);
   EXPECT_EQ(closed[0]["upstream_status"], 200);
@@ -406,7 +407,7 @@ TEST(ProxyServer, HostileTargetsAreRefused) {
            "CONNECT 0177.0.0.1:80 HTTP/1.1\r\n\r\n",
            "CONNECT [::1%25lo]:80 HTTP/1.1\r\n\r\n",
            "CONNECT a@127.0.0.1:80 HTTP/1.1\r\n\r\n",
-           "GET http://127.0.0.1/ HTTP/1.1\r\nHost: evil.com\r\n\r\n",
+           "GET http://127.0.0.1/ HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n\r\n",
            "GET http://127.0.0.1/ HTTP/1.1\nHost: 127.0.0.1\n\n",
            "POST http://127.0.0.1/ HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: "
            "chunked\r\n\r\n",
