@@ -87,6 +87,9 @@ mkdir -p "$bundle"
 cat >"$bundle/run.sh" <<'EOF'
 #!/bin/sh
 id=$1
+# alpha's module ignores the stop's SIGTERM itself: only sandbox-run's cgroup.kill, after its
+# grace period (--kill-after, 10 s), ends it.
+[ "${2:-}" != ignore-term ] || trap '' TERM
 sh -c 'trap "" TERM; while :; do sleep 1; done' &
 (sleep 3600 &)
 if setsid true 2>/dev/null; then ss=setsid-ok; else ss=setsid-refused; fi
@@ -109,8 +112,8 @@ EOF
 chmod 0755 "$bundle/run.sh"
 for id in alpha beta; do
   case $id in
-    alpha) cpu=0.5 mem=96Mi ;;
-    beta) cpu=0.25 mem=64Mi ;;
+    alpha) cpu=0.5 mem=96Mi extra=ignore-term ;;
+    beta) cpu=0.25 mem=64Mi extra='' ;;
   esac
   cat >"$bundle/$id.policy.json" <<EOF
 {
@@ -123,7 +126,7 @@ for id in alpha beta; do
   "reservations": { "cpu": $cpu, "memory": "$mem" }
 }
 EOF
-  printf 'OARBANK_POLICY=%s\nOARBANK_ARGV=%s %s\n' "$bundle/$id.policy.json" "$bundle/run.sh" "$id" \
+  printf 'OARBANK_POLICY=%s\nOARBANK_ARGV=%s %s %s\n' "$bundle/$id.policy.json" "$bundle/run.sh" "$id" "$extra" \
     >"/etc/oarbank/modules/$id.env"
 done
 
@@ -272,16 +275,23 @@ cp /root/agent.json.edited /etc/oarbank/agent.json
 check "and back (ipc=enforced)" until_true 60 grep -qx 'feature.node.kubernetes.io/oarbank-sandbox.ipc=enforced' "$nfd_file"
 expect "no temporary file beside it" "" "$(ls -A "$(dirname "$nfd_file")" | grep -v '^oarbank-sandbox$' || true)"
 
-section "systemctl stop: alpha"
+section "systemctl stop: alpha, whose module ignores SIGTERM"
 start=$(now)
 check "systemctl stop oarbank-agent@alpha" systemctl stop oarbank-agent@alpha
 took=$(elapsed_since "$start")
-if awk -v t="$took" 'BEGIN { exit !(t < 30) }'; then ok "stopped within TimeoutStopSec=30s (${took} s)"; else fail "the stop took ${took} s"; fi
-expect "alpha ended cleanly (SuccessExitStatus=143), not failed" inactive "$(systemctl is-active oarbank-agent@alpha.service)"
-echo "alpha: Result=$(systemctl show -P Result oarbank-agent@alpha.service) ExecMainCode=$(systemctl show -P ExecMainCode oarbank-agent@alpha.service) ExecMainStatus=$(systemctl show -P ExecMainStatus oarbank-agent@alpha.service); sandbox-run's last lines:"
-journalctl -q --no-pager -o cat -u oarbank-agent@alpha.service | tail -n 3
+# sandbox-run's grace period (10 s), then cgroup.kill: before systemd's own SIGKILL at 30 s.
+if awk -v t="$took" 'BEGIN { exit !(t >= 9 && t < 30) }'; then
+  ok "stopped by sandbox-run's cgroup.kill after its grace period, within TimeoutStopSec=30s (${took} s)"
+else
+  fail "the stop took ${took} s (want 10 s, sandbox-run's --kill-after, and under 30 s)"
+fi
+# Killed, not stopped: the unit says so (137, SIGKILL), and stays listed until reset-failed.
+expect "alpha: the module's end is reported (sandbox-run exit 137)" "failed 137" \
+  "$(systemctl is-active oarbank-agent@alpha.service) $(systemctl show -P ExecMainStatus oarbank-agent@alpha.service)"
+journalctl -q --no-pager -o cat -u oarbank-agent@alpha.service | tail -n 4
 gone alpha "$alpha_pids" "$alpha_ns" "$alpha_cg"
 expect "beta still runs" active "$(systemctl is-active oarbank-agent@beta.service)"
+systemctl reset-failed oarbank-agent@alpha.service
 
 section "systemctl kill --signal=SIGKILL of beta's supervisor alone, then a restart"
 beta_ns_now=$(ls -l "/proc/$beta_module/ns/" 2>/dev/null | sed -n 's/.*-> [a-z_]*:\[\([0-9]*\)\]$/\1/p' | grep -vxF "$namespaces_before" | tr '\n' ' ')
@@ -305,7 +315,12 @@ expect "the new version is installed" "$(dpkg-deb -f "$OARBANK_DEB" Version)" "$
 check "agent.json is the operator's edited file" cmp /root/agent.json.edited /etc/oarbank/agent.json
 check "no agent.json.dpkg-* beside it" sh -c '! ls /etc/oarbank/agent.json.dpkg-* 2>/dev/null'
 expect "an upgrade leaves a running module running" active "$(systemctl is-active oarbank-agent@beta.service)"
+start=$(now)
 check "systemctl stop oarbank-agent@beta" systemctl stop oarbank-agent@beta
+took=$(elapsed_since "$start")
+if awk -v t="$took" 'BEGIN { exit !(t < 5) }'; then ok "beta, whose module dies of SIGTERM, stopped at once (${took} s)"; else fail "beta's stop took ${took} s"; fi
+expect "beta ended cleanly (SuccessExitStatus=143), not failed" inactive "$(systemctl is-active oarbank-agent@beta.service)"
+journalctl -q --no-pager -o cat -u oarbank-agent@beta.service | tail -n 3
 gone beta "$beta_pids2 $beta_pids" "$beta_ns_now $module_ns" "$beta_cg2"
 
 section "dpkg --purge leaves nothing"
