@@ -41,8 +41,9 @@ payload="$build_dir/tests/oarbank-probe-payload"
 [[ -x $payload ]] || die "$payload is missing (ninja -C $build_dir oarbank-probe-payload)"
 # The integration suite has the agent's and the payload's absolute paths baked in; the guest
 # gets both at their own paths, so the suite must be the one built with them.
+# (The systemd case runs the packaged agent, not these.)
 suite=''
-if [[ ${OARBANK_VM_SUITE:-1} != 0 ]]; then
+if [[ ${OARBANK_VM_SUITE:-1} != 0 ]] && printf '%s\n' "${cases[@]}" | grep -qvx 6.12-systemd; then
   suite="$build_dir/tests/oarbank-integration-tests"
   skipstep="$build_dir/tests/oarbank-agent-skipstep"
   [[ -x $suite ]] || die "$suite is missing (ninja -C $build_dir oarbank-integration-tests; OARBANK_VM_SUITE=0 leaves it out)"
