@@ -21,7 +21,6 @@
 # About 45-70 s from nothing on a 2-core machine; prints the cpio's path.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 die() { echo "fetch-rootfs: $*" >&2; exit 1; }
 note() { echo "fetch-rootfs: $*" >&2; }
 
@@ -61,6 +60,10 @@ if [[ $(id -u) -ne 0 ]]; then
   as_root=(sudo -n)
 fi
 
+# A build killed half-way left its folder: under the lock, every one is stale.
+for stale in "$cache_dir"/.rootfs.*; do
+  [[ ! -d $stale ]] || "${as_root[@]}" rm -rf "$stale"
+done
 tmp=$(mktemp -d "$cache_dir/.rootfs.XXXXXX")
 trap '"${as_root[@]}" rm -rf "$tmp"' EXIT
 root=$tmp/root
