@@ -314,7 +314,9 @@ beta_pids2="$main_pid $leaf_pids" beta_cg2=$cg
 expect "beta: the restarted module is a new process" yes "$([ "$module_pid" != "$beta_module" ] && echo yes || echo no)"
 
 section "a .deb upgrade keeps the edited /etc/oarbank/agent.json"
+rm -f "$nfd_file"
 check "dpkg -i the package under test (an upgrade)" dpkg -i "$OARBANK_DEB"
+check "the upgrade writes the enabled NFD file again" until_true 30 test -s "$nfd_file"
 expect "the new version is installed" "$(dpkg-deb -f "$OARBANK_DEB" Version)" "$(dpkg-query -W -f '${Version}' oarbank-agent)"
 check "agent.json is the operator's edited file" cmp /root/agent.json.edited /etc/oarbank/agent.json
 check "no agent.json.dpkg-* beside it" sh -c '! ls /etc/oarbank/agent.json.dpkg-* 2>/dev/null'
