@@ -7,8 +7,9 @@
 #                  PID 1: the .deb installed, modules run as oarbank-agent@ID.service on the
 #                  unified cgroup2 layout, stop/kill/restart, two units, the report, the NFD
 #                  file, an upgrade and a purge (guest-systemd.sh)
-# In each busybox guest the integration suite (tests/oarbank-integration-tests) runs too: all of it on
-# 6.12, the tests meaningful where no launch can run (every one refused with 70) on the others.
+# In each busybox guest the integration suite (tests/oarbank-integration-tests) runs too: all
+# of it on 6.12, the tests meaningful where no launch can run (every one refused with 70) on the
+# others.
 #
 # Usage: tests/vm/run-kernel-matrix.sh BUILD_DIR [CASE...]
 #   BUILD_DIR holds oarbank-agent, tests/oarbank-probe-payload and
@@ -28,7 +29,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 die() { echo "run-kernel-matrix: $*" >&2; exit 1; }
 
-[[ $# -ge 1 ]] || { sed -n '13,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[[ $# -ge 1 ]] || { sed -n '14,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 build_dir=$(cd "$1" && pwd) || die "no build folder $1"
 shift
 all_cases=(6.1 6.12 6.12-no-ll 6.12-systemd)
