@@ -9,7 +9,10 @@ set(OARBANK_DOC_DIR share/doc/oarbank-agent)
 # lib/systemd/system under /usr: where systemd looks on merged-/usr systems (Debian 12) and
 # on split ones alike, and where Debian is moving every unit.
 install(FILES packaging/systemd/oarbank-agent@.service packaging/systemd/oarbank.slice
+              packaging/systemd/oarbank-nfd.service packaging/systemd/oarbank-nfd.path
         DESTINATION lib/systemd/system)
+# What oarbank-nfd.service runs: a helper, not a command for users (so not in /usr/bin).
+install(PROGRAMS packaging/nfd/oarbank-nfd-features DESTINATION lib/oarbank-agent)
 # Absolute: /etc is not under the prefix. It is a conffile (packaging/debian/conffiles), so
 # an upgrade keeps the operator's edits.
 install(FILES packaging/agent.json DESTINATION /etc/oarbank)

@@ -18,6 +18,8 @@ packages=(
   nodejs
   # tests/vm: real Debian kernels under qemu (software emulation); qboot.rom is in qemu-system-data
   qemu-system-x86 qemu-system-data busybox-static
+  # tests/vm, the systemd guest: its Debian 12 root file system (fetch-rootfs.sh, cached)
+  debootstrap
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is needed, builds, runs the unit and integration tests
-# on this machine's kernel, the kernel matrix under qemu (tests/vm), then the tests again under
+# on this machine's kernel, the .deb's checks, the kernel matrix under qemu (tests/vm) and the
+# .deb in a booted systemd guest (tests/vm, 6.12-systemd), then the tests again under
 # AddressSanitizer and UndefinedBehaviorSanitizer, then the fuzzers (policy, configuration and proxy parsers) briefly. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,7 +70,12 @@ deb=$(./scripts/package.sh)
 tests/packaging/check-deb.sh "$deb"
 
 stage vm "the kernel matrix: Debian 12's 6.1 (Landlock ABI 2) and 6.12 (ABI 6) kernels, and 6.12 with Landlock disabled, under qemu, with the integration suite in each"
-tests/vm/run-kernel-matrix.sh build
+tests/vm/run-kernel-matrix.sh build 6.1 6.12 6.12-no-ll
+
+# The .deb from the deb stage, under systemd: its root file system is built on the first run on
+# a machine (debootstrap, about a minute) and cached with the kernels.
+stage vm-systemd "the production path: a Debian 12 guest booted with systemd on the 6.12 kernel, the .deb installed, modules run as oarbank-agent@ID.service"
+OARBANK_VM_DEB=$deb tests/vm/run-kernel-matrix.sh build 6.12-systemd
 
 stage asan-build "build (ASan + UBSan): what is left of it after the stages it ran behind"
 collect

@@ -51,6 +51,9 @@ check "/usr/bin/oarbank-agent, 0755 root" listed usr/bin/oarbank-agent -rwxr-xr-
 check "the unit in /usr/lib/systemd/system" \
   listed "usr/lib/systemd/system/oarbank-agent@.service" -rw-r--r--
 check "the slice in /usr/lib/systemd/system" listed usr/lib/systemd/system/oarbank.slice -rw-r--r--
+check "the NFD report's service" listed usr/lib/systemd/system/oarbank-nfd.service -rw-r--r--
+check "the NFD report's path unit" listed usr/lib/systemd/system/oarbank-nfd.path -rw-r--r--
+check "the NFD report's helper, 0755 root" listed usr/lib/oarbank-agent/oarbank-nfd-features -rwxr-xr-x
 check "/etc/oarbank/agent.json, 0644 root" listed etc/oarbank/agent.json -rw-r--r--
 check "the example env file" listed usr/share/doc/oarbank-agent/examples/hello.env -rw-r--r--
 check "docs/packaging.md" listed usr/share/doc/oarbank-agent/packaging.md -rw-r--r--
@@ -111,11 +114,14 @@ if command -v systemd-analyze >/dev/null; then
   units=$tmp/units
   mkdir -p "$units"
   sed "s#/usr/bin/oarbank-agent#$agent#g" "$unit" >"$units/oarbank-agent@check.service"
-  cp "$root/usr/lib/systemd/system/oarbank.slice" "$units/"
+  cp "$root/usr/lib/systemd/system/oarbank.slice" "$root/usr/lib/systemd/system/oarbank-nfd.path" "$units/"
+  sed "s#/usr/lib/oarbank-agent/#$root/usr/lib/oarbank-agent/#g" \
+    "$root/usr/lib/systemd/system/oarbank-nfd.service" >"$units/oarbank-nfd.service"
   verify() {
     local output
     if ! output=$(systemd-analyze verify "$units/oarbank-agent@check.service" \
-      "$units/oarbank.slice" 2>&1) || [[ -n $output ]]; then
+      "$units/oarbank.slice" "$units/oarbank-nfd.service" "$units/oarbank-nfd.path" 2>&1) ||
+      [[ -n $output ]]; then
       echo "$output"
       return 1
     fi
@@ -142,6 +148,21 @@ check_example() {
   }
 }
 check "the example policy is valid (sandbox-check: 0 or 70)" check_example
+check "the NFD helper parses (sh -n)" sh -n "$root/usr/lib/oarbank-agent/oarbank-nfd-features"
+# The NFD helper writes the file whole; a report that fails otherwise than 70 removes it.
+nfd_helper() {
+  local out=$tmp/nfd/features.d/oarbank-sandbox status=0
+  sed "s#/usr/bin/oarbank-agent#$agent#" "$root/usr/lib/oarbank-agent/oarbank-nfd-features" >"$tmp/nfd-helper"
+  OARBANK_NFD_FILE=$out OARBANK_AGENT_CONFIG=$root/etc/oarbank/agent.json sh "$tmp/nfd-helper" || status=$?
+  [[ $status -eq 0 || $status -eq 70 ]] || { echo "exit $status"; return 1; }
+  grep -q '^feature.node.kubernetes.io/oarbank-sandbox.filesystem=' "$out" || { cat "$out"; return 1; }
+  [[ -z $(find "$tmp/nfd" -name '.oarbank-sandbox.*') ]] || { echo "a temporary file is left"; return 1; }
+  echo '{ "no_such_key": 1 }' >"$tmp/bad.json"
+  status=0
+  OARBANK_NFD_FILE=$out OARBANK_AGENT_CONFIG=$tmp/bad.json sh "$tmp/nfd-helper" 2>/dev/null || status=$?
+  [[ $status -eq 78 && ! -e $out ]] || { echo "bad agent.json: exit $status, file left: $([[ -e $out ]] && echo yes)"; return 1; }
+}
+check "the NFD helper writes the report, and removes it when agent.json is invalid" nfd_helper
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -4,7 +4,7 @@
 #
 # Usage: tests/vm/run-in-vm.sh --kernel 6.1|6.12|PATH/TO/VMLINUZ --guest-script SCRIPT
 #          [--append 'EXTRA KERNEL ARGS'] [--file HOSTPATH[:GUESTPATH]]... [--env NAME=VALUE]...
-#          [--timeout SECONDS] [--memory MIB] [--cache-dir DIR]
+#          [--timeout SECONDS] [--memory MIB] [--cache-dir DIR] [--rootfs CPIO]
 #
 #   --kernel        a series fetched by fetch-kernels.sh into the cache (fetched on demand),
 #                   or a vmlinuz file
@@ -17,6 +17,12 @@
 #   --timeout       seconds before qemu is killed (default $OARBANK_VM_TIMEOUT or 120)
 #   --memory        guest memory in MiB (default 512)
 #   --cache-dir     the kernel cache (default as fetch-kernels.sh)
+#   --rootfs        boot this root file system instead of the busybox one: a newc cpio with
+#                   /init (fetch-rootfs.sh makes a Debian 12 one whose /init is systemd). The
+#                   files, the env and the script are packed into a second cpio appended to
+#                   it, with a unit, oarbank-guest.service, that runs the script once the
+#                   system is up (after basic.target, as a oneshot wanted by
+#                   multi-user.target), prints the result line and powers off
 #
 # The guest's /init mounts proc, sysfs, devtmpfs (/dev), devpts (/dev/pts) and cgroup2 (/tmp is the initramfs's own)
 # (/sys/fs/cgroup), writes /etc/passwd and /etc/group with root and nobody (65534) if they
@@ -30,7 +36,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 usage() { sed -n '5,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "run-in-vm: $1" >&2; exit "${2:-1}"; }
 
-kernel='' script='' append='' timeout_s=${OARBANK_VM_TIMEOUT:-120} memory=512 cache_dir=''
+kernel='' script='' append='' timeout_s=${OARBANK_VM_TIMEOUT:-120} memory=512 cache_dir='' rootfs=''
 files=() envs=()
 while (($#)); do
   case "$1" in
@@ -42,6 +48,7 @@ while (($#)); do
     --timeout) timeout_s=${2:?}; shift 2 ;;
     --memory) memory=${2:?}; shift 2 ;;
     --cache-dir) cache_dir=${2:?}; shift 2 ;;
+    --rootfs) rootfs=${2:?}; shift 2 ;;
     -h|--help) usage ;;
     *) echo "run-in-vm: unknown argument '$1'" >&2; usage ;;
   esac
@@ -49,6 +56,7 @@ done
 [[ -n $kernel && -n $script ]] || usage
 [[ -f $script ]] || die "guest script $script does not exist" 2
 [[ $timeout_s =~ ^[0-9]+$ && $memory =~ ^[0-9]+$ ]] || die "--timeout and --memory take numbers" 2
+[[ -z $rootfs || -s $rootfs ]] || die "--rootfs $rootfs does not exist" 2
 
 qemu=$(command -v qemu-system-x86_64) ||
   die "needs qemu-system-x86_64 (apt-get install qemu-system-x86; scripts/install-deps.sh)"
@@ -74,11 +82,16 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/oarbank-vm.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 root="$work/root"
 umask 022
-mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,etc,root,run,var,oarbank-vm}
-
-# busybox; /init links its applets (one process in the guest, not 400 here).
-cp "$busybox" "$root/bin/busybox"
-ln -s busybox "$root/bin/sh"
+if [[ -z $rootfs ]]; then
+  mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,etc,root,run,var,oarbank-vm}
+  # busybox; /init links its applets (one process in the guest, not 400 here).
+  cp "$busybox" "$root/bin/busybox"
+  ln -s busybox "$root/bin/sh"
+else
+  # Only what the appended archive adds: the kernel gives an existing directory the mode and
+  # owner of a later entry for it, so /root (0700) and /tmp (1777) must not appear here.
+  mkdir -p "$root/oarbank-vm"
+fi
 
 # The caller's files.
 for spec in "${files[@]}"; do
@@ -106,6 +119,27 @@ for e in "${envs[@]}"; do
   printf 'export %s=%q\n' "${e%%=*}" "${e#*=}" >>"$root/oarbank-vm/env"
 done
 
+if [[ -n $rootfs ]]; then
+  mkdir -p "$root/etc/systemd/system/multi-user.target.wants"
+  cat >"$root/etc/systemd/system/oarbank-guest.service" <<'EOF'
+[Unit]
+Description=oarbank guest checks
+# Powers the guest off however the script ends (qemu runs with -no-reboot).
+SuccessAction=poweroff-immediate
+FailureAction=poweroff-immediate
+
+[Service]
+Type=oneshot
+TimeoutStartSec=infinity
+StandardInput=null
+StandardOutput=tty
+StandardError=tty
+TTYPath=/dev/console
+Environment=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+ExecStart=/bin/sh -c '. /oarbank-vm/env; cd /; sh /oarbank-vm/guest-script; echo "OARBANK-VM-RESULT rc=$?"; sync'
+EOF
+  ln -s ../oarbank-guest.service "$root/etc/systemd/system/multi-user.target.wants/oarbank-guest.service"
+else
 cat >"$root/init" <<'EOF'
 #!/bin/busybox sh
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -143,10 +177,13 @@ poweroff -f
 reboot -f
 EOF
 chmod 0755 "$root/init"
+fi
 
-# newc, uncompressed (nothing to gunzip in an emulated CPU), everything owned by root.
+# newc, uncompressed (nothing to gunzip in an emulated CPU), everything owned by root. With
+# --rootfs, appended to that archive: the kernel unpacks concatenated archives in turn.
+[[ -z $rootfs ]] || cp "$rootfs" "$work/initrd.cpio"
 (cd "$root" && find . -mindepth 1 | sort |
-  "$busybox" cpio -o -H newc -R 0:0 --ignore-devno --renumber-inodes 2>/dev/null) >"$work/initrd.cpio"
+  "$busybox" cpio -o -H newc -R 0:0 --ignore-devno --renumber-inodes 2>/dev/null) >>"$work/initrd.cpio"
 
 bios=()
 [[ ! -f /usr/share/qemu/qboot.rom ]] || bios=(-bios /usr/share/qemu/qboot.rom)
@@ -156,7 +193,7 @@ set +e
 timeout -k 5 "$timeout_s" "$qemu" -nodefaults -no-user-config -display none \
   -machine pc ${OARBANK_VM_QEMU_CPU:+-cpu $OARBANK_VM_QEMU_CPU} -smp 1 -m "$memory" "${bios[@]}" -no-reboot \
   -kernel "$vmlinuz" -initrd "$work/initrd.cpio" \
-  -append "console=ttyS0 panic=-1 quiet ${OARBANK_VM_BASE_APPEND-mitigations=off} $append" \
+  -append "console=ttyS0 panic=-1 quiet ${OARBANK_VM_BASE_APPEND-mitigations=off}${rootfs:+ systemd.show_status=false} $append" \
   -chardev stdio,id=con,signal=off -serial chardev:con </dev/null 2>&1 |
   sed -u 's/\r$//' | tee "$log"
 qemu_rc=${PIPESTATUS[0]}
