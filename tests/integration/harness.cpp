@@ -90,6 +90,16 @@ std::string RunResult::describe() const {
   return s + " stdout=" + cut(out) + " stderr=" + cut(err);
 }
 
+void exec_in_child(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  ::execve(args[0], args.data(), envp.data());
+  ::_exit(127);
+}
+
 // --- run_command ------------------------------------------------------------------------------
 
 RunResult run_command(const std::vector<std::string>& argv, const RunOptions& options) {

@@ -67,6 +67,11 @@ gid_t module_gid();
 // groups. Only system calls (safe after fork in a threaded process). False on a failure.
 bool become_user(uid_t uid, gid_t gid);
 
+// In a test's forked child: execve(argv[0], argv, env), else _exit(127). It allocates, so only
+// for children of a test that forks while it has one thread.
+[[noreturn]] void exec_in_child(const std::vector<std::string>& argv,
+                                const std::vector<std::string>& env);
+
 // --- Files --------------------------------------------------------------------------------
 
 void write_file(const std::string& path, const std::string& content, mode_t mode = 0644);

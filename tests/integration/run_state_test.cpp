@@ -59,13 +59,7 @@ pid_t start(const std::vector<std::string>& argv, const std::vector<std::string>
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     if (user && !become_user(*user, *user)) ::_exit(126);
-    std::vector<char*> args, envp;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
+    exec_in_child(argv, env);
   }
   return pid;
 }

@@ -75,13 +75,7 @@ class Background {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
       if (user && !become_user(user->first, user->second)) ::_exit(126);
-      std::vector<char*> args, envp;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-      envp.push_back(nullptr);
-      ::execve(args[0], args.data(), envp.data());
-      ::_exit(127);
+      exec_in_child(argv, env);
     }
   }
   ~Background() {
@@ -379,13 +373,7 @@ TEST_P(Containment, NothingOfTheModuleIsLeftInTheProcessTable) {
     if (run == 0) {
       int null = ::open("/dev/null", O_RDWR);
       for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
-      std::vector<char*> args, envp;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      for (const auto& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
-      envp.push_back(nullptr);
-      ::execve(args[0], args.data(), envp.data());
-      ::_exit(127);
+      exec_in_child(argv, environment);
     }
     int status = 0;
     ::waitpid(run, &status, 0);
@@ -1105,14 +1093,7 @@ TEST_F(SandboxRun, AModuleStoppedAtTheTerminalStopsSandboxRunAndResumesWithIt) {
     ::ioctl(pty.slave(), TIOCSCTTY, 0);
     for (int fd = 0; fd < 3; ++fd) ::dup2(pty.slave(), fd);
     std::vector<std::string> argv = run_argv({}, payload({"stop-then-exit", "7"}));
-    std::vector<char*> args, envp;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    auto e = env();
-    for (auto& v : e) envp.push_back(v.data());
-    envp.push_back(nullptr);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
+    exec_in_child(argv, env());
   }
   // Waits (bounded) for a change of sandbox-run's state; on a hang, kills the whole session.
   auto wait_change = [&](int& status) {

@@ -62,13 +62,7 @@ class OperatorShell {
       for (int fd = 0; fd < 3; ++fd) ::dup2(terminal_, fd);
       if (input_null) ::dup2(::open("/dev/null", O_RDONLY), 0);
       if (user && !become_user(*user, *user)) ::_exit(126);
-      std::vector<char*> args, envp;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-      envp.push_back(nullptr);
-      ::execve(args[0], args.data(), envp.data());
-      ::_exit(127);
+      exec_in_child(argv, env);
     }
     ::setpgid(pid, pid);
     if (foreground) ::tcsetpgrp(terminal_, pid);
@@ -383,13 +377,7 @@ TEST_P(TerminalContainers, WithoutATerminalAStoppedModuleIsFrozenAndTimersRun) {
     for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
     const auto argv = run_argv({}, {"worker-count", tree.path("work/counter2"), "stop"});
     const auto environment = env();
-    std::vector<char*> args, envp;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    for (const auto& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
+    exec_in_child(argv, environment);
   }
   const std::string counter = tree.path("work/counter2");
   auto counted = [&] { return exists(counter) ? read_file(counter) : std::string(); };
