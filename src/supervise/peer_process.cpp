@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <sstream>
 #include <vector>
 
 #include "supervise/cgroup_leaf.hpp"
@@ -98,6 +99,57 @@ std::optional<ino_t> peer_socket_inode(int fd, std::string& problem) {
   return std::nullopt;
 }
 
+// The same lookup through /proc/net/tcp or tcp6, for a kernel whose sock_diag has no TCP
+// handler (inet_diag and tcp_diag are modules, CONFIG_INET_DIAG=m in Debian's kernels, and a
+// node without loadable modules answers every query ENOENT). The kernel prints each address
+// as the 32-bit words it holds (%08X, network order read as a host integer) and the port in
+// host order: the line whose local address is the peer's and whose remote address is ours.
+std::optional<ino_t> peer_socket_inode_from_proc(int fd, std::string& problem) {
+  sockaddr_storage local{};
+  sockaddr_storage peer{};
+  socklen_t local_length = sizeof local;
+  socklen_t peer_length = sizeof peer;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) != 0 ||
+      ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) {
+    problem = "getsockname/getpeername: " + errno_text(errno);
+    return std::nullopt;
+  }
+  const bool v6 = peer.ss_family == AF_INET6;
+  auto text = [v6](const sockaddr_storage& address) {
+    __be16 port = 0;
+    __be32 words[4] = {};
+    copy_address(address, port, words);
+    char out[48];
+    if (v6) {
+      std::snprintf(out, sizeof out, "%08X%08X%08X%08X:%04X", words[0], words[1], words[2],
+                    words[3], ntohs(port));
+    } else {
+      std::snprintf(out, sizeof out, "%08X:%04X", words[0], ntohs(port));
+    }
+    return std::string(out);
+  };
+  const std::string want_local = text(peer);
+  const std::string want_remote = text(local);
+  std::istringstream table(read_text_file(v6 ? "/proc/net/tcp6" : "/proc/net/tcp"));
+  std::string line;
+  std::getline(table, line);  // the header
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local_address, remote_address, state, queues, timer, retransmits, uid,
+        timeout;
+    unsigned long long inode = 0;
+    if (!(fields >> slot >> local_address >> remote_address >> state >> queues >> timer >>
+          retransmits >> uid >> timeout >> inode)) {
+      continue;
+    }
+    if (local_address == want_local && remote_address == want_remote) {
+      return static_cast<ino_t>(inode);
+    }
+  }
+  problem = "the connecting socket was not found (sock_diag and /proc/net/tcp)";
+  return std::nullopt;
+}
+
 std::vector<pid_t> group_members(pid_t group) {
   std::vector<pid_t> out;
   DIR* proc = ::opendir("/proc");
@@ -146,7 +198,8 @@ bool process_holds(pid_t pid, const std::string& link) {
 
 std::string peer_outside_module(int accepted_fd, const ModuleProcesses& module) {
   std::string problem;
-  const auto inode = peer_socket_inode(accepted_fd, problem);
+  auto inode = peer_socket_inode(accepted_fd, problem);
+  if (!inode) inode = peer_socket_inode_from_proc(accepted_fd, problem);
   if (!inode) return problem;
   const std::string link = "socket:[" + std::to_string(*inode) + "]";
   const std::vector<int> pids = !module.cgroup.empty()     ? read_cgroup_pids(module.cgroup)
