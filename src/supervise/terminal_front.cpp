@@ -129,6 +129,24 @@ class Front {
     leave();
     ::kill(::getpid(), SIGSTOP);
   }
+  // `stty tostop` on the operator's terminal: a background job that writes to it is stopped
+  // (SIGTTOU). The front blocks SIGTTOU, which the kernel takes as leave to write, so it
+  // stops itself instead, as that job would, and writes once continued in the foreground.
+  // Only under a shell of this session (the parent, in another group of it): in an orphaned
+  // group no one would continue it (the kernel answers EIO there), and it writes as before.
+  [[nodiscard]] bool tostop_applies() const {
+    const pid_t foreground = ::tcgetpgrp(output_);  // -1: not this session's terminal
+    if (foreground <= 0 || foreground == ::getpgrp()) return false;
+    const pid_t parent = ::getppid();
+    if (::getsid(parent) != ::getsid(0) || ::getpgid(parent) == ::getpgrp()) return false;
+    termios settings{};
+    return ::tcgetattr(output_, &settings) == 0 && (settings.c_lflag & TOSTOP) != 0;
+  }
+  void stop_for_tostop() {
+    tell(front_message::kStopped);
+    leave();
+    ::kill(::getpid(), SIGSTOP);
+  }
 
   bool read_master() {
     ssize_t n = to_operator_.fill_from(master_);
@@ -139,6 +157,7 @@ class Front {
     return false;
   }
   void flush_output_nonblocking() {
+    if (output_fd_ok_ && !to_operator_.empty() && tostop_applies()) return;  // kept for later
     while (output_fd_ok_ && !to_operator_.empty()) {
       pollfd fd{output_, POLLOUT, 0};
       if (::poll(&fd, 1, 0) <= 0) return;
@@ -148,6 +167,7 @@ class Front {
   void flush_output_blocking() {
     // Bounded: a terminal that takes nothing for a second gets no more.
     while (output_fd_ok_ && !to_operator_.empty()) {
+      if (tostop_applies()) stop_for_tostop();  // the last lines too, once continued
       pollfd fd{output_, POLLOUT, 0};
       if (::poll(&fd, 1, 1000) <= 0) break;
       write_output();
@@ -224,6 +244,10 @@ class Front {
   }
 
   void step(int timeout_ms) {
+    if (output_fd_ok_ && !to_operator_.empty() && tostop_applies()) {
+      stop_for_tostop();
+      return;  // continued: the SIGCONT is read (and the terminal set up) on the next step
+    }
     const bool read_input = foreground() && !input_paused_ && !input_ended_ && !to_module_.full();
     pollfd fds[5] = {
         {signals_, POLLIN, 0},

@@ -1,6 +1,7 @@
 #include "sys/safe_open.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -117,6 +118,23 @@ OperatorFile open_operator_file(const std::string& path, bool append, mode_t mod
   }
   if (!S_ISREG(st.st_mode)) {
     out.problem = path + " is " + file_type_name(st.st_mode) + ", not a regular file: refused";
+    return out;
+  }
+  // A file another user made first (in /tmp, mode 0666) would let them read and rewrite what
+  // is written for the operator (a forged result) as surely as a link of theirs; a second
+  // hard link would carry the truncation or the lines to another file too (a node without
+  // fs.protected_hardlinks lets anyone link root's files). Both refused before a byte changes.
+  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+    out.problem = fmt::format(
+        "{} belongs to uid {} (mode {:04o}); files written for the operator must belong to "
+        "the caller or root: refused",
+        path, st.st_uid, static_cast<unsigned>(st.st_mode & 07777));
+    return out;
+  }
+  if (st.st_nlink > 1) {
+    out.problem =
+        fmt::format("{} has {} hard links; files written for the operator must have one: refused",
+                    path, static_cast<unsigned long>(st.st_nlink));
     return out;
   }
   const int status = ::fcntl(fd.get(), F_GETFL);

@@ -24,9 +24,11 @@ int open_no_symlinks_by_walk(int dirfd, const std::string& path, int flags, mode
 // A file the supervisor writes for the operator (sandbox-run --result, the proxy's log):
 // opened write-only (created with `mode` when missing; appending, or truncated once it is known
 // to be a regular file), through no symbolic link at any component, and only if it is a
-// regular file. O_NONBLOCK while opening: a FIFO without a reader answers ENXIO at once instead
-// of blocking, and one with a reader (or a device) is refused by the fstat that follows.
-// `problem` is "" on success, else what is wrong (the path named), and the descriptor invalid.
+// regular file of the caller's or root's with a single link (not one another user made first,
+// nor a second name of another file). O_NONBLOCK while opening: a FIFO without a reader answers
+// ENXIO at once instead of blocking, and one with a reader (or a device) is refused by the fstat
+// that follows. `problem` is "" on success, else what is wrong (the path named), and the descriptor
+// invalid.
 struct OperatorFile {
   UniqueFd fd;
   std::string problem;

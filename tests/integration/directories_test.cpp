@@ -319,6 +319,37 @@ TEST_F(Directories, ResultThroughASymbolicLinkIsRefusedAndNothingIsWritten) {
   EXPECT_EQ(nlohmann::json::parse(read_file(tree.path("result.json")))["end"], "exited");
 }
 
+TEST_F(Directories, ResultInAFileAnotherUserMadeIsRefused) {
+  REQUIRE_ROOT();
+  // The second local user makes the result file first, where anyone may (mode 0666): root's
+  // result would land in a file they read and rewrite afterwards (a forged "exit_code": 0).
+  const std::string planted = tree.path("planted.json");
+  write_file(planted, "theirs\n", 0666);
+  ASSERT_EQ(::chown(planted.c_str(), kOther, kOther), 0);
+  ASSERT_EQ(::chmod(planted.c_str(), 0666), 0);
+  // A second name of a file that is not the result's (the link another user could make
+  // where fs.protected_hardlinks is off): its content would be truncated.
+  write_file(tree.path("victim"), "victim\n", 0644);
+  ASSERT_EQ(::link(tree.path("victim").c_str(), tree.path("linked.json").c_str()), 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {planted, planted + " belongs to uid 4242 (mode 0666)"},
+      {tree.path("linked.json"), tree.path("linked.json") + " has 2 hard links"},
+  };
+  for (const auto& [path, mention] : cases) {
+    SCOPED_TRACE(path);
+    RunResult r = run({"--result", path}, base_policy(), {"write", tree.path("work/ran")});
+    expect_run_refused(r, 64, {"--result " + mention});
+    EXPECT_FALSE(exists(tree.path("work/ran"))) << "the module ran";
+  }
+  EXPECT_EQ(read_file(planted), "theirs\n");
+  EXPECT_EQ(read_file(tree.path("victim")), "victim\n");
+  // The proxy's log, opened the same way.
+  RunResult r = run({"--proxy-log", planted}, egress_policy(), {"write", tree.path("work/ran")});
+  expect_run_refused(r, 64, {"--proxy-log " + planted + " belongs to uid 4242"});
+  EXPECT_FALSE(exists(tree.path("work/ran"))) << "the module ran";
+  EXPECT_EQ(read_file(planted), "theirs\n");
+}
+
 TEST_F(Directories, ResultAtAFifoIsRefusedAtOnce) {
   const std::string fifo = tree.path("result.fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);

@@ -458,6 +458,29 @@ TEST_F(TerminalRun, ABackgroundModuleCannotReadTheOperatorsKeystrokes) {
   });
 }
 
+// `stty tostop`: a background job that writes to the operator's terminal is stopped until the
+// shell brings it to the foreground, as any job would be (the front blocks SIGTTOU, which the
+// kernel takes as leave to write: its output was shown at once).
+TEST_F(TerminalRun, UnderTostopABackgroundModulesOutputWaitsForFg) {
+  as_shell([&](OperatorShell& sh) {
+    termios t{};
+    ::tcgetattr(sh.terminal(), &t);
+    t.c_lflag |= TOSTOP;
+    ::tcsetattr(sh.terminal(), TCSANOW, &t);
+    pid_t job = sh.start(run_argv({}, {"write", tree.path("work/wrote")}), env(), false, true);
+    auto status = sh.wait_change(job);
+    sh.check(status && WIFSTOPPED(*status),
+             "a background job that writes under tostop did not stop: " + describe_status(status));
+    sh.check(sh.output().find("ok") == std::string::npos,
+             "the background module's output was shown under tostop");
+    sh.fg(job);
+    status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "after fg: " + describe_status(status));
+    sh.check(sh.shows("ok"), "the module's output was not shown after fg");
+    sh.check_settings_restored("after the job ended");
+  });
+}
+
 // SIGTERM to sandbox-run's pid on a terminal is what it always was: the module is stopped
 // with it and the status is 128+15.
 TEST_F(TerminalRun, SigtermToSandboxRunStillStopsTheModule) {

@@ -157,5 +157,44 @@ TEST_F(SafeOpen, OperatorFilesAreRegularFilesOnly) {
   EXPECT_NE(fifo.problem.find("is a FIFO, not a regular file"), std::string::npos) << fifo.problem;
 }
 
+TEST_F(SafeOpen, OperatorFilesAreTheCallersWithOneLink) {
+  // A second name of another file: refused, and that file is not truncated.
+  const std::string victim = root + "/dir/file";
+  {
+    UniqueFd fd(::open(victim.c_str(), O_WRONLY | O_CLOEXEC));
+    ASSERT_EQ(::write(fd.get(), "keep", 4), 4);
+  }
+  ASSERT_EQ(::link(victim.c_str(), (root + "/hard-link").c_str()), 0);
+  for (bool append : {false, true}) {
+    OperatorFile linked = open_operator_file(root + "/hard-link", append, 0600);
+    EXPECT_FALSE(linked.fd.valid());
+    EXPECT_NE(linked.problem.find(root + "/hard-link has 2 hard links"), std::string::npos)
+        << linked.problem;
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 4);
+  // Another user's file (made first where they can write): refused, untouched.
+  if (::geteuid() != 0) GTEST_SKIP() << "chown needs root";
+  const std::string theirs = root + "/theirs.json";
+  {
+    UniqueFd fd(::open(theirs.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666));
+    ASSERT_EQ(::write(fd.get(), "theirs", 6), 6);
+  }
+  ASSERT_EQ(::chown(theirs.c_str(), 4242, 4242), 0);
+  ASSERT_EQ(::chmod(theirs.c_str(), 0666), 0);
+  for (bool append : {false, true}) {
+    OperatorFile planted = open_operator_file(theirs, append, 0600);
+    EXPECT_FALSE(planted.fd.valid());
+    EXPECT_NE(planted.problem.find(theirs + " belongs to uid 4242 (mode 0666)"), std::string::npos)
+        << planted.problem;
+  }
+  ASSERT_EQ(::stat(theirs.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 6);
+  // Root's own file is written as before.
+  ASSERT_EQ(::chown(theirs.c_str(), 0, 0), 0);
+  EXPECT_TRUE(open_operator_file(theirs, false, 0600).fd.valid());
+}
+
 }  // namespace
 }  // namespace oarbank
