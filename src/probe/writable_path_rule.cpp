@@ -37,6 +37,14 @@ std::optional<std::string> writable_path_problem(const std::string& component,
   if (is_writable_path && !S_ISDIR(owner.mode) && !S_ISREG(owner.mode)) {
     return fmt::format("{} is neither a directory nor a regular file", component);
   }
+  // A second name for a writable file: where fs.protected_hardlinks is off, another user can
+  // link a file of the operator's (or root's) at the path a policy names, and the module would
+  // write through it.
+  if (is_writable_path && S_ISREG(owner.mode) && owner.links > 1) {
+    return fmt::format("{} has {} names (hard links; owner uid {}, mode {:04o}); a writable file "
+                       "must have one name",
+                       component, owner.links, owner.uid, mode);
+  }
   if (owner.uid != 0 && owner.uid != module_uid) {
     return fmt::format("{} is owned by uid {} (mode {:04o}); {}", where(component, writable_path),
                        owner.uid, mode, rule(is_writable_path, module_uid));

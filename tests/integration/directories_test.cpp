@@ -288,6 +288,23 @@ TEST_F(Directories, MissingDataDirectoriesAreMadeOnlyBelowTheWritableRoots) {
   EXPECT_FALSE(exists(tree.path("jobs/10")));
 }
 
+// A data file with a second name: where fs.protected_hardlinks is off, another user could link
+// a file of root's or the operator's at the path; the module would write through it. Made here
+// by root, as that user would on such a node: refused by both launch modes, the file unchanged.
+TEST_F(Directories, AWritableFileWithASecondNameIsRefused) {
+  REQUIRE_ROOT();
+  const std::string original = tree.path("operators-file");
+  write_file(original, "the operator's\n", 0644);
+  ASSERT_EQ(::chown(original.c_str(), module_uid(), module_gid()), 0);
+  const std::string data_file = tree.path("data-file");
+  ASSERT_EQ(::link(original.c_str(), data_file.c_str()), 0);
+  auto p = base_policy();
+  p["data"] = {data_file};
+  expect_refused_by_both(p, tree.path("work/never"),
+                         {data_file + " has 2 names (hard links", "must have one name"});
+  EXPECT_EQ(read_file(original), "the operator's\n");
+}
+
 // --- Files written for the operator ----------------------------------------------------------
 
 TEST_F(Directories, ResultThroughASymbolicLinkIsRefusedAndNothingIsWritten) {

@@ -51,6 +51,24 @@ TEST(WritablePathRule, TheWritableDirectoryItself) {
   }
 }
 
+// A writable file with a second name (a hard link another user made, where
+// fs.protected_hardlinks is off) is refused, whoever owns it; a directory's link count is its
+// subdirectories, not names.
+TEST(WritablePathRule, AWritableFileWithTwoNamesIsRefused) {
+  auto judge_links = [](uid_t uid, mode_t mode, nlink_t links) {
+    return writable_path_problem(kWork, PathOwnership{uid, mode, links}, true, kWork, kModule);
+  };
+  EXPECT_EQ(judge_links(kModule, S_IFREG | 0644, 1), std::nullopt);
+  EXPECT_EQ(judge_links(kModule, S_IFDIR | 0700, 5), std::nullopt);
+  for (uid_t uid : {kModule, uid_t{0}}) {
+    auto problem = judge_links(uid, S_IFREG | 0644, 2);
+    ASSERT_TRUE(problem.has_value());
+    EXPECT_NE(problem->find("/srv/jobs/work has 2 names (hard links; owner uid"), std::string::npos)
+        << *problem;
+    EXPECT_NE(problem->find("a writable file must have one name"), std::string::npos) << *problem;
+  }
+}
+
 TEST(WritablePathRule, TheDirectoriesAbove) {
   EXPECT_EQ(judge(0, S_IFDIR | 0755, false, "/"), std::nullopt);
   EXPECT_EQ(judge(0, S_IFDIR | 01777, false, "/srv"), std::nullopt);  // sticky, as /tmp
