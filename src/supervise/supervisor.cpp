@@ -372,6 +372,14 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     result.end = RunEnd::LauncherFailed;
     result.exit_code = failure->first;
     result.launcher_line = failure->second;
+  } else if (!channel_text.exec_happened() && (result.stop_signal != 0 || result.timed_out)) {
+    // Stopped (a stop signal, --timeout) while the launcher was still starting, so the
+    // launcher was killed before its exec: the run ends as the stop says, not as a launcher
+    // failure. 128+N for signal N, as a stopped module's run; 124 for the timeout.
+    reap_module();
+    status_to_exit_code(module_wstatus, result);
+    result.end = RunEnd::Signaled;
+    result.exit_code = result.timed_out ? kExitTimedOut : 128 + result.stop_signal;
   } else if (!channel_text.exec_happened()) {
     reap_module();
     result.end = RunEnd::LauncherFailed;
