@@ -2,6 +2,8 @@
 // 70 a step cannot be applied in full (or the node cannot enforce the policy), 71 the exec
 // failed, 78 invalid node configuration. Every failure is one line on stderr, runs nothing
 // and leaves nothing behind.
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -189,17 +191,66 @@ TEST_F(Unenforceable, GpuComputeWithoutGpuDeviceNodes) {
 
 TEST_F(Unenforceable, WritableDirTheModuleUserCannotUse) {
   if (!running_as_root()) GTEST_SKIP() << "needs root to make a directory the module user cannot use";
-  for (const char* dir : {"work", "temp", "data1"}) {
+  // work and temp must be readable, writable and searchable by the module user; root's 0755
+  // (and 0700) is refused, naming the user, the access, the owner and mode, and the fix.
+  for (const char* dir : {"work", "temp"}) {
     SCOPED_TRACE(dir);
     const std::string path = tree.path(dir);
-    ASSERT_EQ(::chown(path.c_str(), 0, 0), 0);
-    ASSERT_EQ(::chmod(path.c_str(), 0700), 0);
-    RunResult r = launch(base_policy(), {"write", tree.path("data0/ran")});
-    expect_launcher_failure(r, 70, {"the module user cannot use " + path});
+    for (mode_t mode : {0755, 0700}) {
+      ASSERT_EQ(::chown(path.c_str(), 0, 0), 0);
+      ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+      RunResult r = launch(base_policy(), {"write", tree.path("data0/ran")});
+      expect_launcher_failure(
+          r, 70,
+          {fmt::format("step identity failed: the module user (uid {}) needs read, write and "
+                       "search access to the {} directory {}, owned by uid 0 with mode {:04o} "
+                       "(EACCES); to fix: chown {} {}",
+                       module_uid(), dir, path, mode, module_uid(), path)});
+    }
     ASSERT_EQ(::chown(path.c_str(), module_uid(), module_gid()), 0);
     ASSERT_EQ(::chmod(path.c_str(), 0755), 0);
   }
+  // A data directory only needs read and search: root's 0700 is refused, with both fixes.
+  const std::string data = tree.path("data1");
+  ASSERT_EQ(::chown(data.c_str(), 0, 0), 0);
+  ASSERT_EQ(::chmod(data.c_str(), 0700), 0);
+  RunResult r = launch(base_policy(), {"write", tree.path("data0/ran")});
+  expect_launcher_failure(
+      r, 70,
+      {fmt::format("step identity failed: the module user (uid {}) needs read and search access "
+                   "to the data directory {}, owned by uid 0 with mode 0700 (EACCES); to fix: "
+                   "chown {} {}, or chmod o+rx {}",
+                   module_uid(), data, module_uid(), data, data)});
   expect_nothing_ran();
+}
+
+// Issue 16: read-only input. A data directory of root's (0755) that the module user can read
+// and search is accepted: the module reads it, by open and by listing, and cannot write in it
+// by any route (its own permissions refuse what Landlock would grant).
+class ReadOnlyData : public LauncherExit {};
+
+TEST_F(ReadOnlyData, ARootOwnedDataDirectoryIsAccepted) {
+  if (!running_as_root()) GTEST_SKIP() << "needs root to give the module user a directory of root's";
+  const std::string data = tree.path("data1");
+  ASSERT_EQ(::chown(data.c_str(), 0, 0), 0);
+  ASSERT_EQ(::chmod(data.c_str(), 0755), 0);
+  {
+    const int fd = ::open((data + "/input.txt").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, "in", 2), 2);
+    ::close(fd);
+  }
+  expect_probes(base_policy(), {
+                                   {{"read", data + "/input.txt"}, "ok"},
+                                   {{"list", data}, "ok"},
+                                   {{"write", data + "/new.txt"}, "errno EACCES"},
+                                   {{"append", data + "/input.txt"}, "errno EACCES"},
+                                   {{"mkdir", data + "/sub"}, "errno EACCES"},
+                                   {{"unlink", data + "/input.txt"}, "errno EACCES"},
+                                   {{"write", tree.path("data0/out.txt")}, "ok"},
+                               });
+  EXPECT_FALSE(exists(data + "/new.txt"));
+  EXPECT_TRUE(exists(data + "/input.txt"));
 }
 
 // Nodes capped below Landlock ABI 3: the filesystem row (needed by every policy) is unavailable.

@@ -219,9 +219,10 @@ TEST_F(SandboxRun, LauncherFailuresPassThroughAndAreNamedSo) {
   // 70 from a launch step in the child: the writable directory the module user cannot use.
   auto unusable = base_policy();
   // (Not the tree's etc: it holds the node configuration, refused as a policy path.)
-  unusable["data"] = {tree.path("root-owned")};  // root's, 0755: the module user cannot write it
+  unusable["data"] = {tree.path("root-owned")};  // root's, 0700: the module user cannot read it
   if (running_as_root()) {
-    ASSERT_EQ(::mkdir(tree.path("root-owned").c_str(), 0755), 0);
+    ASSERT_EQ(::mkdir(tree.path("root-owned").c_str(), 0700), 0);
+    ASSERT_EQ(::chmod(tree.path("root-owned").c_str(), 0700), 0);
     r = run({"--result", result_path()}, payload({"true"}),
             tree.write_json("unusable.json", unusable));
     EXPECT_TRUE(r.exited(70)) << r.describe();
