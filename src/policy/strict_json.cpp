@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "sys/error.hpp"
@@ -88,6 +90,76 @@ class StrictCallback {
   std::vector<Frame> frames_;
 };
 
+// Issue 16: what authors most often write that JSON does not allow, looked for where the
+// parser stopped (`stop`: the bytes it read). nlohmann reports a comment as "invalid literal"
+// and a trailing comma as an unexpected '}', both at a column after the real place. Returns
+// the problem with its line and column (1-based, in bytes), or nothing.
+std::optional<std::string> familiar_mistake(std::string_view text, std::size_t stop,
+                                            bool comments_allowed) {
+  std::size_t line = 1;
+  std::size_t column = 0;
+  bool in_string = false;
+  bool escaped = false;
+  // Where the last ',' with only blanks after it is (line 0: none).
+  std::size_t comma_line = 0;
+  std::size_t comma_column = 0;
+  const std::size_t end = std::min(stop, text.size());
+  for (std::size_t i = 0; i < end; ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    } else {
+      ++column;
+    }
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '/' && i + 1 < text.size() && (text[i + 1] == '/' || text[i + 1] == '*')) {
+      if (!comments_allowed) {
+        return "a comment at line " + std::to_string(line) + ", column " + std::to_string(column) +
+               ": JSON has no comments";
+      }
+      // Skipped as the parser skips it; what follows the comment still counts.
+      const bool block = text[i + 1] == '*';
+      const auto close = block ? text.find("*/", i + 2) : text.find('\n', i + 2);
+      if (close == std::string_view::npos) return std::nullopt;
+      const std::size_t last = block ? close + 1 : close - 1;
+      for (std::size_t j = i + 1; j <= last; ++j) {
+        if (text[j] == '\n') {
+          ++line;
+          column = 0;
+        } else {
+          ++column;
+        }
+      }
+      i = last;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+    if ((c == '}' || c == ']') && comma_line != 0) {
+      return "a trailing comma at line " + std::to_string(comma_line) + ", column " +
+             std::to_string(comma_column) + ": JSON allows no comma after the last " +
+             (c == '}' ? "member of an object" : "element of an array");
+    }
+    if (c == ',') {
+      comma_line = line;
+      comma_column = column;
+    } else {
+      comma_line = 0;
+      if (c == '"') in_string = true;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_depth,
@@ -115,6 +187,15 @@ bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_dep
         /*ignore_comments=*/comments == JsonComments::Allow);
   } catch (const Abort& abort) {
     error = abort.error;
+    return false;
+  } catch (const nlohmann::json::parse_error& e) {
+    if (auto mistake = familiar_mistake(text, e.byte, comments == JsonComments::Allow)) {
+      error = {"", "malformed JSON: " + *mistake};
+      return false;
+    }
+    std::string message = e.what();
+    if (auto pos = message.find("] "); pos != std::string::npos) message.erase(0, pos + 2);
+    error = {"", "malformed JSON: " + message};
     return false;
   } catch (const nlohmann::json::exception& e) {
     // Not only parse_error: a number too large for a double ("1e400") is out_of_range 406.

@@ -144,6 +144,31 @@ TEST_F(InvalidPolicy, NamesTheJsonPointer) {
   expect_nothing_ran();
 }
 
+// Issue 16: the messages that used to send an author the wrong way, by their exact text.
+TEST_F(InvalidPolicy, UrlsCommentsAndTrailingCommasAreNamedForWhatTheyAre) {
+  const std::string good = "\"version\": 1, \"bundle\": \"" + tree.path("bundle") + "\"";
+  const std::string egress = good + ", \"net\": \"egress-allowlist\", \"egress\": ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{" + egress + "[\"https://host:443\"]}",
+       "/egress/0: egress entries are host:port, not URLs (write \"host:443\")"},
+      {"{" + egress + "[\"api.example.com:443\", \"http://example.com\"]}",
+       "/egress/1: egress entries are host:port, not URLs (write \"example.com:80\")"},
+      {"{" + good + ",\n  // the module\n  \"work\": \"/srv/w\"}",
+       "(document): malformed JSON: a comment at line 2, column 3: JSON has no comments"},
+      {"{" + good + ",\n  \"data\": [\"/srv/a\",],\n}",
+       "(document): malformed JSON: a trailing comma at line 2, column 20: JSON allows no comma "
+       "after the last element of an array"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].first);
+    const std::string policy = tree.write_text("wrong-way-" + std::to_string(i) + ".json", cases[i].first);
+    RunResult r = agent({"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "write", marker()});
+    expect_launcher_failure(r, 64, {});
+    EXPECT_EQ(r.err, "oarbank-agent sandbox-exec: invalid policy " + policy + ": " + cases[i].second + "\n");
+  }
+  expect_nothing_ran();
+}
+
 TEST_F(InvalidPolicy, MissingPolicyFileIsNamed) {
   const std::string policy = tree.path("etc/no-such-policy.json");
   expect_launcher_failure(agent({"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "true"}), 64,

@@ -151,6 +151,10 @@ std::vector<InvalidConfig> invalid_configs() {
   return {
       {"Malformed", R"({"hard_limits": true)", "", "malformed JSON"},
       {"UnterminatedComment", "{} /* none", "", "malformed JSON"},
+      // Comments are allowed here (JSONC): a trailing comma before one is still named.
+      {"TrailingCommaBeforeAComment", "{\"hard_limits\": true, // the limits\n}", "",
+       "malformed JSON: a trailing comma at line 1, column 21: JSON allows no comma after the "
+       "last member of an object"},
       {"WritableRootsNotAList", R"({"writable_roots": "/tmp"})", "/writable_roots", "must be a list"},
       {"WritableRootsRelative", R"({"writable_roots": ["/tmp", "jobs"]})", "/writable_roots/1", "absolute"},
       {"WritableRootsSlash", R"({"writable_roots": ["/"]})", "/writable_roots/0", "must not be /"},
