@@ -3,13 +3,13 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 
 #include "apply/descriptors.hpp"
+#include "apply/exec_failure.hpp"
 #include "apply/identity.hpp"
 #include "apply/landlock_apply.hpp"
 #include "apply/launch_hooks.hpp"
@@ -21,6 +21,7 @@ namespace oarbank {
 
 std::string resolve_executable(const std::string& name, const std::string& path_list) {
   if (name.find('/') != std::string::npos) return name;
+  std::string not_executable;
   std::size_t start = 0;
   while (start <= path_list.size()) {
     std::size_t end = path_list.find(':', start);
@@ -33,8 +34,14 @@ std::string resolve_executable(const std::string& name, const std::string& path_
         ::access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
+    // A file that is there but not executable is what execvp would have tried (and failed
+    // with EACCES): the module's author then hears of the execute bit, not of a missing file.
+    if (not_executable.empty() && ::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      not_executable = candidate;
+    }
     start = end + 1;
   }
+  if (!not_executable.empty()) return not_executable;
   return name;  // execve will answer ENOENT, reported as an exec failure
 }
 
@@ -47,6 +54,9 @@ PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const Open
     if (entry.starts_with("PATH=")) module_path = entry.substr(5);
   }
   prepared.executable = resolve_executable(plan.argv.at(0), module_path);
+  prepared.looked_up_on_path =
+      prepared.executable == plan.argv.at(0) && plan.argv.at(0).find('/') == std::string::npos;
+  prepared.module_path = module_path;
   // execve takes char* const[] but does not write through it; the plan outlives the launch.
   for (const auto& arg : plan.argv) prepared.argv.push_back(const_cast<char*>(arg.c_str()));
   prepared.argv.push_back(nullptr);
@@ -165,15 +175,10 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   const int err = errno;
   std::string line =
       std::string(program) + ": execve " + prepared.executable + " failed: " + errno_text(err);
-  // A file whose capabilities have the effective bit set (Debian's ping, cap_net_raw+ep) must
-  // get every capability it names, or the kernel refuses it with EPERM (commoncap.c: "legacy
-  // apps ... missing some forced capabilities"). Started as root, the launcher has emptied the
-  // bounding set, so no capability can be granted. A bare EPERM says nothing: look for the
-  // file's capabilities, after the failure only. One getxattr, then _exit as before.
-  if (err == EPERM &&
-      ::getxattr(prepared.executable.c_str(), "security.capability", nullptr, 0) > 0) {
-    line += ": the file asks for capabilities (security.capability) a module cannot have";
-  }
+  // Why, asked only after the failure; then _exit as before.
+  const std::string detail = exec_failure_detail(prepared.executable, prepared.looked_up_on_path,
+                                                 prepared.module_path, err);
+  if (!detail.empty()) line += ": " + detail;
   std::fprintf(stderr, "%s\n", line.c_str());
   report_launch_status(kExitOsErr, line);
   ::_exit(kExitOsErr);

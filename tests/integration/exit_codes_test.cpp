@@ -362,6 +362,99 @@ TEST_F(ExecFailure, ModuleExitStatusPassesThrough) {
   }
 }
 
+// Issue 16: each exec failure says why, by its exact line; 71 every time.
+class ExecFailureLine : public LauncherExit {
+ protected:
+  void expect_line(const LaunchOptions& o, const std::string& program, const std::string& why,
+                   const nlohmann::json& policy) {
+    RunResult r = launch(policy, {}, o);
+    expect_launcher_failure(r, 71, {});
+    EXPECT_EQ(r.err, "oarbank-agent sandbox-exec: execve " + program + " failed: " + why + "\n");
+  }
+  void expect_line(const LaunchOptions& o, const std::string& program, const std::string& why) {
+    expect_line(o, program, why, base_policy());
+  }
+  static unsigned the_module_uid() {
+    return running_as_root() ? static_cast<unsigned>(module_uid()) : static_cast<unsigned>(::geteuid());
+  }
+  static std::string owner_and_mode(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+    return fmt::format("owner uid {}, mode {:04o}", st.st_uid, st.st_mode & 07777);
+  }
+  static constexpr const char* kEnoent = "ENOENT (No such file or directory)";
+  static constexpr const char* kEacces = "EACCES (Permission denied)";
+  static constexpr const char* kLandlock =
+      "refused by the sandbox (Landlock): a module executes only from bundle, runtime, tools and "
+      "the base system, and from work, data and temp only with exec_writable";
+};
+
+TEST_F(ExecFailureLine, NonexistentProgram) {
+  // By its path: the file is not there, nothing to add.
+  const std::string program = tree.path("bundle/no-such-program");
+  LaunchOptions o;
+  o.argv = {program};
+  expect_line(o, program, kEnoent);
+  // By its name: looked up on the module's PATH, which the line shows (the default, and one
+  // set by --setenv).
+  o.argv = {"oarbank-it-no-such-program-on-path"};
+  expect_line(o, "oarbank-it-no-such-program-on-path",
+              std::string(kEnoent) +
+                  ": not found on the module's PATH (/usr/local/bin:/usr/bin:/bin); name the "
+                  "program by its absolute path, or set PATH with --setenv");
+  o.setenv = {"PATH=" + tree.path("bundle") + ":/bin"};
+  expect_line(o, "oarbank-it-no-such-program-on-path",
+              std::string(kEnoent) + ": not found on the module's PATH (" + tree.path("bundle") +
+                  ":/bin); name the program by its absolute path, or set PATH with --setenv");
+}
+
+TEST_F(ExecFailureLine, AScriptWhoseInterpreterIsMissing) {
+  const std::string script = tree.path("bundle/fetch.py");
+  write_file(script, "#!/nonexistent/oarbank-it-python\nprint(1)\n", 0755);
+  LaunchOptions o;
+  o.argv = {script};
+  expect_line(o, script,
+              std::string(kEnoent) +
+                  ": the file is there: its interpreter (the #! line) or its dynamic loader is "
+                  "missing");
+}
+
+TEST_F(ExecFailureLine, NoExecuteBitIsToldFromTheSandboxsRefusal) {
+  // Without the execute bit: the file's permissions, by its path and by a name on PATH (found
+  // there as execvp would, not reported missing).
+  const std::string plain = tree.path("bundle/fetch.txt");
+  write_file(plain, "#!/bin/sh\n", 0644);
+  if (running_as_root()) {
+    ASSERT_EQ(::chown(plain.c_str(), module_uid(), module_gid()), 0);
+  }
+  const std::string no_bit = fmt::format(
+      "{}: the file is not executable by the module user (uid {}; {}): chmod +x {}, or run it by "
+      "its interpreter",
+      kEacces, the_module_uid(), owner_and_mode(plain), plain);
+  LaunchOptions o;
+  o.argv = {plain};
+  expect_line(o, plain, no_bit);
+  o.argv = {"fetch.txt"};
+  o.setenv = {"PATH=" + tree.path("bundle")};
+  expect_line(o, plain, no_bit);
+  // Executable files the sandbox does not let it execute: Landlock's refusal, said so.
+  copy_file(tree.probe(), tree.path("work/prog"), 0755);
+  if (running_as_root()) {
+    ASSERT_EQ(::chown(tree.path("work/prog").c_str(), module_uid(), module_gid()), 0);
+  }
+  for (const std::string& program : {tree.path("work/prog"), tree.path("outside/prog")}) {
+    SCOPED_TRACE(program);
+    LaunchOptions l;
+    l.argv = {program, "write", tree.path("temp/ran")};
+    expect_line(l, program, std::string(kEacces) + ": " + kLandlock);
+  }
+  // A directory.
+  o = {};
+  o.argv = {tree.path("bundle")};
+  expect_line(o, tree.path("bundle"), std::string(kEacces) + ": it is a directory, not a program");
+  EXPECT_EQ(list_dir(tree.path("temp")), std::vector<std::string>{});
+}
+
 // --- 78: invalid node configuration ----------------------------------------------------------
 class InvalidConfig : public LauncherExit {};
 
