@@ -10,6 +10,7 @@
 #include "plan/landlock_rights.hpp"
 #include "policy/paths.hpp"
 #include "policy/strict_json.hpp"
+#include "policy/suggest.hpp"
 
 namespace oarbank {
 
@@ -106,7 +107,7 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
           config.module_gid =
               static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 4294967294U));
         } else {
-          r.fail(sub, "unknown field");
+          r.fail(sub, "unknown field" + did_you_mean(field, {"uid", "gid"}));
         }
       }
     } else if (key == "proxy_listen") {
@@ -196,7 +197,11 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
       if (!value.is_boolean()) r.fail(pointer, "must be true or false");
       config.accept_port_only_egress = value.get<bool>();
     } else {
-      r.fail(pointer, "unknown key");
+      // The keys the configuration knows are the ones it writes out.
+      const nlohmann::json defaults = node_config_to_json(NodeConfig{});
+      std::vector<std::string> known;
+      for (auto it = defaults.begin(); it != defaults.end(); ++it) known.push_back(it.key());
+      r.fail(pointer, "unknown key" + did_you_mean(key, known));
     }
   }
   return config;

@@ -10,6 +10,7 @@
 #include "policy/egress.hpp"
 #include "policy/paths.hpp"
 #include "policy/strict_json.hpp"
+#include "policy/suggest.hpp"
 
 namespace oarbank {
 
@@ -158,7 +159,10 @@ void require_object(const json& value, const std::string& pointer,
   for (const auto& [key, member] : value.items()) {
     bool found = false;
     for (auto name : known) found = found || key == name;
-    if (!found) fail(json_pointer_append(pointer, key), "unknown field");
+    if (!found) {
+      const std::vector<std::string> names(known.begin(), known.end());
+      fail(json_pointer_append(pointer, key), "unknown field" + did_you_mean(key, names));
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,71 @@ TEST_F(Usage, UnknownOptionIsUsageError) {
   EXPECT_TRUE(r.exited(64)) << r.describe();
   EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
   EXPECT_TRUE(r.err.starts_with("oarbank-agent: usage: ")) << r.describe();
+}
+
+// Issue 16: unknown names get "did you mean" when one is close, each by its exact line.
+TEST_F(Usage, UnknownNamesGetTheClosestKnownOne) {
+  const std::string policy = tree.write_json("p.json", base_policy());
+  const std::string commands =
+      "(the sub-commands: egress-proxy, sandbox-check, sandbox-ctl, sandbox-exec, "
+      "sandbox-report, sandbox-run; see --help)";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"sandbox-rnu", policy, "--", tree.probe(), "write", marker()},
+       "oarbank-agent: usage: unknown sub-command \"sandbox-rnu\"; did you mean "
+       "\"sandbox-run\"? " + commands},
+      {{"frobnicate"}, "oarbank-agent: usage: unknown sub-command \"frobnicate\" " + commands},
+      {{"sandbox-run", "--timout", "5", policy, "--", tree.probe(), "write", marker()},
+       "oarbank-agent sandbox-run: usage: unknown option --timout; did you mean \"--timeout\"? "
+       "(see --help)"},
+      {{"sandbox-exec", "--explian", policy, "--", tree.probe(), "write", marker()},
+       "oarbank-agent sandbox-exec: usage: unknown option --explian; did you mean \"--explain\"? "
+       "(see --help)"},
+      {{"sandbox-check", "--confg=" + config_path, policy},
+       "oarbank-agent sandbox-check: usage: unknown option --confg; did you mean \"--config\"? "
+       "(see --help)"},
+      {{"--verison"}, "oarbank-agent: usage: unknown option --verison; did you mean \"--version\"? (see --help)"},
+      {{"help", "sandbox-rnu"},
+       "oarbank-agent: usage: help takes one sub-command: egress-proxy, sandbox-check, sandbox-ctl, "
+       "sandbox-exec, sandbox-report, sandbox-run; did you mean \"sandbox-run\"?"},
+  };
+  for (const auto& [args, line] : cases) {
+    SCOPED_TRACE(args.at(0) + " " + (args.size() > 1 ? args[1] : ""));
+    RunResult r = agent(args);
+    EXPECT_TRUE(r.exited(64)) << r.describe();
+    EXPECT_EQ(r.err, line + "\n");
+    EXPECT_EQ(r.out, "");
+  }
+  expect_nothing_ran();
+  // A policy field and a configuration key.
+  const std::string near_egress = tree.write_text("near-egress.json", "{\"bundle\": \"" + tree.path("bundle") + "\", \"egres\": []}");
+  RunResult r = agent({"sandbox-exec", "--config", config_path, near_egress, "--", tree.probe(), "write", marker()});
+  EXPECT_TRUE(r.exited(64)) << r.describe();
+  EXPECT_EQ(r.err, "oarbank-agent sandbox-exec: invalid policy " + near_egress +
+                       ": /egres: unknown field; did you mean \"egress\"?\n");
+  const std::string near_listen = tree.write_text("near-listen.json", R"({"proxy_listn": "127.0.0.1:3128"})");
+  r = agent({"sandbox-exec", "--config", near_listen, policy, "--", tree.probe(), "write", marker()});
+  EXPECT_TRUE(r.exited(78)) << r.describe();
+  EXPECT_EQ(r.err, "oarbank-agent sandbox-exec: configuration " + near_listen +
+                       ": /proxy_listn: unknown key; did you mean \"proxy_listen\"?\n");
+  expect_nothing_ran();
+}
+
+// Issue 16: `help` and `--version` are answered, on stdout, with 0.
+TEST_F(Usage, HelpAndVersionAreAnswered) {
+  RunResult r = agent({"--version"});
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_TRUE(std::regex_match(r.out, std::regex(R"(oarbank-agent \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,40}(-dirty)?|unknown)\)\n)")))
+      << r.out;
+  EXPECT_EQ(r.err, "");
+  r = agent({"help"});
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find("Usage: oarbank-agent [OPTIONS] SUBCOMMAND"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--version"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
+  r = agent({"help", "sandbox-run"});
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find("--timeout"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
 }
 
 TEST_F(Usage, OptionsAfterDoubleDashBelongToTheModule) {

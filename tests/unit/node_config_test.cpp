@@ -151,6 +151,10 @@ std::vector<InvalidConfig> invalid_configs() {
   return {
       {"Malformed", R"({"hard_limits": true)", "", "malformed JSON"},
       {"UnterminatedComment", "{} /* none", "", "malformed JSON"},
+      {"UnknownKeyNearProxyListen", R"({"proxy_listn": "127.0.0.1:3128"})", "/proxy_listn",
+       "unknown key; did you mean \"proxy_listen\"?"},
+      {"UnknownModuleUserFieldNearUid", R"({"module_user": {"uuid": 7}})", "/module_user/uuid",
+       "unknown field; did you mean \"uid\"?"},
       // Comments are allowed here (JSONC): a trailing comma before one is still named.
       {"TrailingCommaBeforeAComment", "{\"hard_limits\": true, // the limits\n}", "",
        "malformed JSON: a trailing comma at line 1, column 21: JSON allows no comma after the "

@@ -336,6 +336,11 @@ std::vector<InvalidCase> invalid_cases() {
          return p;
        }(),
        "nested deeper than 16 levels"},
+      // Issue 16: an unknown field gets the closest known one, when one is close.
+      {"UnknownFieldNearEgress", with(R"("egres": [])"), "/egres",
+       "unknown field; did you mean \"egress\"?"},
+      {"UnknownFieldNearGpu", with(R"("devices": {"gpus": "none"})"), "/devices/gpus",
+       "unknown field; did you mean \"gpu\"?"},
       // Not an object at the top.
       {"TopArray", "[]", "", "must be an object, not an array"},
       {"TopString", R"("/srv/m")", "", "must be an object, not a string"},
