@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -380,11 +381,23 @@ Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
       "Node configuration file (default: $OARBANK_AGENT_CONFIG, else /etc/oarbank/agent.json)");
   sub->add_option("--id", options->id,
                   "The module's id: names its cgroup leaf, for sandbox-ctl (default: generated)");
+  // Durations as timeout(1) takes them: seconds, or with a unit s, m, h, d (exec_args.hpp).
+  const auto duration = [](const std::string& text) -> std::string {
+    if (auto seconds = parse_duration(text)) {
+      char buffer[64];
+      auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, *seconds);
+      return ec == std::errc() ? std::string(buffer, end) : text;
+    }
+    throw CLI::ValidationError(
+        "expected a duration: seconds, or with a unit s, m, h or d (10s, 2m, 1h)");
+  };
   sub->add_option("--timeout", options->timeout,
-                  "Stop the module after SECONDS (SIGTERM, then SIGKILL after --kill-after); "
-                  "exit 124");
+                  "Stop the module after DURATION (10, 10s, 2m, 1h, 1d; SIGTERM, then SIGKILL "
+                  "after --kill-after); exit 124")
+      ->transform(duration);
   sub->add_option("--kill-after", options->kill_after,
-                  "Seconds from SIGTERM to SIGKILL when stopping the module (default 10)");
+                  "DURATION from SIGTERM to SIGKILL when stopping the module (default 10s)")
+      ->transform(duration);
   sub->add_option("--result", options->result_path,
                   "Write how the run ended as JSON to FILE (launcher failure, verification "
                   "failure, exit, signal, timeout, OOM kill)");

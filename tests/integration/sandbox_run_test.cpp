@@ -431,6 +431,25 @@ TEST_F(SandboxRun, TimeoutStopsTheModuleWith124) {
   expect_nothing_left();
 }
 
+// Issue 16: durations with units, as timeout(1) takes them, by both parsers (the plain form
+// and CLI11's, which --explain or an = form takes).
+TEST_F(SandboxRun, TimeoutTakesUnits) {
+  RunResult r = run({"--timeout", "0.005m", "--kill-after", "1s"}, payload({"sleep-forever"}));
+  EXPECT_TRUE(r.exited(124)) << r.describe();
+  EXPECT_NE(r.err.find("--timeout 0.3 s"), std::string::npos) << r.describe();
+  r = run({"--timeout=1h", "--kill-after=2s"}, payload({"exit", "3"}));
+  EXPECT_TRUE(r.exited(3)) << r.describe();
+  for (const char* bad : {"10x", "1m30s", "-1s"}) {
+    SCOPED_TRACE(bad);
+    r = run({"--timeout", bad}, payload({"true"}));
+    EXPECT_TRUE(r.exited(64)) << r.describe();
+    EXPECT_EQ(r.err,
+              "oarbank-agent sandbox-run: usage: --timeout: expected a duration: seconds, or with a "
+              "unit s, m, h or d (10s, 2m, 1h) (see --help)\n");
+  }
+  expect_nothing_left();
+}
+
 TEST_F(SandboxRun, ModuleRunsInItsOwnLeafAndProcessGroup) {
   if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
   const std::string output = tree.path("out.txt");
