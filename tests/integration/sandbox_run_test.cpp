@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -516,9 +517,38 @@ TEST_F(SandboxRun, FreezeStopsACounterAndThawResumesIt) {
 TEST_F(SandboxRun, CtlNamesAnUnknownModule) {
   RunResult r = ctl("status", "no-such-module");
   EXPECT_TRUE(r.exited(69)) << r.describe();
-  EXPECT_EQ(r.err, "oarbank-agent sandbox-ctl: no module with id no-such-module is running\n");
+  EXPECT_EQ(r.err, "oarbank-agent sandbox-ctl: no module with id no-such-module is running (state "
+                   "directory " + state_dir + ")\n");
   r = ctl("freeze", "../etc");
   EXPECT_TRUE(r.exited(64)) << r.describe();
+}
+
+// Issue 16: sandbox-ctl list shows what runs: id, pid, container, age, state.
+TEST_F(SandboxRun, CtlListShowsWhatRuns) {
+  RunOptions o;
+  o.env = env();
+  RunResult r = run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "list"}, o);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "ID  PID  CONTAINER  AGE  STATE\n");
+  Background run_bg(run_argv({}, payload({"sleep-forever"})), env(), tree.path("out.txt"));
+  ASSERT_TRUE(eventually([&] { return read_if_there(tree.path("out.txt")).find("ok\n") != std::string::npos; }));
+  r = run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "list"}, o);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  const auto status = nlohmann::json::parse(ctl("status").out);
+  const std::string pid = std::to_string(status["pid"].get<long>());
+  const std::string container = status["container"];
+  EXPECT_TRUE(std::regex_match(r.out, std::regex("ID +PID +CONTAINER +AGE +STATE\n" + id + " +" + pid +
+                                                 " +" + container + " +[0-9]+s +running\n")))
+      << r.out;
+  // Without an id, another action is a usage error that points at list.
+  r = run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "kill"}, o);
+  EXPECT_TRUE(r.exited(64)) << r.describe();
+  EXPECT_EQ(r.err,
+            "oarbank-agent sandbox-ctl: usage: kill needs the module's id (sandbox-ctl kill ID; "
+            "sandbox-ctl list shows them)\n");
+  ASSERT_TRUE(ctl("kill").exited(0));
+  EXPECT_EQ(run_bg.wait(), 128 + SIGKILL);
+  expect_nothing_left();
 }
 
 TEST_F(SandboxRun, ASecondRunWithTheSameIdIsRefused) {
