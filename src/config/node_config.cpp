@@ -161,6 +161,27 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
                                         : std::optional(r.unsigned_int(value, pointer, 1, 4194304));
     } else if (key == "cgroup_parent") {
       config.cgroup_parent = value.is_null() ? std::nullopt : std::optional(r.path(value, pointer));
+      // Issue 16: a cgroup is named as /proc/self/cgroup names it, below the cgroup2 mount. A
+      // file system path (/sys/fs/cgroup/unified) names no cgroup there: it would be taken as
+      // missing and the node would fall back to process groups without a word.
+      if (config.cgroup_parent) {
+        const std::string& parent = *config.cgroup_parent;
+        if (parent == "/sys" || parent.starts_with("/sys/") || parent == "/proc" ||
+            parent.starts_with("/proc/")) {
+          std::string suggestion;
+          for (const char* mount : {"/sys/fs/cgroup/unified/", "/sys/fs/cgroup/"}) {
+            if (parent.starts_with(mount) && parent.size() > std::string(mount).size()) {
+              suggestion =
+                  "; here perhaps \"" + parent.substr(std::string(mount).size() - 1) + "\"";
+              break;
+            }
+          }
+          r.fail(pointer,
+                 "is a file system path; write the cgroup's path below the cgroup2 mount, as "
+                 "/proc/self/cgroup shows it (e.g. \"/system.slice/oarbank-agent.service\")" +
+                     suggestion);
+        }
+      }
     } else if (key == "landlock_abi_max") {
       config.landlock_abi_max = value.is_null()
                                     ? std::nullopt

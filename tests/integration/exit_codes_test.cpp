@@ -541,6 +541,10 @@ TEST_F(InvalidConfig, NamesTheKey) {
       {R"({"proxy_listen": "127.0.0.1:0"})", "/proxy_listen: "},
       {R"({"proxy_listen": "127.0.0.1"})", "/proxy_listen: "},
       {R"({"broker_socket": "relative.sock"})", "/broker_socket: "},
+      // Issue 16: a file system path is no cgroup path.
+      {R"({"cgroup_parent": "/sys/fs/cgroup/unified"})",
+       "/cgroup_parent: is a file system path; write the cgroup's path below the cgroup2 mount, as "
+       "/proc/self/cgroup shows it (e.g. \"/system.slice/oarbank-agent.service\")"},
       {"not json", "(document): "},
   };
   const std::string policy = tree.write_json("p.json", base_policy());
