@@ -87,7 +87,8 @@ Runner add_egress_proxy(CLI::App& app) {
       "Run the agent's egress proxy for one module's policy (its egress list) on the node's "
       "proxy_listen, until SIGTERM or SIGINT: for a module started by sandbox-exec alone. "
       "sandbox-run hosts the same proxy itself.");
-  sub->add_option("policy", options->policy_path, "The module's policy (its egress list)")
+  sub->add_option("policy", options->policy_path,
+                  "The module's policy file (its egress list); - reads it from standard input")
       ->required();
   sub->add_option("--config", options->config_path,
                   "Node configuration file (default: $OARBANK_AGENT_CONFIG, else "

@@ -84,7 +84,8 @@ Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command) {
                          "Apply the policy to this process (no_new_privs, Landlock, seccomp) "
                          "and exec ARGV. Exit 64 usage or invalid policy, 70 a step cannot be "
                          "applied in full, 71 the exec failed.");
-  sub->add_option("policy", options->policy_path, "The policy (the SDK's Policy as JSON)")
+  sub->add_option("policy", options->policy_path,
+                  "The policy file (the SDK's Policy as JSON); - reads it from standard input")
       ->required();
   sub->add_option(
       "--config", options->config_path,

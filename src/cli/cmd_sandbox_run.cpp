@@ -374,7 +374,8 @@ Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
       "Run ARGV under sandbox-exec in its own process group and cgroup v2 leaf, verify the "
       "sandbox after the exec, wait, and tear everything down. Exits with the module's status "
       "(128+N for signal N); 64/70/71/78 as sandbox-exec; 69, 75 and 124 (--timeout) of its own.");
-  sub->add_option("policy", options->exec.policy_path, "The policy (the SDK's Policy as JSON)")
+  sub->add_option("policy", options->exec.policy_path,
+                  "The policy file (the SDK's Policy as JSON); - reads it from standard input")
       ->required();
   sub->add_option(
       "--config", options->exec.config_path,

@@ -38,7 +38,7 @@ std::optional<ExecArgs> parse_plain_exec_args(int argc, const char* const* argv)
           args.status_fd = fd;
         }
       }
-    } else if (word.starts_with("-") || have_policy) {
+    } else if ((word.starts_with("-") && word != "-") || have_policy) {
       return std::nullopt;  // --explain, --help, --opt=value, an unknown option, a second word
     } else {
       args.policy_path = std::string(word);
@@ -138,7 +138,7 @@ std::optional<RunArgs> parse_plain_run_args(int argc, const char* const* argv) {
         if (ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
         args.exec.keep_fds.push_back(fd);
       }
-    } else if (word.starts_with("-") || have_policy) {
+    } else if ((word.starts_with("-") && word != "-") || have_policy) {
       return std::nullopt;
     } else {
       args.exec.policy_path = std::string(word);

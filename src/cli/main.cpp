@@ -43,7 +43,9 @@ int run_guarded(const std::string& command, const std::string& policy_path,
   try {
     return body();
   } catch (const PolicyError& e) {
-    print_error(command, "invalid policy " + policy_path + ": " + e.what());
+    print_error(command, "invalid policy " +
+                             (policy_path == "-" ? std::string("(standard input)") : policy_path) +
+                             ": " + e.what());
     return kExitUsage;
   } catch (const ConfigError& e) {
     print_error(command, e.what());

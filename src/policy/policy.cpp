@@ -253,7 +253,11 @@ Policy parse_policy(std::string_view text) {
 Policy load_policy_file(const std::string& path) {
   std::string text;
   std::string problem;
-  if (!read_small_file(path, kMaxPolicyBytes, text, problem)) throw PolicyError("", problem);
+  // Issue 16: "-" is standard input, read to its end (a pipe or a file; what is left for the
+  // module on that descriptor is nothing).
+  const bool ok = path == "-" ? read_small_fd(0, "standard input", kMaxPolicyBytes, text, problem)
+                              : read_small_file(path, kMaxPolicyBytes, text, problem);
+  if (!ok) throw PolicyError("", problem);
   return parse_policy(text);
 }
 

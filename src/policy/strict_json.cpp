@@ -208,6 +208,27 @@ bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_dep
   return true;
 }
 
+bool read_small_fd(int fd, const std::string& name, std::size_t max_bytes, std::string& out,
+                   std::string& problem) {
+  out.clear();
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      problem = "cannot read " + name + ": " + errno_text(errno);
+      return false;
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<std::size_t>(n) > max_bytes) {
+      problem = name + " is larger than the limit of " + std::to_string(max_bytes) + " bytes";
+      return false;
+    }
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
 bool read_small_file(const std::string& path, std::size_t max_bytes, std::string& out,
                      std::string& problem) {
   // O_NONBLOCK: a FIFO named as a policy must not hang the launcher (it is refused below as
@@ -222,23 +243,7 @@ bool read_small_file(const std::string& path, std::size_t max_bytes, std::string
     problem = path + " is not a regular file";
     return false;
   }
-  out.clear();
-  char buffer[65536];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      problem = "cannot read " + path + ": " + errno_text(errno);
-      return false;
-    }
-    if (n == 0) break;
-    if (out.size() + static_cast<std::size_t>(n) > max_bytes) {
-      problem = path + " is larger than the limit of " + std::to_string(max_bytes) + " bytes";
-      return false;
-    }
-    out.append(buffer, static_cast<std::size_t>(n));
-  }
-  return true;
+  return read_small_fd(fd.get(), path, max_bytes, out, problem);
 }
 
 std::string json_pointer_append(const std::string& base, std::string_view key) {

@@ -235,6 +235,33 @@ TEST_F(InvalidPolicy, UrlsCommentsAndTrailingCommasAreNamedForWhatTheyAre) {
   expect_nothing_ran();
 }
 
+// Issue 16: "-" reads the policy from standard input, for sandbox-exec as for the others.
+TEST_F(InvalidPolicy, PolicyFromStandardInput) {
+  auto from_stdin = [&](const std::string& text, const std::vector<std::string>& args) {
+    const std::string file = tree.write_text("stdin-" + std::to_string(text.size()) + ".json", text);
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    std::vector<std::string> argv = {OARBANK_AGENT_BINARY, "sandbox-exec", "--config", config_path, "-", "--"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunOptions run;
+    run.env = launcher_environment();
+    run.stdin_fd = fd;
+    RunResult r = run_command(argv, run);
+    ::close(fd);
+    return r;
+  };
+  RunResult r = from_stdin(tree.base_policy().dump(), {tree.probe(), "write", tree.path("work/from-stdin")});
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_TRUE(exists(tree.path("work/from-stdin")));
+  r = from_stdin("{\"bundle\": \"" + tree.path("bundle") + "\",}", {tree.probe(), "write", marker()});
+  EXPECT_TRUE(r.exited(64)) << r.describe();
+  EXPECT_EQ(r.err, fmt::format("oarbank-agent sandbox-exec: invalid policy (standard input): (document): "
+                               "malformed JSON: a trailing comma at line 1, column {}: JSON allows no comma "
+                               "after the last member of an object\n",
+                               14 + tree.path("bundle").size()));
+  EXPECT_FALSE(exists(marker()));
+}
+
 TEST_F(InvalidPolicy, MissingPolicyFileIsNamed) {
   const std::string policy = tree.path("etc/no-such-policy.json");
   expect_launcher_failure(agent({"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "true"}), 64,
