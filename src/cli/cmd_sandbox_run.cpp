@@ -210,6 +210,12 @@ int run_sandbox_run(const RunArgs& options) {
                              .cgroup = place ? place->parent + "/" + leaf_name_for(id) : "",
                              .netns = policy.net == NetMode::EgressAllowlist && root,
                              .started_at = static_cast<std::int64_t>(std::time(nullptr))});
+    // Issue 16: an operator at a terminal learns the id (a generated one too) sandbox-ctl
+    // takes; a supervisor reading stderr from a pipe gets no extra line.
+    if (::isatty(STDERR_FILENO) == 1) {
+      print_error(kCommand,
+                  "module id " + id + " (sandbox-ctl status|freeze|thaw|kill " + id + ")");
+    }
 
     SupervisedLaunch launch;
     launch.id = id;
