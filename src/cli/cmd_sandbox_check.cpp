@@ -115,6 +115,14 @@ Runner add_sandbox_check(CLI::App& app) {
       app.add_subcommand(kCommand,
                          "Can this node run this policy? Exit 0 yes, 70 no (naming each missing "
                          "capability), 64 invalid policy.");
+  // Issue 16: the whole usage line, what POLICY is, and two examples.
+  sub->footer(
+      "Usage:\n"
+      "  oarbank-agent sandbox-check [--config FILE] POLICY.json\n"
+      "  POLICY.json is a file (- reads it from standard input).\n"
+      "Examples:\n"
+      "  oarbank-agent sandbox-check job.json\n"
+      "  oarbank-agent sandbox-check --config /etc/oarbank/agent.json - < job.json\n");
   sub->add_option("policy", options->policy_path,
                   "The policy file (the SDK's Policy as JSON); - reads it from standard input")
       ->required();

@@ -168,6 +168,14 @@ Runner add_sandbox_ctl(CLI::App& app) {
       "Act on a module that sandbox-run runs, by its id: freeze, thaw, kill (its whole cgroup "
       "leaf, else its process group), status (JSON); list: every running module (id, pid, "
       "container, age, state). Exit 69 when no such module runs.");
+  // Issue 16: the whole usage line, what POLICY is, and two examples.
+  sub->footer(
+      "Usage:\n"
+      "  oarbank-agent sandbox-ctl freeze|thaw|kill|status ID\n"
+      "  oarbank-agent sandbox-ctl list\n"
+      "Examples:\n"
+      "  oarbank-agent sandbox-ctl list\n"
+      "  oarbank-agent sandbox-ctl freeze fetch-1\n");
   sub->add_option("action", options->action, "freeze, thaw, kill, status or list")
       ->required()
       ->check(CLI::IsMember({"freeze", "thaw", "kill", "status", "list"}));

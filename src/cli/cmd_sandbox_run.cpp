@@ -380,6 +380,17 @@ Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
       "Run ARGV under sandbox-exec in its own process group and cgroup v2 leaf, verify the "
       "sandbox after the exec, wait, and tear everything down. Exits with the module's status "
       "(128+N for signal N); 64/70/71/78 as sandbox-exec; 69, 75 and 124 (--timeout) of its own.");
+  // Issue 16: the whole usage line, what POLICY is, and two examples.
+  sub->footer(
+      "Usage:\n"
+      "  oarbank-agent sandbox-run [--id ID] [--timeout DURATION] [--result FILE] [OPTIONS] "
+      "POLICY.json -- ARGV...\n"
+      "  POLICY.json is a file (- reads it from standard input); ARGV is the module's command.\n"
+      "Examples:\n"
+      "  oarbank-agent sandbox-run --id fetch-1 --timeout 10m job.json -- "
+      "/srv/jobs/fetch/run.sh\n"
+      "  oarbank-agent sandbox-run --result /tmp/fetch-1.json --proxy-log /tmp/proxy.log "
+      "job.json -- python3 fetch.py\n");
   sub->add_option("policy", options->exec.policy_path,
                   "The policy file (the SDK's Policy as JSON); - reads it from standard input")
       ->required();

@@ -128,6 +128,35 @@ TEST_F(Usage, HelpAndVersionAreAnswered) {
   EXPECT_EQ(r.err, "");
 }
 
+// Issue 16: each sub-command's help shows its whole usage line, says POLICY is a file, and
+// gives two examples.
+TEST_F(Usage, EachSubCommandsHelpShowsItsUsageAndTwoExamples) {
+  const std::vector<std::pair<std::string, std::string>> usage = {
+      {"sandbox-exec", "POLICY.json -- ARGV..."}, {"sandbox-run", "POLICY.json -- ARGV..."},
+      {"sandbox-check", "POLICY.json"},           {"egress-proxy", "POLICY.json"},
+      {"sandbox-ctl", "sandbox-ctl list"},        {"sandbox-report", "--verify]"},
+  };
+  for (const auto& [command, line] : usage) {
+    SCOPED_TRACE(command);
+    RunResult r = agent({command, "--help"});
+    EXPECT_TRUE(r.exited(0)) << r.describe();
+    const auto usage_at = r.out.find("Usage:\n  oarbank-agent " + command);
+    ASSERT_NE(usage_at, std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(line, usage_at), std::string::npos) << r.out;
+    if (line.starts_with("POLICY")) {
+      EXPECT_NE(r.out.find("POLICY.json is a file (- reads it from standard input)"), std::string::npos) << r.out;
+    }
+    const auto examples = r.out.find("Examples:\n");
+    ASSERT_NE(examples, std::string::npos) << r.out;
+    std::size_t count = 0;
+    for (auto at = r.out.find("\n  oarbank-agent " + command, examples); at != std::string::npos;
+         at = r.out.find("\n  oarbank-agent " + command, at + 1)) {
+      ++count;
+    }
+    EXPECT_EQ(count, 2U) << r.out;
+  }
+}
+
 TEST_F(Usage, OptionsAfterDoubleDashBelongToTheModule) {
   const std::string policy = tree.write_json("p.json", base_policy());
   RunResult r = agent({"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "env", "--explain"});
