@@ -16,6 +16,9 @@ install(PROGRAMS packaging/nfd/oarbank-nfd-features DESTINATION lib/oarbank-agen
 # Absolute: /etc is not under the prefix. It is a conffile (packaging/debian/conffiles), so
 # an upgrade keeps the operator's edits.
 install(FILES packaging/agent.json DESTINATION /etc/oarbank)
+# Issue 16: bash completion of the sub-commands and options (bash-completion loads it on
+# demand from here).
+install(FILES packaging/bash-completion/oarbank-agent DESTINATION share/bash-completion/completions)
 install(FILES README.md DESTINATION ${OARBANK_DOC_DIR})
 install(DIRECTORY docs/ DESTINATION ${OARBANK_DOC_DIR} FILES_MATCHING PATTERN "*.md")
 install(FILES packaging/examples/hello.env packaging/examples/hello.policy.json

@@ -20,7 +20,12 @@ fi
 # Progress on stderr: stdout is the path alone, for deb=$(scripts/package.sh).
 ninja -C "$build" oarbank-agent >&2
 
-out="$PWD/$build/packages"
+# Issue 16: an absolute build directory is used as given ("$PWD/$build" would name a path
+# below the checkout that does not exist); a relative one is the checkout's, as above.
+case $build in
+  /*) out="$build/packages" ;;
+  *) out="$PWD/$build/packages" ;;
+esac
 mkdir -p "$out"
 rm -f "$out"/*.deb
 # CPack installs the project into a staging directory first, which builds the default target.

@@ -74,7 +74,8 @@ inline constexpr int kMaxPolicyDepth = 16;
 // Parses and validates a policy document (UTF-8 JSON text). Throws PolicyError.
 Policy parse_policy(std::string_view text);
 
-// Reads and parses a policy file. Throws PolicyError (pointer "") if unreadable.
+// Reads and parses a policy file ("-": standard input, to its end). Throws PolicyError
+// (pointer "") if unreadable.
 Policy load_policy_file(const std::string& path);
 
 // Validates an already parsed JSON value (duplicate keys cannot be seen at this level).

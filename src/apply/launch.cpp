@@ -3,23 +3,25 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 
 #include "apply/descriptors.hpp"
+#include "apply/exec_failure.hpp"
 #include "apply/identity.hpp"
 #include "apply/landlock_apply.hpp"
 #include "apply/launch_hooks.hpp"
 #include "apply/seccomp_apply.hpp"
+#include "probe/writable_path_rule.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank {
 
 std::string resolve_executable(const std::string& name, const std::string& path_list) {
   if (name.find('/') != std::string::npos) return name;
+  std::string not_executable;
   std::size_t start = 0;
   while (start <= path_list.size()) {
     std::size_t end = path_list.find(':', start);
@@ -32,8 +34,14 @@ std::string resolve_executable(const std::string& name, const std::string& path_
         ::access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
+    // A file that is there but not executable is what execvp would have tried (and failed
+    // with EACCES): the module's author then hears of the execute bit, not of a missing file.
+    if (not_executable.empty() && ::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      not_executable = candidate;
+    }
     start = end + 1;
   }
+  if (!not_executable.empty()) return not_executable;
   return name;  // execve will answer ENOENT, reported as an exec failure
 }
 
@@ -46,6 +54,9 @@ PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const Open
     if (entry.starts_with("PATH=")) module_path = entry.substr(5);
   }
   prepared.executable = resolve_executable(plan.argv.at(0), module_path);
+  prepared.looked_up_on_path =
+      prepared.executable == plan.argv.at(0) && plan.argv.at(0).find('/') == std::string::npos;
+  prepared.module_path = module_path;
   // execve takes char* const[] but does not write through it; the plan outlives the launch.
   for (const auto& arg : plan.argv) prepared.argv.push_back(const_cast<char*>(arg.c_str()));
   prepared.argv.push_back(nullptr);
@@ -81,13 +92,16 @@ namespace {
 
 // After the first irreversible step the process is half-sandboxed: it leaves with _exit, so
 // no destructor or atexit handler (a sanitizer's leak check needs ptrace) runs in that state.
-[[noreturn]] void step_failed(const char* program, const char* step, const std::string& what,
-                              int err) {
-  std::string line =
-      std::string(program) + ": step " + step + " failed: " + what + ": " + errno_text(err);
+[[noreturn]] void fail_with_line(const std::string& line) {
   std::fprintf(stderr, "%s\n", line.c_str());
   report_launch_status(kExitSoftware, line);
   ::_exit(kExitSoftware);
+}
+
+[[noreturn]] void step_failed(const char* program, const char* step, const std::string& what,
+                              int err) {
+  fail_with_line(std::string(program) + ": step " + step + " failed: " + what + ": " +
+                 errno_text(err));
 }
 
 }  // namespace
@@ -111,18 +125,33 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
     step_failed(program, "descriptors", error.what, error.err);
   if (!launch_test_skips("identity") && !apply_identity(plan.identity, error))
     step_failed(program, "identity", error.what, error.err);
-  // The module user must be able to use its writable directories (contract.md: a directory
-  // the module user cannot use is refused with 70, named). Asked of the descriptor the
-  // directory rule was checked on (faccessat2 AT_EMPTY_PATH, Linux 5.8); by name where the
-  // call is refused (EINVAL from glibc's emulation, or ENOSYS).
+  // The module user must be able to use its writable paths (contract.md: a directory the
+  // module user cannot use is refused with 70, named): work and temp read, write and search,
+  // data read and search only (probe/writable_path_rule.hpp; read-only input is fine). Asked
+  // of the descriptor the directory rule was checked on (faccessat2 AT_EMPTY_PATH, Linux 5.8);
+  // by name where the call is refused (EINVAL from glibc's emulation, or ENOSYS).
   for (std::size_t i = 0; i < plan.writable_dirs.size(); ++i) {
     const std::string& dir = plan.writable_dirs[i];
+    const std::string role = i < plan.writable_dir_roles.size() ? plan.writable_dir_roles[i] : "";
     const int fd = i < prepared.writable_dir_fds.size() ? prepared.writable_dir_fds[i] : -1;
-    int rc = fd >= 0 ? ::faccessat(fd, "", R_OK | W_OK | X_OK, AT_EACCESS | AT_EMPTY_PATH) : -1;
-    if (fd < 0 || (rc != 0 && (errno == EINVAL || errno == ENOSYS))) {
-      rc = ::faccessat(AT_FDCWD, dir.c_str(), R_OK | W_OK | X_OK, AT_EACCESS);
+    struct stat st {};
+    if (fd >= 0 ? ::fstat(fd, &st) != 0 : ::stat(dir.c_str(), &st) != 0) {
+      step_failed(program, "identity", "stat " + dir, errno);
     }
-    if (rc != 0) step_failed(program, "identity", "the module user cannot use " + dir, errno);
+    // An entry without a role (a plan from elsewhere) is asked for everything, as before.
+    const int mode =
+        role.empty() ? (R_OK | W_OK | X_OK) : writable_access_mode(role, S_ISDIR(st.st_mode));
+    int rc = fd >= 0 ? ::faccessat(fd, "", mode, AT_EACCESS | AT_EMPTY_PATH) : -1;
+    if (fd < 0 || (rc != 0 && (errno == EINVAL || errno == ENOSYS))) {
+      rc = ::faccessat(AT_FDCWD, dir.c_str(), mode, AT_EACCESS);
+    }
+    if (rc != 0) {
+      const int err = errno;
+      fail_with_line(std::string(program) + ": step identity failed: " +
+                     writable_access_problem(role.empty() ? "writable" : role, dir,
+                                             PathOwnership{st.st_uid, st.st_mode}, ::geteuid(),
+                                             err));
+    }
   }
   if (prepared.working_directory_fd >= 0 ? ::fchdir(prepared.working_directory_fd) != 0
                                          : ::chdir(prepared.working_directory.c_str()) != 0) {
@@ -144,17 +173,12 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   }
   ::execve(prepared.executable.c_str(), prepared.argv.data(), prepared.envp.data());
   const int err = errno;
-  std::string line = std::string(program) + ": execve " + prepared.executable +
-                     " failed: " + errno_text(err);
-  // A file whose capabilities have the effective bit set (Debian's ping, cap_net_raw+ep) must
-  // get every capability it names, or the kernel refuses it with EPERM (commoncap.c: "legacy
-  // apps ... missing some forced capabilities"). Started as root, the launcher has emptied the
-  // bounding set, so no capability can be granted. A bare EPERM says nothing: look for the
-  // file's capabilities, after the failure only. One getxattr, then _exit as before.
-  if (err == EPERM &&
-      ::getxattr(prepared.executable.c_str(), "security.capability", nullptr, 0) > 0) {
-    line += ": the file asks for capabilities (security.capability) a module cannot have";
-  }
+  std::string line =
+      std::string(program) + ": execve " + prepared.executable + " failed: " + errno_text(err);
+  // Why, asked only after the failure; then _exit as before.
+  const std::string detail = exec_failure_detail(prepared.executable, prepared.looked_up_on_path,
+                                                 prepared.module_path, err);
+  if (!detail.empty()) line += ": " + detail;
   std::fprintf(stderr, "%s\n", line.c_str());
   report_launch_status(kExitOsErr, line);
   ::_exit(kExitOsErr);

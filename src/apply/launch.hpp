@@ -16,6 +16,8 @@ namespace oarbank {
 struct PreparedLaunch {
   UniqueFd ruleset;
   std::string executable;
+  bool looked_up_on_path = false;  // a name without '/' found nowhere on the module's PATH
+  std::string module_path;         // that PATH, for the message
   std::vector<char*> argv;
   std::vector<char*> envp;
   std::string working_directory;

@@ -87,7 +87,18 @@ Runner add_egress_proxy(CLI::App& app) {
       "Run the agent's egress proxy for one module's policy (its egress list) on the node's "
       "proxy_listen, until SIGTERM or SIGINT: for a module started by sandbox-exec alone. "
       "sandbox-run hosts the same proxy itself.");
-  sub->add_option("policy", options->policy_path, "The module's policy (its egress list)")
+  // Issue 16: the whole usage line, what POLICY is, and two examples.
+  sub->footer(
+      "Usage:\n"
+      "  oarbank-agent egress-proxy [--config FILE] [--id ID] [--listen IP:PORT] [--log FILE] "
+      "POLICY.json\n"
+      "  POLICY.json is a file (- reads it from standard input).\n"
+      "Examples:\n"
+      "  oarbank-agent egress-proxy job.json\n"
+      "  oarbank-agent egress-proxy --listen 127.0.0.1:3128 --log /var/log/oarbank/fetch-1.log "
+      "job.json\n");
+  sub->add_option("policy", options->policy_path,
+                  "The module's policy file (its egress list); - reads it from standard input")
       ->required();
   sub->add_option("--config", options->config_path,
                   "Node configuration file (default: $OARBANK_AGENT_CONFIG, else "

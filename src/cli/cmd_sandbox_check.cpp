@@ -12,6 +12,7 @@
 #include "plan/plan.hpp"
 #include "probe/path_facts.hpp"
 #include "probe/probe.hpp"
+#include "supervise/writable_dirs.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank::cli {
@@ -67,14 +68,41 @@ int run(const CheckOptions& options) {
         ++missing;
       }
     }
+    // sandbox-run makes a missing work, data or temp directory below the node's
+    // writable_roots (supervise/writable_dirs.hpp): the check agrees, and says so.
+    std::vector<std::string> will_be_created;
+    std::string root_list;
+    for (const auto& root : config.writable_roots) {
+      root_list += (root_list.empty() ? "" : ", ") + root;
+    }
     for (const auto& [pointer, path] : policy_paths(policy)) {
-      if (paths.kind(path) == PathKind::Missing) {
+      if (paths.kind(path) != PathKind::Missing) continue;
+      const bool writable_path =
+          pointer == "/work" || pointer == "/temp" || pointer.starts_with("/data/");
+      if (writable_path) {
+        if (auto root = writable_root_for(path, config.writable_roots)) {
+          will_be_created.push_back("policy " + pointer + ": " + path +
+                                    " will be created by sandbox-run (below the writable root " +
+                                    *root + "), owned by the module user (uid " +
+                                    std::to_string(module_uid) +
+                                    "); a bare sandbox-exec needs it made first");
+          continue;
+        }
+        print_error(kCommand, "policy " + pointer + ": " + path +
+                                  " does not exist on this node, and sandbox-run creates missing "
+                                  "directories only below the node's writable_roots (" +
+                                  root_list + ")");
+      } else {
         print_error(kCommand, "policy " + pointer + ": " + path + " does not exist on this node");
-        ++missing;
       }
+      ++missing;
     }
     if (missing > 0) return kExitSoftware;
-    std::cout << "this node can run " << options.policy_path << '\n';
+    for (const auto& line : will_be_created) std::cout << line << '\n';
+    std::cout << "this node can run "
+              << (options.policy_path == "-" ? std::string("(standard input)")
+                                             : options.policy_path)
+              << '\n';
     return 0;
   });
 }
@@ -87,7 +115,16 @@ Runner add_sandbox_check(CLI::App& app) {
       app.add_subcommand(kCommand,
                          "Can this node run this policy? Exit 0 yes, 70 no (naming each missing "
                          "capability), 64 invalid policy.");
-  sub->add_option("policy", options->policy_path, "The policy (the SDK's Policy as JSON)")
+  // Issue 16: the whole usage line, what POLICY is, and two examples.
+  sub->footer(
+      "Usage:\n"
+      "  oarbank-agent sandbox-check [--config FILE] POLICY.json\n"
+      "  POLICY.json is a file (- reads it from standard input).\n"
+      "Examples:\n"
+      "  oarbank-agent sandbox-check job.json\n"
+      "  oarbank-agent sandbox-check --config /etc/oarbank/agent.json - < job.json\n");
+  sub->add_option("policy", options->policy_path,
+                  "The policy file (the SDK's Policy as JSON); - reads it from standard input")
       ->required();
   sub->add_option("--config", options->config_path, "Node configuration file");
   return [options] { return run(*options); };

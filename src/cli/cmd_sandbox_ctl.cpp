@@ -1,6 +1,9 @@
-// sandbox-ctl freeze|thaw|kill|status ID: acts on a running module's container by its id,
+// sandbox-ctl freeze|thaw|kill|status ID, and list: acts on a running module's container by its id,
 // found in the run state sandbox-run keeps (supervise/run_state.hpp).
+#include <algorithm>
+#include <array>
 #include <csignal>
+#include <ctime>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -59,18 +62,69 @@ nlohmann::json status_json(const RunRecord& record) {
   return j;
 }
 
+// "42s", "3m", "5h", "2d": how long ago a run started, for the list.
+std::string age_text(std::int64_t seconds) {
+  if (seconds < 0) seconds = 0;
+  if (seconds < 120) return std::to_string(seconds) + "s";
+  if (seconds < 2 * 3600) return std::to_string(seconds / 60) + "m";
+  if (seconds < 2 * 86400) return std::to_string(seconds / 3600) + "h";
+  return std::to_string(seconds / 86400) + "d";
+}
+
+// Issue 16: what runs, one line each: id, module pid, container, age, state. A dead run's
+// record is torn down on the way, as status does.
+int list_runs(const std::string& dir) {
+  std::vector<std::array<std::string, 5>> rows;
+  rows.push_back({"ID", "PID", "CONTAINER", "AGE", "STATE"});
+  const auto now = static_cast<std::int64_t>(std::time(nullptr));
+  for (const auto& id : run_record_ids(dir)) {
+    bool alive = false;
+    auto record = read_run_record(dir, id, alive);
+    if (!record || !alive) continue;
+    if (!record_names_its_leaf(*record) && !record_group_is_alive(*record)) continue;
+    const auto status = status_json(*record);
+    rows.push_back({id, std::to_string(record->module_pid), status["container"].get<std::string>(),
+                    age_text(now - record->started_at),
+                    record->phase == "starting" ? "starting" : status["state"].get<std::string>()});
+  }
+  std::array<std::size_t, 5> width{};
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    std::cout << line << '\n';
+  }
+  std::cout.flush();
+  return 0;
+}
+
 int run_sandbox_ctl(const CtlArgs& options) {
   return run_guarded(kCommand, "", [&]() -> int {
+    const std::string dir = run_state_dir();
+    if (options.action == "list") {
+      if (!options.id.empty()) throw Error(ErrorKind::Usage, "usage: list takes no id");
+      return list_runs(dir);
+    }
+    if (options.id.empty()) {
+      throw Error(ErrorKind::Usage, "usage: " + options.action +
+                                        " needs the module's id (sandbox-ctl " + options.action +
+                                        " ID; sandbox-ctl list shows them)");
+    }
     if (auto problem = module_id_problem(options.id)) {
       throw Error(ErrorKind::Usage, "module id " + options.id + ": " + *problem);
     }
     bool alive = false;
     bool cleaned = false;
     // A dead run's record (its sandbox-run was killed) is torn down on the way.
-    auto record = read_run_record(run_state_dir(), options.id, alive, &cleaned);
+    auto record = read_run_record(dir, options.id, alive, &cleaned);
     if (!record || !alive) {
       throw Error(ErrorKind::NotFound,
-                  "no module with id " + options.id + " is running" +
+                  "no module with id " + options.id + " is running (state directory " + dir + ")" +
                       (cleaned ? " (what its killed sandbox-run left was removed)" : ""));
     }
     // A record is trusted no further than its shape (supervise/run_state.hpp).
@@ -112,11 +166,20 @@ Runner add_sandbox_ctl(CLI::App& app) {
   auto* sub = app.add_subcommand(
       kCommand,
       "Act on a module that sandbox-run runs, by its id: freeze, thaw, kill (its whole cgroup "
-      "leaf, else its process group), status (JSON). Exit 69 when no such module runs.");
-  sub->add_option("action", options->action, "freeze, thaw, kill or status")
+      "leaf, else its process group), status (JSON); list: every running module (id, pid, "
+      "container, age, state). Exit 69 when no such module runs.");
+  // Issue 16: the whole usage line, what POLICY is, and two examples.
+  sub->footer(
+      "Usage:\n"
+      "  oarbank-agent sandbox-ctl freeze|thaw|kill|status ID\n"
+      "  oarbank-agent sandbox-ctl list\n"
+      "Examples:\n"
+      "  oarbank-agent sandbox-ctl list\n"
+      "  oarbank-agent sandbox-ctl freeze fetch-1\n");
+  sub->add_option("action", options->action, "freeze, thaw, kill, status or list")
       ->required()
-      ->check(CLI::IsMember({"freeze", "thaw", "kill", "status"}));
-  sub->add_option("id", options->id, "The module's id (sandbox-run --id)")->required();
+      ->check(CLI::IsMember({"freeze", "thaw", "kill", "status", "list"}));
+  sub->add_option("id", options->id, "The module's id (sandbox-run --id); none for list");
   return [options] { return run_sandbox_ctl(*options); };
 }
 

@@ -84,7 +84,17 @@ Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command) {
                          "Apply the policy to this process (no_new_privs, Landlock, seccomp) "
                          "and exec ARGV. Exit 64 usage or invalid policy, 70 a step cannot be "
                          "applied in full, 71 the exec failed.");
-  sub->add_option("policy", options->policy_path, "The policy (the SDK's Policy as JSON)")
+  // Issue 16: the whole usage line, what POLICY is, and two examples.
+  sub->footer(
+      "Usage:\n"
+      "  oarbank-agent sandbox-exec [--config FILE] [--setenv NAME=VALUE]... [--keep-fd N]... "
+      "[--explain] POLICY.json -- ARGV...\n"
+      "  POLICY.json is a file (- reads it from standard input); ARGV is the module's command.\n"
+      "Examples:\n"
+      "  oarbank-agent sandbox-exec job.json -- /srv/jobs/fetch/run.sh --once\n"
+      "  oarbank-agent sandbox-exec --explain --setenv LOG=debug job.json -- python3 fetch.py\n");
+  sub->add_option("policy", options->policy_path,
+                  "The policy file (the SDK's Policy as JSON); - reads it from standard input")
       ->required();
   sub->add_option(
       "--config", options->config_path,

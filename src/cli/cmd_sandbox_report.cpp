@@ -54,6 +54,13 @@ Runner add_sandbox_report(CLI::App& app) {
                          "Print this node's enforcement report, computed by probing the running "
                          "kernel and cgroup setup. Exit 0 (70 when --verify catches a row that "
                          "is not enforced).");
+  // Issue 16: the whole usage line, what POLICY is, and two examples.
+  sub->footer(
+      "Usage:\n"
+      "  oarbank-agent sandbox-report [--config FILE] [--json | --format nfd] [--verify]\n"
+      "Examples:\n"
+      "  oarbank-agent sandbox-report\n"
+      "  oarbank-agent sandbox-report --json --verify\n");
   sub->add_option("--config", options->config_path, "Node configuration file");
   sub->add_flag("--json", options->json, "Same as --format json");
   sub->add_option(

@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -209,6 +210,12 @@ int run_sandbox_run(const RunArgs& options) {
                              .cgroup = place ? place->parent + "/" + leaf_name_for(id) : "",
                              .netns = policy.net == NetMode::EgressAllowlist && root,
                              .started_at = static_cast<std::int64_t>(std::time(nullptr))});
+    // Issue 16: an operator at a terminal learns the id (a generated one too) sandbox-ctl
+    // takes; a supervisor reading stderr from a pipe gets no extra line.
+    if (::isatty(STDERR_FILENO) == 1) {
+      print_error(kCommand,
+                  "module id " + id + " (sandbox-ctl status|freeze|thaw|kill " + id + ")");
+    }
 
     SupervisedLaunch launch;
     launch.id = id;
@@ -373,18 +380,42 @@ Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
       "Run ARGV under sandbox-exec in its own process group and cgroup v2 leaf, verify the "
       "sandbox after the exec, wait, and tear everything down. Exits with the module's status "
       "(128+N for signal N); 64/70/71/78 as sandbox-exec; 69, 75 and 124 (--timeout) of its own.");
-  sub->add_option("policy", options->exec.policy_path, "The policy (the SDK's Policy as JSON)")
+  // Issue 16: the whole usage line, what POLICY is, and two examples.
+  sub->footer(
+      "Usage:\n"
+      "  oarbank-agent sandbox-run [--id ID] [--timeout DURATION] [--result FILE] [OPTIONS] "
+      "POLICY.json -- ARGV...\n"
+      "  POLICY.json is a file (- reads it from standard input); ARGV is the module's command.\n"
+      "Examples:\n"
+      "  oarbank-agent sandbox-run --id fetch-1 --timeout 10m job.json -- "
+      "/srv/jobs/fetch/run.sh\n"
+      "  oarbank-agent sandbox-run --result /tmp/fetch-1.json --proxy-log /tmp/proxy.log "
+      "job.json -- python3 fetch.py\n");
+  sub->add_option("policy", options->exec.policy_path,
+                  "The policy file (the SDK's Policy as JSON); - reads it from standard input")
       ->required();
   sub->add_option(
       "--config", options->exec.config_path,
       "Node configuration file (default: $OARBANK_AGENT_CONFIG, else /etc/oarbank/agent.json)");
   sub->add_option("--id", options->id,
                   "The module's id: names its cgroup leaf, for sandbox-ctl (default: generated)");
+  // Durations as timeout(1) takes them: seconds, or with a unit s, m, h, d (exec_args.hpp).
+  const auto duration = [](const std::string& text) -> std::string {
+    if (auto seconds = parse_duration(text)) {
+      char buffer[64];
+      auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, *seconds);
+      return ec == std::errc() ? std::string(buffer, end) : text;
+    }
+    throw CLI::ValidationError(
+        "expected a duration: seconds, or with a unit s, m, h or d (10s, 2m, 1h)");
+  };
   sub->add_option("--timeout", options->timeout,
-                  "Stop the module after SECONDS (SIGTERM, then SIGKILL after --kill-after); "
-                  "exit 124");
+                  "Stop the module after DURATION (10, 10s, 2m, 1h, 1d; SIGTERM, then SIGKILL "
+                  "after --kill-after); exit 124")
+      ->transform(duration);
   sub->add_option("--kill-after", options->kill_after,
-                  "Seconds from SIGTERM to SIGKILL when stopping the module (default 10)");
+                  "DURATION from SIGTERM to SIGKILL when stopping the module (default 10s)")
+      ->transform(duration);
   sub->add_option("--result", options->result_path,
                   "Write how the run ended as JSON to FILE (launcher failure, verification "
                   "failure, exit, signal, timeout, OOM kill)");

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,20 @@ Runner add_sandbox_report(CLI::App& app);
 Runner add_sandbox_check(CLI::App& app);
 // Hidden: the operations sandbox-report --verify runs inside the sandbox.
 Runner add_sandbox_probe(CLI::App& app);
+
+// --version: the package's version and the commit it was built from (generated at build
+// time by cmake/version.cmake).
+extern const char* const kPackageVersion;
+extern const char* const kPackageCommit;
+
+// "a, b, c".
+std::string join(const std::vector<std::string>& names);
+// The first "--word" on the command line (argv[1..argc)) that `command` has no option for
+// (nor `known`, names main() answers itself), as "unknown option --word", with "; did you
+// mean \"--other\"?" when one is close; else nothing.
+std::optional<std::string> unknown_option(const CLI::App& command, int argc,
+                                          const char* const* argv,
+                                          std::vector<std::string> known = {});
 
 // Prints "oarbank-agent COMMAND: MESSAGE" as one line of printable ASCII: a hostile policy
 // cannot put a newline or a terminal escape sequence on the operator's screen.

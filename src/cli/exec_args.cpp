@@ -16,8 +16,8 @@ std::optional<ExecArgs> parse_plain_exec_args(int argc, const char* const* argv)
       args.argv.assign(argv + i + 1, argv + argc);
       break;
     }
-    const bool takes_value = word == "--config" || word == "--setenv" || word == "--keep-fd" ||
-                             word == "--status-fd";
+    const bool takes_value =
+        word == "--config" || word == "--setenv" || word == "--keep-fd" || word == "--status-fd";
     if (takes_value) {
       if (i + 1 >= argc) return std::nullopt;
       const std::string_view value = argv[++i];
@@ -38,7 +38,7 @@ std::optional<ExecArgs> parse_plain_exec_args(int argc, const char* const* argv)
           args.status_fd = fd;
         }
       }
-    } else if (word.starts_with("-") || have_policy) {
+    } else if ((word.starts_with("-") && word != "-") || have_policy) {
       return std::nullopt;  // --explain, --help, --opt=value, an unknown option, a second word
     } else {
       args.policy_path = std::string(word);
@@ -51,18 +51,44 @@ std::optional<ExecArgs> parse_plain_exec_args(int argc, const char* const* argv)
 
 namespace {
 
-// A plain decimal number of seconds ("0.5", "30"): anything else is CLI11's to judge.
-std::optional<double> plain_seconds(std::string_view text) {
-  if (text.empty() || text.size() > 32 || text.find_first_not_of("0123456789.") != std::string_view::npos) {
+// A duration parse_duration reads ("0.5", "30", "10s", "2m"): anything else is CLI11's to
+// judge (and to word the error).
+std::optional<double> plain_seconds(std::string_view text) { return parse_duration(text); }
+
+}  // namespace
+
+std::optional<double> parse_duration(std::string_view text) {
+  if (text.empty() || text.size() > 32) return std::nullopt;
+  double unit = 1;
+  switch (text.back()) {
+    case 's':
+      text.remove_suffix(1);
+      break;
+    case 'm':
+      unit = 60;
+      text.remove_suffix(1);
+      break;
+    case 'h':
+      unit = 3600;
+      text.remove_suffix(1);
+      break;
+    case 'd':
+      unit = 86400;
+      text.remove_suffix(1);
+      break;
+    default:
+      break;
+  }
+  // Digits and one '.', as timeout(1) reads them: no sign, no exponent, no hex.
+  if (text.empty() || text.find_first_not_of("0123456789.") != std::string_view::npos) {
     return std::nullopt;
   }
   double value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value, std::chars_format::fixed);
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
+  return value * unit;
 }
-
-}  // namespace
 
 std::optional<RunArgs> parse_plain_run_args(int argc, const char* const* argv) {
   if (argc < 2 || std::string_view(argv[1]) != "sandbox-run") return std::nullopt;
@@ -112,7 +138,7 @@ std::optional<RunArgs> parse_plain_run_args(int argc, const char* const* argv) {
         if (ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
         args.exec.keep_fds.push_back(fd);
       }
-    } else if (word.starts_with("-") || have_policy) {
+    } else if ((word.starts_with("-") && word != "-") || have_policy) {
       return std::nullopt;
     } else {
       args.exec.policy_path = std::string(word);

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace oarbank::cli {
@@ -32,6 +33,11 @@ struct RunArgs {
   std::optional<std::string> proxy_log;
   friend bool operator==(const RunArgs&, const RunArgs&) = default;
 };
+
+// Issue 16: a duration as timeout(1) and systemd take one: a decimal number of seconds, or
+// with a unit s, m, h or d ("10s", "2m", "1.5h", "0.5"). Nothing for anything else (a sign,
+// an exponent, another unit, two units).
+std::optional<double> parse_duration(std::string_view text);
 
 // argv[1] "sandbox-run": the plain form `[--config F] [--id ID] [--timeout S] [--kill-after S]
 // [--result F] [--proxy-log F] [--setenv N=V]... [--keep-fd N]... POLICY -- ARGV...`, else

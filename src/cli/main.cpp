@@ -1,12 +1,16 @@
 // oarbank-agent: one binary, one sub-command per job (contract.md, "Commands").
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
+#include "policy/suggest.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank::cli {
@@ -39,7 +43,9 @@ int run_guarded(const std::string& command, const std::string& policy_path,
   try {
     return body();
   } catch (const PolicyError& e) {
-    print_error(command, "invalid policy " + policy_path + ": " + e.what());
+    print_error(command, "invalid policy " +
+                             (policy_path == "-" ? std::string("(standard input)") : policy_path) +
+                             ": " + e.what());
     return kExitUsage;
   } catch (const ConfigError& e) {
     print_error(command, e.what());
@@ -48,6 +54,27 @@ int run_guarded(const std::string& command, const std::string& policy_path,
     print_error(command, e.what());
     return exit_code_for(e.kind());
   }
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+std::optional<std::string> unknown_option(const CLI::App& command, int argc,
+                                          const char* const* argv, std::vector<std::string> known) {
+  for (const auto* option : command.get_options()) {
+    for (const auto& name : option->get_lnames()) known.push_back("--" + name);
+  }
+  for (int i = 1; i < argc; ++i) {
+    std::string word = argv[i];
+    if (!word.starts_with("--") || word == "--") continue;
+    if (auto eq = word.find('='); eq != std::string::npos) word.erase(eq);
+    if (std::find(known.begin(), known.end(), word) != known.end()) continue;
+    return "unknown option " + word + did_you_mean(word, known);
+  }
+  return std::nullopt;
 }
 
 }  // namespace oarbank::cli
@@ -71,8 +98,12 @@ int main(int argc, char** argv) {
       return kExitSoftware;
     }
   }
-  CLI::App app{"oarbank-agent: runs third-party modules under Landlock, seccomp and cgroup v2"};
+  CLI::App app{"oarbank-agent: runs third-party modules under Landlock, seccomp and cgroup v2",
+               "oarbank-agent"};
   app.require_subcommand(1);
+  app.footer(
+      "oarbank-agent --version prints the version and the commit; oarbank-agent help SUB-COMMAND "
+      "(or SUB-COMMAND --help) prints a sub-command's options.");
   app.set_help_all_flag("--help-all", "Print help for every sub-command");
   cli::ModuleCommand module_command;
   int cli_argc = argc;
@@ -92,6 +123,36 @@ int main(int argc, char** argv) {
   runners["sandbox-report"] = cli::add_sandbox_report(app);
   runners["sandbox-check"] = cli::add_sandbox_check(app);
   runners["sandbox-probe"] = cli::add_sandbox_probe(app);
+  // Issue 16: `--version`, `help [SUB]` and an unknown sub-command are answered for what they
+  // are, not with CLI11's "A subcommand is required".
+  if (cli_argc == 2 &&
+      (std::string_view(argv[1]) == "--version" || std::string_view(argv[1]) == "-V")) {
+    std::printf("oarbank-agent %s (commit %s)\n", cli::kPackageVersion, cli::kPackageCommit);
+    return 0;
+  }
+  std::vector<std::string> sub_names;  // the ones --help shows (sandbox-probe is hidden)
+  for (const auto& [name, runner] : runners) {
+    if (!app.get_subcommand(name)->get_group().empty()) sub_names.push_back(name);
+  }
+  if (cli_argc >= 2 && std::string_view(argv[1]) == "help") {
+    if (cli_argc == 2) {
+      std::fputs(app.help().c_str(), stdout);
+      return 0;
+    }
+    if (cli_argc == 3 && runners.contains(argv[2])) {
+      std::fputs(app.get_subcommand(argv[2])->help().c_str(), stdout);
+      return 0;
+    }
+    cli::print_error("", std::string("usage: help takes one sub-command: ") + cli::join(sub_names) +
+                             (cli_argc >= 3 ? did_you_mean(argv[2], sub_names) : ""));
+    return kExitUsage;
+  }
+  if (cli_argc >= 2 && argv[1][0] != '-' && argv[1][0] != '\0' && !runners.contains(argv[1])) {
+    cli::print_error("", std::string("usage: unknown sub-command \"") + argv[1] + "\"" +
+                             did_you_mean(argv[1], sub_names) +
+                             " (the sub-commands: " + cli::join(sub_names) + "; see --help)");
+    return kExitUsage;
+  }
   try {
     app.parse(cli_argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -101,6 +162,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string command;
     for (const auto* sub : app.get_subcommands()) command = sub->get_name();
+    // An option the (sub-)command does not know, named with the closest one it does.
+    if (auto unknown = cli::unknown_option(
+            command.empty() ? app : *app.get_subcommand(command), cli_argc, argv,
+            command.empty() ? std::vector<std::string>{"--version"} : std::vector<std::string>{})) {
+      cli::print_error(command, "usage: " + *unknown + " (see --help)");
+      return kExitUsage;
+    }
     std::string message = std::string("usage: ") + e.what() + " (see --help)";
     if ((command == "sandbox-exec" || command == "sandbox-run") && !module_command.separator) {
       message = std::string("usage: ") + cli::kNoCommand + ": " + e.what();

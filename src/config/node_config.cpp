@@ -10,6 +10,7 @@
 #include "plan/landlock_rights.hpp"
 #include "policy/paths.hpp"
 #include "policy/strict_json.hpp"
+#include "policy/suggest.hpp"
 
 namespace oarbank {
 
@@ -106,7 +107,7 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
           config.module_gid =
               static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 4294967294U));
         } else {
-          r.fail(sub, "unknown field");
+          r.fail(sub, "unknown field" + did_you_mean(field, {"uid", "gid"}));
         }
       }
     } else if (key == "proxy_listen") {
@@ -160,6 +161,27 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
                                         : std::optional(r.unsigned_int(value, pointer, 1, 4194304));
     } else if (key == "cgroup_parent") {
       config.cgroup_parent = value.is_null() ? std::nullopt : std::optional(r.path(value, pointer));
+      // Issue 16: a cgroup is named as /proc/self/cgroup names it, below the cgroup2 mount. A
+      // file system path (/sys/fs/cgroup/unified) names no cgroup there: it would be taken as
+      // missing and the node would fall back to process groups without a word.
+      if (config.cgroup_parent) {
+        const std::string& parent = *config.cgroup_parent;
+        if (parent == "/sys" || parent.starts_with("/sys/") || parent == "/proc" ||
+            parent.starts_with("/proc/")) {
+          std::string suggestion;
+          for (const char* mount : {"/sys/fs/cgroup/unified/", "/sys/fs/cgroup/"}) {
+            if (parent.starts_with(mount) && parent.size() > std::string(mount).size()) {
+              suggestion =
+                  "; here perhaps \"" + parent.substr(std::string(mount).size() - 1) + "\"";
+              break;
+            }
+          }
+          r.fail(pointer,
+                 "is a file system path; write the cgroup's path below the cgroup2 mount, as "
+                 "/proc/self/cgroup shows it (e.g. \"/system.slice/oarbank-agent.service\")" +
+                     suggestion);
+        }
+      }
     } else if (key == "landlock_abi_max") {
       config.landlock_abi_max = value.is_null()
                                     ? std::nullopt
@@ -196,7 +218,11 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
       if (!value.is_boolean()) r.fail(pointer, "must be true or false");
       config.accept_port_only_egress = value.get<bool>();
     } else {
-      r.fail(pointer, "unknown key");
+      // The keys the configuration knows are the ones it writes out.
+      const nlohmann::json defaults = node_config_to_json(NodeConfig{});
+      std::vector<std::string> known;
+      for (auto it = defaults.begin(); it != defaults.end(); ++it) known.push_back(it.key());
+      r.fail(pointer, "unknown key" + did_you_mean(key, known));
     }
   }
   return config;

@@ -71,8 +71,11 @@ struct Plan {
   std::vector<std::string> environment;  // NAME=VALUE
   std::vector<std::string> argv;
   std::vector<int> keep_fds;
-  // Directories the module must be able to read, write and search once it is the module user.
+  // The paths Landlock lets the module write (work, data, temp), checked against the module
+  // user's own permissions once the launcher is that user: work and temp must be readable,
+  // writable and searchable, data only readable and searchable (issue 16: read-only input).
   std::vector<std::string> writable_dirs;
+  std::vector<std::string> writable_dir_roles;  // "work", "data" or "temp", one per entry
   std::vector<CapabilityVerdict> relies_on;
 };
 

@@ -6,12 +6,13 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <optional>
+#include <string>
 
 namespace oarbank {
 namespace {
 
 bool is_ldh(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }
-
 
 std::string lower_ascii(std::string_view text) {
   std::string out(text);
@@ -57,6 +58,47 @@ const char* never_allowed(const EgressDestination& dest) {
   if (v4[0] >= 224)
     return "multicast, reserved and broadcast addresses are never egress destinations";
   return nullptr;
+}
+
+// A URL where a destination belongs: a scheme ("https://...") or a path ("host:443/x").
+bool looks_like_url(std::string_view text) {
+  return text.find("://") != std::string_view::npos || text.find('/') != std::string_view::npos;
+}
+
+// The host:port a URL names, for the message: "https://api.example.com/v1" ->
+// "api.example.com:443". The default port is the scheme's (http 80, https 443); nothing when
+// the scheme is another, or what is left has characters no destination has.
+std::optional<std::string> destination_of_url(std::string_view text) {
+  std::string_view scheme;
+  if (auto end = text.find("://"); end != std::string_view::npos) {
+    scheme = text.substr(0, end);
+    text.remove_prefix(end + 3);
+  }
+  text = text.substr(0, text.find_first_of("/?#"));
+  if (auto at = text.rfind('@'); at != std::string_view::npos) text.remove_prefix(at + 1);
+  if (text.empty()) return std::nullopt;
+  for (char c : text) {
+    if (!is_ldh(c) && !(c >= 'A' && c <= 'Z') && c != '.' && c != ':' && c != '[' && c != ']' &&
+        c != '*') {
+      return std::nullopt;
+    }
+  }
+  std::string out(text);
+  const auto close = text.rfind(']');
+  const auto colon = text.rfind(':');
+  const bool has_port =
+      colon != std::string_view::npos && (close == std::string_view::npos || colon > close);
+  if (!has_port) {
+    const std::string lower = lower_ascii(scheme);
+    if (lower == "https") {
+      out += ":443";
+    } else if (lower == "http") {
+      out += ":80";
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -121,6 +163,16 @@ std::optional<EgressDestination> parse_egress_destination(std::string_view text,
       problem = "contains a control character";
       return std::nullopt;
     }
+  }
+  // Issue 16: a URL ("https://host:443", "http://example.com", "host:443/path") otherwise
+  // reaches the host:port parser and is refused for the wrong reason ("port must be a number",
+  // "an IPv6 address must be written in brackets").
+  if (looks_like_url(text)) {
+    problem = "egress entries are host:port, not URLs";
+    if (auto written = destination_of_url(text)) {
+      problem += " (write \"" + *written + "\")";
+    }
+    return std::nullopt;
   }
   std::string_view host_part;
   std::string_view port_part;

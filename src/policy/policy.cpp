@@ -10,6 +10,7 @@
 #include "policy/egress.hpp"
 #include "policy/paths.hpp"
 #include "policy/strict_json.hpp"
+#include "policy/suggest.hpp"
 
 namespace oarbank {
 
@@ -158,7 +159,10 @@ void require_object(const json& value, const std::string& pointer,
   for (const auto& [key, member] : value.items()) {
     bool found = false;
     for (auto name : known) found = found || key == name;
-    if (!found) fail(json_pointer_append(pointer, key), "unknown field");
+    if (!found) {
+      const std::vector<std::string> names(known.begin(), known.end());
+      fail(json_pointer_append(pointer, key), "unknown field" + did_you_mean(key, names));
+    }
   }
 }
 
@@ -249,7 +253,11 @@ Policy parse_policy(std::string_view text) {
 Policy load_policy_file(const std::string& path) {
   std::string text;
   std::string problem;
-  if (!read_small_file(path, kMaxPolicyBytes, text, problem)) throw PolicyError("", problem);
+  // Issue 16: "-" is standard input, read to its end (a pipe or a file; what is left for the
+  // module on that descriptor is nothing).
+  const bool ok = path == "-" ? read_small_fd(0, "standard input", kMaxPolicyBytes, text, problem)
+                              : read_small_file(path, kMaxPolicyBytes, text, problem);
+  if (!ok) throw PolicyError("", problem);
   return parse_policy(text);
 }
 

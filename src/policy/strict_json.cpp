@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "sys/error.hpp"
@@ -88,6 +90,76 @@ class StrictCallback {
   std::vector<Frame> frames_;
 };
 
+// Issue 16: what authors most often write that JSON does not allow, looked for where the
+// parser stopped (`stop`: the bytes it read). nlohmann reports a comment as "invalid literal"
+// and a trailing comma as an unexpected '}', both at a column after the real place. Returns
+// the problem with its line and column (1-based, in bytes), or nothing.
+std::optional<std::string> familiar_mistake(std::string_view text, std::size_t stop,
+                                            bool comments_allowed) {
+  std::size_t line = 1;
+  std::size_t column = 0;
+  bool in_string = false;
+  bool escaped = false;
+  // Where the last ',' with only blanks after it is (line 0: none).
+  std::size_t comma_line = 0;
+  std::size_t comma_column = 0;
+  const std::size_t end = std::min(stop, text.size());
+  for (std::size_t i = 0; i < end; ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    } else {
+      ++column;
+    }
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '/' && i + 1 < text.size() && (text[i + 1] == '/' || text[i + 1] == '*')) {
+      if (!comments_allowed) {
+        return "a comment at line " + std::to_string(line) + ", column " + std::to_string(column) +
+               ": JSON has no comments";
+      }
+      // Skipped as the parser skips it; what follows the comment still counts.
+      const bool block = text[i + 1] == '*';
+      const auto close = block ? text.find("*/", i + 2) : text.find('\n', i + 2);
+      if (close == std::string_view::npos) return std::nullopt;
+      const std::size_t last = block ? close + 1 : close - 1;
+      for (std::size_t j = i + 1; j <= last; ++j) {
+        if (text[j] == '\n') {
+          ++line;
+          column = 0;
+        } else {
+          ++column;
+        }
+      }
+      i = last;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+    if ((c == '}' || c == ']') && comma_line != 0) {
+      return "a trailing comma at line " + std::to_string(comma_line) + ", column " +
+             std::to_string(comma_column) + ": JSON allows no comma after the last " +
+             (c == '}' ? "member of an object" : "element of an array");
+    }
+    if (c == ',') {
+      comma_line = line;
+      comma_column = column;
+    } else {
+      comma_line = 0;
+      if (c == '"') in_string = true;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_depth,
@@ -116,6 +188,15 @@ bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_dep
   } catch (const Abort& abort) {
     error = abort.error;
     return false;
+  } catch (const nlohmann::json::parse_error& e) {
+    if (auto mistake = familiar_mistake(text, e.byte, comments == JsonComments::Allow)) {
+      error = {"", "malformed JSON: " + *mistake};
+      return false;
+    }
+    std::string message = e.what();
+    if (auto pos = message.find("] "); pos != std::string::npos) message.erase(0, pos + 2);
+    error = {"", "malformed JSON: " + message};
+    return false;
   } catch (const nlohmann::json::exception& e) {
     // Not only parse_error: a number too large for a double ("1e400") is out_of_range 406.
     // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
@@ -123,6 +204,27 @@ bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_dep
     if (auto pos = message.find("] "); pos != std::string::npos) message.erase(0, pos + 2);
     error = {"", "malformed JSON: " + message};
     return false;
+  }
+  return true;
+}
+
+bool read_small_fd(int fd, const std::string& name, std::size_t max_bytes, std::string& out,
+                   std::string& problem) {
+  out.clear();
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      problem = "cannot read " + name + ": " + errno_text(errno);
+      return false;
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<std::size_t>(n) > max_bytes) {
+      problem = name + " is larger than the limit of " + std::to_string(max_bytes) + " bytes";
+      return false;
+    }
+    out.append(buffer, static_cast<std::size_t>(n));
   }
   return true;
 }
@@ -141,23 +243,7 @@ bool read_small_file(const std::string& path, std::size_t max_bytes, std::string
     problem = path + " is not a regular file";
     return false;
   }
-  out.clear();
-  char buffer[65536];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      problem = "cannot read " + path + ": " + errno_text(errno);
-      return false;
-    }
-    if (n == 0) break;
-    if (out.size() + static_cast<std::size_t>(n) > max_bytes) {
-      problem = path + " is larger than the limit of " + std::to_string(max_bytes) + " bytes";
-      return false;
-    }
-    out.append(buffer, static_cast<std::size_t>(n));
-  }
-  return true;
+  return read_small_fd(fd.get(), path, max_bytes, out, problem);
 }
 
 std::string json_pointer_append(const std::string& base, std::string_view key) {

@@ -25,6 +25,11 @@ bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_dep
                        nlohmann::json& out, StrictJsonError& error,
                        JsonComments comments = JsonComments::Refuse);
 
+// Reads an open descriptor to its end, at most max_bytes (`name` for the messages). Returns
+// false with `problem` on failure.
+bool read_small_fd(int fd, const std::string& name, std::size_t max_bytes, std::string& out,
+                   std::string& problem);
+
 // Reads a whole file of at most max_bytes. Returns false with `problem` on failure.
 bool read_small_file(const std::string& path, std::size_t max_bytes, std::string& out,
                      std::string& problem);

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace oarbank {
 namespace {
@@ -65,6 +69,48 @@ std::string writable_path_symlink_problem(const std::string& component,
       "{} is a symbolic link; writable directories are opened without following "
       "links",
       where(component, writable_path));
+}
+
+int writable_access_mode(const std::string& role, bool is_directory) {
+  const int write = role == "data" ? 0 : W_OK;
+  return R_OK | write | (is_directory ? X_OK : 0);
+}
+
+std::string writable_access_problem(const std::string& role, const std::string& path,
+                                    const PathOwnership& owner, uid_t module_uid, int err) {
+  const bool is_directory = S_ISDIR(owner.mode);
+  const int needed = writable_access_mode(role, is_directory);
+  const bool write = (needed & W_OK) != 0;
+  const char* access = is_directory ? (write ? "read, write and search" : "read and search")
+                                    : (write ? "read and write" : "read");
+  // The permission letters chmod(1) takes for that access ("rwx", "rx", "rw", "r").
+  std::string letters = "r";
+  if (write) letters += "w";
+  if (is_directory) letters += "x";
+  const auto mode = static_cast<unsigned>(owner.mode & 07777);
+  const char* name = ::strerrorname_np(err);  // glibc 2.32; nullptr for an unknown number
+  std::string line = fmt::format(
+      "the module user (uid {}) needs {} access to the {} {} {}, owned by uid {} with mode {:04o} "
+      "({})",
+      module_uid, access, role, is_directory ? "directory" : "file", path, owner.uid, mode,
+      name != nullptr ? name : fmt::format("errno {}", err));
+  if (err != EACCES) return line;
+  // The owner's permission bits the access needs, and whether the mode has them all.
+  mode_t user_bits = S_IRUSR;
+  if (write) user_bits |= S_IWUSR;
+  if (is_directory) user_bits |= S_IXUSR;
+  const bool owner_has_them = (owner.mode & user_bits) == user_bits;
+  std::string fix;
+  if (owner.uid == module_uid) {
+    fix = fmt::format("chmod u+{} {}", letters, path);
+  } else {
+    fix = fmt::format("chown {} {}", module_uid, path);
+    if (!owner_has_them) fix += fmt::format(" and chmod u+{} {}", letters, path);
+    // Read-only input may stay another's (root's) if others may read it; a writable path may
+    // not be writable by group or others (the directory rule above), so it must change owner.
+    if (!write) fix += fmt::format(", or chmod o+{} {}", letters, path);
+  }
+  return line + "; to fix: " + fix;
 }
 
 }  // namespace oarbank

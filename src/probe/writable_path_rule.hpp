@@ -36,4 +36,17 @@ std::optional<std::string> writable_path_problem(const std::string& component,
 std::string writable_path_symlink_problem(const std::string& component,
                                           const std::string& writable_path);
 
+// Issue 16: what the module user needs of each path the policy gives it to write. Landlock
+// grants all three every file right, but the module user's own permissions decide too: `work`
+// and `temp` must be readable, writable and searchable (a regular file: readable and
+// writable), a `data` entry only readable and searchable (read-only input, root's 0755, is
+// fine). `role` is "work", "data" or "temp". Returns the access(2) mode to ask for.
+int writable_access_mode(const std::string& role, bool is_directory);
+
+// The line when the module user lacks that access: the user (uid), the access it needs, the
+// path's owner and mode, the errno's name, and the fix (for EACCES; another errno, EROFS say,
+// is not a matter of permissions). Pure: the unit tests cover every case.
+std::string writable_access_problem(const std::string& role, const std::string& path,
+                                    const PathOwnership& owner, uid_t module_uid, int err);
+
 }  // namespace oarbank

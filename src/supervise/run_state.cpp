@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -414,6 +415,23 @@ std::optional<RunRecord> read_run_record(const std::string& dir, const std::stri
   ::unlinkat(dir_fd.get(), name.c_str(), 0);
   if (cleaned != nullptr) *cleaned = true;
   return record;
+}
+
+std::vector<std::string> run_record_ids(const std::string& dir) {
+  std::vector<std::string> ids;
+  UniqueFd dir_fd = open_state_dir(dir, false);
+  if (!dir_fd.valid()) return ids;
+  DIR* listing = ::fdopendir(::dup(dir_fd.get()));
+  if (listing == nullptr) return ids;
+  while (const dirent* entry = ::readdir(listing)) {
+    std::string name = entry->d_name;
+    if (!name.ends_with(kSuffix)) continue;
+    std::string id = name.substr(0, name.size() - std::char_traits<char>::length(kSuffix));
+    if (!module_id_problem(id)) ids.push_back(std::move(id));
+  }
+  ::closedir(listing);
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 std::vector<std::string> clean_stale_runs(const std::string& dir) {

@@ -108,6 +108,10 @@ int record_self_as_module(int fd, const char* prefix, std::size_t prefix_length)
 std::optional<RunRecord> read_run_record(const std::string& dir, const std::string& id, bool& alive,
                                          bool* cleaned = nullptr);
 
+// The ids that have a record in `dir` (live or dead, trusted or not: read_run_record judges
+// each), sorted. Empty when the directory is not there. For sandbox-ctl list.
+std::vector<std::string> run_record_ids(const std::string& dir);
+
 // Tears down what dead runs left: their leaves (killed and removed) and process groups (when
 // the recorded leader still is the same process), then their records; removes entries that
 // are not trusted records (another's file, a link, a FIFO). Returns the ids cleaned.

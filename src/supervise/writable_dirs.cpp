@@ -20,6 +20,18 @@ namespace {
 
 }  // namespace
 
+std::optional<std::string> writable_root_for(const std::string& dir,
+                                             const std::vector<std::string>& roots) {
+  // Paths here are normalized (no "..", no "//", no trailing "/"): a prefix ending at a "/"
+  // is a real ancestor.
+  for (const auto& root : roots) {
+    if (dir.size() > root.size() + 1 && dir.starts_with(root) && dir[root.size()] == '/') {
+      return root;
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs,
                                             const std::vector<std::string>& roots, uid_t uid,
                                             gid_t gid, bool chown) {
@@ -28,17 +40,9 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
     for (const auto& dir : dirs) {
       struct stat st {};
       if (::lstat(dir.c_str(), &st) == 0) continue;  // exists: the launcher checks it is usable
-      // Paths here are normalized (no "..", no "//", no trailing "/"): a prefix ending at a "/"
-      // is a real ancestor.
-      bool below_a_root = false;
       std::string root_list;
-      for (const auto& root : roots) {
-        if (dir.size() > root.size() + 1 && dir.starts_with(root) && dir[root.size()] == '/') {
-          below_a_root = true;
-        }
-        root_list += (root_list.empty() ? "" : ", ") + root;
-      }
-      if (!below_a_root) {
+      for (const auto& root : roots) root_list += (root_list.empty() ? "" : ", ") + root;
+      if (!writable_root_for(dir, roots)) {
         throw Error(ErrorKind::Unenforceable,
                     "step directories failed: " + dir +
                         " does not exist, and sandbox-run creates missing directories only below "

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,11 @@ namespace oarbank {
 std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs,
                                             const std::vector<std::string>& roots, uid_t uid,
                                             gid_t gid, bool chown);
+
+// The root of `roots` that `dir` lies strictly below, where make_writable_dirs would make it
+// (sandbox-check says "will be created" by the same answer); nothing when none. Pure.
+std::optional<std::string> writable_root_for(const std::string& dir,
+                                             const std::vector<std::string>& roots);
 
 // Removes what make_writable_dirs created (innermost first; only while empty).
 void remove_created_dirs(const std::vector<std::string>& created);

@@ -110,7 +110,10 @@ TEST_P(Identity, UnprivilegedLauncherKeepsItsUser) {
   }
   o.run.user = std::make_pair(uid_t{4242}, gid_t{4242});
   RunResult r = launch(base_policy(), {"write", tree.path("work/ran")}, o);
-  expect_launcher_failure(r, 70, {"cannot use " + tree.path("work")});
+  expect_launcher_failure(r, 70,
+                          {"the module user (uid 4242) needs read, write and search access to "
+                           "the work directory " +
+                           tree.path("work") + ", owned by uid 0 with mode"});
   EXPECT_FALSE(exists(tree.path("work/ran")));
 }
 

@@ -305,6 +305,53 @@ TEST_F(Directories, AWritableFileWithASecondNameIsRefused) {
   EXPECT_EQ(read_file(original), "the operator's\n");
 }
 
+// Issue 16: sandbox-check agrees with sandbox-run about the directories sandbox-run will
+// make: "will be created", exit 0, where sandbox-run then runs; and refuses (70) with the
+// same reason where sandbox-run would. The policy read from standard input ("-") too.
+TEST_F(Directories, SandboxCheckSaysWhatSandboxRunWillCreate) {
+  REQUIRE_ROOT();
+  auto p = base_policy();
+  p["work"] = tree.path("jobs/11/work");
+  p["data"] = {tree.path("data0"), tree.path("jobs/11/in")};
+  const std::string file = tree.write_json("will-be-created.json", p);
+  RunOptions o{.env = launcher_environment(), .stdin_fd = {}, .controlling_terminal = false, .user = {}, .timeout = 10s};
+  auto created_line = [&](const std::string& pointer, const std::string& path) {
+    return "policy " + pointer + ": " + path +
+           " will be created by sandbox-run (below the writable root /tmp), owned by the module user (uid " +
+           std::to_string(module_uid()) + "); a bare sandbox-exec needs it made first\n";
+  };
+  RunResult check = run_command({OARBANK_AGENT_BINARY, "sandbox-check", "--config", config_path, file}, o);
+  EXPECT_TRUE(check.exited(0)) << check.describe();
+  EXPECT_EQ(check.out, created_line("/work", tree.path("jobs/11/work")) +
+                           created_line("/data/1", tree.path("jobs/11/in")) + "this node can run " + file + "\n");
+  EXPECT_EQ(check.err, "");
+  EXPECT_FALSE(exists(tree.path("jobs/11"))) << "sandbox-check made something";
+  // From standard input, the same answer.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  o.stdin_fd = fd;
+  check = run_command({OARBANK_AGENT_BINARY, "sandbox-check", "--config", config_path, "-"}, o);
+  ::close(fd);
+  o.stdin_fd.reset();
+  EXPECT_TRUE(check.exited(0)) << check.describe();
+  EXPECT_TRUE(check.out.ends_with("this node can run (standard input)\n")) << check.describe();
+  // sandbox-run runs it, making them.
+  RunResult r = run({}, p, {"write", tree.path("jobs/11/work/x")});
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_TRUE(exists(tree.path("jobs/11/work/x")));
+  // Outside the writable roots: both refuse.
+  const std::string outside = "/run/" + unique_name("dirs-check") + "/work";
+  p["work"] = outside;
+  p["data"] = {tree.path("data0")};
+  check = run_command({OARBANK_AGENT_BINARY, "sandbox-check", "--config", config_path,
+                       tree.write_json("outside-check.json", p)}, o);
+  EXPECT_TRUE(check.exited(70)) << check.describe();
+  EXPECT_EQ(check.err, "oarbank-agent sandbox-check: policy /work: " + outside +
+                           " does not exist on this node, and sandbox-run creates missing directories only "
+                           "below the node's writable_roots (/var/lib/oarbank, /tmp)\n");
+  expect_run_refused(run({}, p, {"true"}), 70, {outside, "writable_roots"});
+}
+
 // --- Files written for the operator ----------------------------------------------------------
 
 TEST_F(Directories, ResultThroughASymbolicLinkIsRefusedAndNothingIsWritten) {

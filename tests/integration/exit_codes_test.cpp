@@ -2,9 +2,12 @@
 // 70 a step cannot be applied in full (or the node cannot enforce the policy), 71 the exec
 // failed, 78 invalid node configuration. Every failure is one line on stderr, runs nothing
 // and leaves nothing behind.
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -58,6 +61,100 @@ TEST_F(Usage, UnknownOptionIsUsageError) {
   EXPECT_TRUE(r.exited(64)) << r.describe();
   EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
   EXPECT_TRUE(r.err.starts_with("oarbank-agent: usage: ")) << r.describe();
+}
+
+// Issue 16: unknown names get "did you mean" when one is close, each by its exact line.
+TEST_F(Usage, UnknownNamesGetTheClosestKnownOne) {
+  const std::string policy = tree.write_json("p.json", base_policy());
+  const std::string commands =
+      "(the sub-commands: egress-proxy, sandbox-check, sandbox-ctl, sandbox-exec, "
+      "sandbox-report, sandbox-run; see --help)";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"sandbox-rnu", policy, "--", tree.probe(), "write", marker()},
+       "oarbank-agent: usage: unknown sub-command \"sandbox-rnu\"; did you mean "
+       "\"sandbox-run\"? " + commands},
+      {{"frobnicate"}, "oarbank-agent: usage: unknown sub-command \"frobnicate\" " + commands},
+      {{"sandbox-run", "--timout", "5", policy, "--", tree.probe(), "write", marker()},
+       "oarbank-agent sandbox-run: usage: unknown option --timout; did you mean \"--timeout\"? "
+       "(see --help)"},
+      {{"sandbox-exec", "--explian", policy, "--", tree.probe(), "write", marker()},
+       "oarbank-agent sandbox-exec: usage: unknown option --explian; did you mean \"--explain\"? "
+       "(see --help)"},
+      {{"sandbox-check", "--confg=" + config_path, policy},
+       "oarbank-agent sandbox-check: usage: unknown option --confg; did you mean \"--config\"? "
+       "(see --help)"},
+      {{"--verison"}, "oarbank-agent: usage: unknown option --verison; did you mean \"--version\"? (see --help)"},
+      {{"help", "sandbox-rnu"},
+       "oarbank-agent: usage: help takes one sub-command: egress-proxy, sandbox-check, sandbox-ctl, "
+       "sandbox-exec, sandbox-report, sandbox-run; did you mean \"sandbox-run\"?"},
+  };
+  for (const auto& [args, line] : cases) {
+    SCOPED_TRACE(args.at(0) + " " + (args.size() > 1 ? args[1] : ""));
+    RunResult r = agent(args);
+    EXPECT_TRUE(r.exited(64)) << r.describe();
+    EXPECT_EQ(r.err, line + "\n");
+    EXPECT_EQ(r.out, "");
+  }
+  expect_nothing_ran();
+  // A policy field and a configuration key.
+  const std::string near_egress = tree.write_text("near-egress.json", "{\"bundle\": \"" + tree.path("bundle") + "\", \"egres\": []}");
+  RunResult r = agent({"sandbox-exec", "--config", config_path, near_egress, "--", tree.probe(), "write", marker()});
+  EXPECT_TRUE(r.exited(64)) << r.describe();
+  EXPECT_EQ(r.err, "oarbank-agent sandbox-exec: invalid policy " + near_egress +
+                       ": /egres: unknown field; did you mean \"egress\"?\n");
+  const std::string near_listen = tree.write_text("near-listen.json", R"({"proxy_listn": "127.0.0.1:3128"})");
+  r = agent({"sandbox-exec", "--config", near_listen, policy, "--", tree.probe(), "write", marker()});
+  EXPECT_TRUE(r.exited(78)) << r.describe();
+  EXPECT_EQ(r.err, "oarbank-agent sandbox-exec: configuration " + near_listen +
+                       ": /proxy_listn: unknown key; did you mean \"proxy_listen\"?\n");
+  expect_nothing_ran();
+}
+
+// Issue 16: `help` and `--version` are answered, on stdout, with 0.
+TEST_F(Usage, HelpAndVersionAreAnswered) {
+  RunResult r = agent({"--version"});
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_TRUE(std::regex_match(r.out, std::regex(R"(oarbank-agent \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,40}(-dirty)?|unknown)\)\n)")))
+      << r.out;
+  EXPECT_EQ(r.err, "");
+  r = agent({"help"});
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find("Usage: oarbank-agent [OPTIONS] SUBCOMMAND"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--version"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
+  r = agent({"help", "sandbox-run"});
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find("--timeout"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
+}
+
+// Issue 16: each sub-command's help shows its whole usage line, says POLICY is a file, and
+// gives two examples.
+TEST_F(Usage, EachSubCommandsHelpShowsItsUsageAndTwoExamples) {
+  const std::vector<std::pair<std::string, std::string>> usage = {
+      {"sandbox-exec", "POLICY.json -- ARGV..."}, {"sandbox-run", "POLICY.json -- ARGV..."},
+      {"sandbox-check", "POLICY.json"},           {"egress-proxy", "POLICY.json"},
+      {"sandbox-ctl", "sandbox-ctl list"},        {"sandbox-report", "--verify]"},
+  };
+  for (const auto& [command, line] : usage) {
+    SCOPED_TRACE(command);
+    RunResult r = agent({command, "--help"});
+    EXPECT_TRUE(r.exited(0)) << r.describe();
+    const auto usage_at = r.out.find("Usage:\n  oarbank-agent " + command);
+    ASSERT_NE(usage_at, std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(line, usage_at), std::string::npos) << r.out;
+    if (line.starts_with("POLICY")) {
+      EXPECT_NE(r.out.find("POLICY.json is a file (- reads it from standard input)"), std::string::npos) << r.out;
+    }
+    const auto examples = r.out.find("Examples:\n");
+    ASSERT_NE(examples, std::string::npos) << r.out;
+    std::size_t count = 0;
+    for (auto at = r.out.find("\n  oarbank-agent " + command, examples); at != std::string::npos;
+         at = r.out.find("\n  oarbank-agent " + command, at + 1)) {
+      ++count;
+    }
+    EXPECT_EQ(count, 2U) << r.out;
+  }
 }
 
 TEST_F(Usage, OptionsAfterDoubleDashBelongToTheModule) {
@@ -142,6 +239,58 @@ TEST_F(InvalidPolicy, NamesTheJsonPointer) {
   expect_nothing_ran();
 }
 
+// Issue 16: the messages that used to send an author the wrong way, by their exact text.
+TEST_F(InvalidPolicy, UrlsCommentsAndTrailingCommasAreNamedForWhatTheyAre) {
+  const std::string good = "\"version\": 1, \"bundle\": \"" + tree.path("bundle") + "\"";
+  const std::string egress = good + ", \"net\": \"egress-allowlist\", \"egress\": ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{" + egress + "[\"https://host:443\"]}",
+       "/egress/0: egress entries are host:port, not URLs (write \"host:443\")"},
+      {"{" + egress + "[\"api.example.com:443\", \"http://example.com\"]}",
+       "/egress/1: egress entries are host:port, not URLs (write \"example.com:80\")"},
+      {"{" + good + ",\n  // the module\n  \"work\": \"/srv/w\"}",
+       "(document): malformed JSON: a comment at line 2, column 3: JSON has no comments"},
+      {"{" + good + ",\n  \"data\": [\"/srv/a\",],\n}",
+       "(document): malformed JSON: a trailing comma at line 2, column 20: JSON allows no comma "
+       "after the last element of an array"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].first);
+    const std::string policy = tree.write_text("wrong-way-" + std::to_string(i) + ".json", cases[i].first);
+    RunResult r = agent({"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "write", marker()});
+    expect_launcher_failure(r, 64, {});
+    EXPECT_EQ(r.err, "oarbank-agent sandbox-exec: invalid policy " + policy + ": " + cases[i].second + "\n");
+  }
+  expect_nothing_ran();
+}
+
+// Issue 16: "-" reads the policy from standard input, for sandbox-exec as for the others.
+TEST_F(InvalidPolicy, PolicyFromStandardInput) {
+  auto from_stdin = [&](const std::string& text, const std::vector<std::string>& args) {
+    const std::string file = tree.write_text("stdin-" + std::to_string(text.size()) + ".json", text);
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    EXPECT_GE(fd, 0);
+    std::vector<std::string> argv = {OARBANK_AGENT_BINARY, "sandbox-exec", "--config", config_path, "-", "--"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunOptions run;
+    run.env = launcher_environment();
+    run.stdin_fd = fd;
+    RunResult r = run_command(argv, run);
+    ::close(fd);
+    return r;
+  };
+  RunResult r = from_stdin(tree.base_policy().dump(), {tree.probe(), "write", tree.path("work/from-stdin")});
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_TRUE(exists(tree.path("work/from-stdin")));
+  r = from_stdin("{\"bundle\": \"" + tree.path("bundle") + "\",}", {tree.probe(), "write", marker()});
+  EXPECT_TRUE(r.exited(64)) << r.describe();
+  EXPECT_EQ(r.err, fmt::format("oarbank-agent sandbox-exec: invalid policy (standard input): (document): "
+                               "malformed JSON: a trailing comma at line 1, column {}: JSON allows no comma "
+                               "after the last member of an object\n",
+                               14 + tree.path("bundle").size()));
+  EXPECT_FALSE(exists(marker()));
+}
+
 TEST_F(InvalidPolicy, MissingPolicyFileIsNamed) {
   const std::string policy = tree.path("etc/no-such-policy.json");
   expect_launcher_failure(agent({"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "true"}), 64,
@@ -189,17 +338,66 @@ TEST_F(Unenforceable, GpuComputeWithoutGpuDeviceNodes) {
 
 TEST_F(Unenforceable, WritableDirTheModuleUserCannotUse) {
   if (!running_as_root()) GTEST_SKIP() << "needs root to make a directory the module user cannot use";
-  for (const char* dir : {"work", "temp", "data1"}) {
+  // work and temp must be readable, writable and searchable by the module user; root's 0755
+  // (and 0700) is refused, naming the user, the access, the owner and mode, and the fix.
+  for (const char* dir : {"work", "temp"}) {
     SCOPED_TRACE(dir);
     const std::string path = tree.path(dir);
-    ASSERT_EQ(::chown(path.c_str(), 0, 0), 0);
-    ASSERT_EQ(::chmod(path.c_str(), 0700), 0);
-    RunResult r = launch(base_policy(), {"write", tree.path("data0/ran")});
-    expect_launcher_failure(r, 70, {"the module user cannot use " + path});
+    for (mode_t mode : {0755, 0700}) {
+      ASSERT_EQ(::chown(path.c_str(), 0, 0), 0);
+      ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+      RunResult r = launch(base_policy(), {"write", tree.path("data0/ran")});
+      expect_launcher_failure(
+          r, 70,
+          {fmt::format("step identity failed: the module user (uid {}) needs read, write and "
+                       "search access to the {} directory {}, owned by uid 0 with mode {:04o} "
+                       "(EACCES); to fix: chown {} {}",
+                       module_uid(), dir, path, mode, module_uid(), path)});
+    }
     ASSERT_EQ(::chown(path.c_str(), module_uid(), module_gid()), 0);
     ASSERT_EQ(::chmod(path.c_str(), 0755), 0);
   }
+  // A data directory only needs read and search: root's 0700 is refused, with both fixes.
+  const std::string data = tree.path("data1");
+  ASSERT_EQ(::chown(data.c_str(), 0, 0), 0);
+  ASSERT_EQ(::chmod(data.c_str(), 0700), 0);
+  RunResult r = launch(base_policy(), {"write", tree.path("data0/ran")});
+  expect_launcher_failure(
+      r, 70,
+      {fmt::format("step identity failed: the module user (uid {}) needs read and search access "
+                   "to the data directory {}, owned by uid 0 with mode 0700 (EACCES); to fix: "
+                   "chown {} {}, or chmod o+rx {}",
+                   module_uid(), data, module_uid(), data, data)});
   expect_nothing_ran();
+}
+
+// Issue 16: read-only input. A data directory of root's (0755) that the module user can read
+// and search is accepted: the module reads it, by open and by listing, and cannot write in it
+// by any route (its own permissions refuse what Landlock would grant).
+class ReadOnlyData : public LauncherExit {};
+
+TEST_F(ReadOnlyData, ARootOwnedDataDirectoryIsAccepted) {
+  if (!running_as_root()) GTEST_SKIP() << "needs root to give the module user a directory of root's";
+  const std::string data = tree.path("data1");
+  ASSERT_EQ(::chown(data.c_str(), 0, 0), 0);
+  ASSERT_EQ(::chmod(data.c_str(), 0755), 0);
+  {
+    const int fd = ::open((data + "/input.txt").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, "in", 2), 2);
+    ::close(fd);
+  }
+  expect_probes(base_policy(), {
+                                   {{"read", data + "/input.txt"}, "ok"},
+                                   {{"list", data}, "ok"},
+                                   {{"write", data + "/new.txt"}, "errno EACCES"},
+                                   {{"append", data + "/input.txt"}, "errno EACCES"},
+                                   {{"mkdir", data + "/sub"}, "errno EACCES"},
+                                   {{"unlink", data + "/input.txt"}, "errno EACCES"},
+                                   {{"write", tree.path("data0/out.txt")}, "ok"},
+                               });
+  EXPECT_FALSE(exists(data + "/new.txt"));
+  EXPECT_TRUE(exists(data + "/input.txt"));
 }
 
 // Nodes capped below Landlock ABI 3: the filesystem row (needed by every policy) is unavailable.
@@ -286,6 +484,99 @@ TEST_F(ExecFailure, ModuleExitStatusPassesThrough) {
   }
 }
 
+// Issue 16: each exec failure says why, by its exact line; 71 every time.
+class ExecFailureLine : public LauncherExit {
+ protected:
+  void expect_line(const LaunchOptions& o, const std::string& program, const std::string& why,
+                   const nlohmann::json& policy) {
+    RunResult r = launch(policy, {}, o);
+    expect_launcher_failure(r, 71, {});
+    EXPECT_EQ(r.err, "oarbank-agent sandbox-exec: execve " + program + " failed: " + why + "\n");
+  }
+  void expect_line(const LaunchOptions& o, const std::string& program, const std::string& why) {
+    expect_line(o, program, why, base_policy());
+  }
+  static unsigned the_module_uid() {
+    return running_as_root() ? static_cast<unsigned>(module_uid()) : static_cast<unsigned>(::geteuid());
+  }
+  static std::string owner_and_mode(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+    return fmt::format("owner uid {}, mode {:04o}", st.st_uid, st.st_mode & 07777);
+  }
+  static constexpr const char* kEnoent = "ENOENT (No such file or directory)";
+  static constexpr const char* kEacces = "EACCES (Permission denied)";
+  static constexpr const char* kLandlock =
+      "refused by the sandbox (Landlock): a module executes only from bundle, runtime, tools and "
+      "the base system, and from work, data and temp only with exec_writable";
+};
+
+TEST_F(ExecFailureLine, NonexistentProgram) {
+  // By its path: the file is not there, nothing to add.
+  const std::string program = tree.path("bundle/no-such-program");
+  LaunchOptions o;
+  o.argv = {program};
+  expect_line(o, program, kEnoent);
+  // By its name: looked up on the module's PATH, which the line shows (the default, and one
+  // set by --setenv).
+  o.argv = {"oarbank-it-no-such-program-on-path"};
+  expect_line(o, "oarbank-it-no-such-program-on-path",
+              std::string(kEnoent) +
+                  ": not found on the module's PATH (/usr/local/bin:/usr/bin:/bin); name the "
+                  "program by its absolute path, or set PATH with --setenv");
+  o.setenv = {"PATH=" + tree.path("bundle") + ":/bin"};
+  expect_line(o, "oarbank-it-no-such-program-on-path",
+              std::string(kEnoent) + ": not found on the module's PATH (" + tree.path("bundle") +
+                  ":/bin); name the program by its absolute path, or set PATH with --setenv");
+}
+
+TEST_F(ExecFailureLine, AScriptWhoseInterpreterIsMissing) {
+  const std::string script = tree.path("bundle/fetch.py");
+  write_file(script, "#!/nonexistent/oarbank-it-python\nprint(1)\n", 0755);
+  LaunchOptions o;
+  o.argv = {script};
+  expect_line(o, script,
+              std::string(kEnoent) +
+                  ": the file is there: its interpreter (the #! line) or its dynamic loader is "
+                  "missing");
+}
+
+TEST_F(ExecFailureLine, NoExecuteBitIsToldFromTheSandboxsRefusal) {
+  // Without the execute bit: the file's permissions, by its path and by a name on PATH (found
+  // there as execvp would, not reported missing).
+  const std::string plain = tree.path("bundle/fetch.txt");
+  write_file(plain, "#!/bin/sh\n", 0644);
+  if (running_as_root()) {
+    ASSERT_EQ(::chown(plain.c_str(), module_uid(), module_gid()), 0);
+  }
+  const std::string no_bit = fmt::format(
+      "{}: the file is not executable by the module user (uid {}; {}): chmod +x {}, or run it by "
+      "its interpreter",
+      kEacces, the_module_uid(), owner_and_mode(plain), plain);
+  LaunchOptions o;
+  o.argv = {plain};
+  expect_line(o, plain, no_bit);
+  o.argv = {"fetch.txt"};
+  o.setenv = {"PATH=" + tree.path("bundle")};
+  expect_line(o, plain, no_bit);
+  // Executable files the sandbox does not let it execute: Landlock's refusal, said so.
+  copy_file(tree.probe(), tree.path("work/prog"), 0755);
+  if (running_as_root()) {
+    ASSERT_EQ(::chown(tree.path("work/prog").c_str(), module_uid(), module_gid()), 0);
+  }
+  for (const std::string& program : {tree.path("work/prog"), tree.path("outside/prog")}) {
+    SCOPED_TRACE(program);
+    LaunchOptions l;
+    l.argv = {program, "write", tree.path("temp/ran")};
+    expect_line(l, program, std::string(kEacces) + ": " + kLandlock);
+  }
+  // A directory.
+  o = {};
+  o.argv = {tree.path("bundle")};
+  expect_line(o, tree.path("bundle"), std::string(kEacces) + ": it is a directory, not a program");
+  EXPECT_EQ(list_dir(tree.path("temp")), std::vector<std::string>{});
+}
+
 // --- 78: invalid node configuration ----------------------------------------------------------
 class InvalidConfig : public LauncherExit {};
 
@@ -306,6 +597,10 @@ TEST_F(InvalidConfig, NamesTheKey) {
       {R"({"proxy_listen": "127.0.0.1:0"})", "/proxy_listen: "},
       {R"({"proxy_listen": "127.0.0.1"})", "/proxy_listen: "},
       {R"({"broker_socket": "relative.sock"})", "/broker_socket: "},
+      // Issue 16: a file system path is no cgroup path.
+      {R"({"cgroup_parent": "/sys/fs/cgroup/unified"})",
+       "/cgroup_parent: is a file system path; write the cgroup's path below the cgroup2 mount, as "
+       "/proc/self/cgroup shows it (e.g. \"/system.slice/oarbank-agent.service\")"},
       {"not json", "(document): "},
   };
   const std::string policy = tree.write_json("p.json", base_policy());

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -213,9 +214,10 @@ TEST_F(SandboxRun, LauncherFailuresPassThroughAndAreNamedSo) {
   // 70 from a launch step in the child: the writable directory the module user cannot use.
   auto unusable = base_policy();
   // (Not the tree's etc: it holds the node configuration, refused as a policy path.)
-  unusable["data"] = {tree.path("root-owned")};  // root's, 0755: the module user cannot write it
+  unusable["data"] = {tree.path("root-owned")};  // root's, 0700: the module user cannot read it
   if (running_as_root()) {
-    ASSERT_EQ(::mkdir(tree.path("root-owned").c_str(), 0755), 0);
+    ASSERT_EQ(::mkdir(tree.path("root-owned").c_str(), 0700), 0);
+    ASSERT_EQ(::chmod(tree.path("root-owned").c_str(), 0700), 0);
     r = run({"--result", result_path()}, payload({"true"}),
             tree.write_json("unusable.json", unusable));
     EXPECT_TRUE(r.exited(70)) << r.describe();
@@ -418,6 +420,25 @@ TEST_F(SandboxRun, TimeoutStopsTheModuleWith124) {
   expect_nothing_left();
 }
 
+// Issue 16: durations with units, as timeout(1) takes them, by both parsers (the plain form
+// and CLI11's, which --explain or an = form takes).
+TEST_F(SandboxRun, TimeoutTakesUnits) {
+  RunResult r = run({"--timeout", "0.005m", "--kill-after", "1s"}, payload({"sleep-forever"}));
+  EXPECT_TRUE(r.exited(124)) << r.describe();
+  EXPECT_NE(r.err.find("--timeout 0.3 s"), std::string::npos) << r.describe();
+  r = run({"--timeout=1h", "--kill-after=2s"}, payload({"exit", "3"}));
+  EXPECT_TRUE(r.exited(3)) << r.describe();
+  for (const char* bad : {"10x", "1m30s", "-1s"}) {
+    SCOPED_TRACE(bad);
+    r = run({"--timeout", bad}, payload({"true"}));
+    EXPECT_TRUE(r.exited(64)) << r.describe();
+    EXPECT_EQ(r.err,
+              "oarbank-agent sandbox-run: usage: --timeout: expected a duration: seconds, or with a "
+              "unit s, m, h or d (10s, 2m, 1h) (see --help)\n");
+  }
+  expect_nothing_left();
+}
+
 TEST_F(SandboxRun, ModuleRunsInItsOwnLeafAndProcessGroup) {
   if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
   const std::string output = tree.path("out.txt");
@@ -484,9 +505,38 @@ TEST_F(SandboxRun, FreezeStopsACounterAndThawResumesIt) {
 TEST_F(SandboxRun, CtlNamesAnUnknownModule) {
   RunResult r = ctl("status", "no-such-module");
   EXPECT_TRUE(r.exited(69)) << r.describe();
-  EXPECT_EQ(r.err, "oarbank-agent sandbox-ctl: no module with id no-such-module is running\n");
+  EXPECT_EQ(r.err, "oarbank-agent sandbox-ctl: no module with id no-such-module is running (state "
+                   "directory " + state_dir + ")\n");
   r = ctl("freeze", "../etc");
   EXPECT_TRUE(r.exited(64)) << r.describe();
+}
+
+// Issue 16: sandbox-ctl list shows what runs: id, pid, container, age, state.
+TEST_F(SandboxRun, CtlListShowsWhatRuns) {
+  RunOptions o;
+  o.env = env();
+  RunResult r = run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "list"}, o);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "ID  PID  CONTAINER  AGE  STATE\n");
+  Background run_bg(run_argv({}, payload({"sleep-forever"})), env(), tree.path("out.txt"));
+  ASSERT_TRUE(eventually([&] { return read_if_there(tree.path("out.txt")).find("ok\n") != std::string::npos; }));
+  r = run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "list"}, o);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  const auto status = nlohmann::json::parse(ctl("status").out);
+  const std::string pid = std::to_string(status["pid"].get<long>());
+  const std::string container = status["container"];
+  EXPECT_TRUE(std::regex_match(r.out, std::regex("ID +PID +CONTAINER +AGE +STATE\n" + id + " +" + pid +
+                                                 " +" + container + " +[0-9]+s +running\n")))
+      << r.out;
+  // Without an id, another action is a usage error that points at list.
+  r = run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "kill"}, o);
+  EXPECT_TRUE(r.exited(64)) << r.describe();
+  EXPECT_EQ(r.err,
+            "oarbank-agent sandbox-ctl: usage: kill needs the module's id (sandbox-ctl kill ID; "
+            "sandbox-ctl list shows them)\n");
+  ASSERT_TRUE(ctl("kill").exited(0));
+  EXPECT_EQ(run_bg.wait(), 128 + SIGKILL);
+  expect_nothing_left();
 }
 
 TEST_F(SandboxRun, ASecondRunWithTheSameIdIsRefused) {

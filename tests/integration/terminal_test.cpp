@@ -278,6 +278,25 @@ TEST_F(TerminalRun, TheModuleGetsAPtyOfItsOwnAndTheKeystrokesTypedForIt) {
   });
 }
 
+// Issue 16: on a terminal, sandbox-run names the module id it used, a generated one too (not
+// on a pipe: SandboxRun's tests see one line or none on stderr).
+TEST_F(TerminalRun, TheModuleIdIsShownOnTheTerminal) {
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(run_argv({}, {"true"}), env(), true);
+    auto status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "true: " + describe_status(status));
+    sh.check(sh.shows("oarbank-agent sandbox-run: module id " + id + " (sandbox-ctl status|freeze|thaw|kill " + id + ")"),
+             "the module id was not shown");
+    sh.clear_output();
+    std::vector<std::string> argv = run_argv({}, {"true"});
+    argv.erase(argv.begin() + 4, argv.begin() + 6);  // no --id: a generated one
+    job = sh.start(argv, env(), true);
+    status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "true: " + describe_status(status));
+    sh.check(sh.shows("oarbank-agent sandbox-run: module id run-"), "the generated module id was not shown");
+  });
+}
+
 TEST_F(TerminalRun, TheWindowSizeFollowsTheOperatorsTerminal) {
   as_shell([&](OperatorShell& sh) {
     pid_t job = sh.start(run_argv({}, {"winch"}), env(), true);

@@ -57,6 +57,7 @@ check "the NFD report's helper, 0755 root" listed usr/lib/oarbank-agent/oarbank-
 check "/etc/oarbank/agent.json, 0644 root" listed etc/oarbank/agent.json -rw-r--r--
 check "the example env file" listed usr/share/doc/oarbank-agent/examples/hello.env -rw-r--r--
 check "docs/packaging.md" listed usr/share/doc/oarbank-agent/packaging.md -rw-r--r--
+check "the bash completion" listed usr/share/bash-completion/completions/oarbank-agent -rw-r--r--
 check "nothing owned by another user" \
   test -z "$(awk '$2 != "root/root"' <<<"$listing")"
 

@@ -62,9 +62,10 @@ std::optional<RunArgs> parse_run(std::vector<const char*> words) {
 }
 
 TEST(PlainRunArgs, ThePlainFormIsParsedByHand) {
-  auto args = parse_run({"--config", "c.json", "--id", "job-1", "--timeout", "2.5", "--kill-after",
-                         "0", "--result", "r.json", "--proxy-log", "p.log", "--setenv", "A=1",
-                         "--keep-fd", "5", "p.json", "--", "prog", "--explain"});
+  auto args = parse_run({"--config",    "c.json",       "--id",     "job-1",    "--timeout",
+                         "2.5",         "--kill-after", "0",        "--result", "r.json",
+                         "--proxy-log", "p.log",        "--setenv", "A=1",      "--keep-fd",
+                         "5",           "p.json",       "--",       "prog",     "--explain"});
   ASSERT_TRUE(args.has_value());
   EXPECT_EQ(args->exec.config_path, "c.json");
   EXPECT_EQ(args->id, "job-1");
@@ -77,6 +78,25 @@ TEST(PlainRunArgs, ThePlainFormIsParsedByHand) {
   EXPECT_EQ(args->exec.policy_path, "p.json");
   EXPECT_EQ(args->exec.argv, (std::vector<std::string>{"prog", "--explain"}));
   EXPECT_FALSE(args->exec.explain);
+}
+
+// Issue 16: durations as timeout(1) takes them.
+TEST(Duration, SecondsOrAUnit) {
+  EXPECT_EQ(parse_duration("10"), 10.0);
+  EXPECT_EQ(parse_duration("0.5"), 0.5);
+  EXPECT_EQ(parse_duration("10s"), 10.0);
+  EXPECT_EQ(parse_duration("2m"), 120.0);
+  EXPECT_EQ(parse_duration("1.5h"), 5400.0);
+  EXPECT_EQ(parse_duration("1d"), 86400.0);
+  for (const char* bad : {"", "s", "10x", "10ms", "1m30s", "-1", "+1", "1e3", "0x10", " 10", "10 s",
+                          "1..5", "inf", "nan"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_EQ(parse_duration(bad), std::nullopt);
+  }
+  auto args = parse_run({"--timeout", "2m", "--kill-after", "5s", "p.json", "--", "prog"});
+  ASSERT_TRUE(args.has_value());
+  EXPECT_EQ(args->timeout, 120.0);
+  EXPECT_EQ(args->kill_after, 5.0);
 }
 
 TEST(PlainRunArgs, AnythingElseIsLeftToCli11) {

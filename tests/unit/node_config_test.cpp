@@ -151,6 +151,23 @@ std::vector<InvalidConfig> invalid_configs() {
   return {
       {"Malformed", R"({"hard_limits": true)", "", "malformed JSON"},
       {"UnterminatedComment", "{} /* none", "", "malformed JSON"},
+      // Issue 16: a file system path is no cgroup path.
+      {"CgroupParentMountPath", R"({"cgroup_parent": "/sys/fs/cgroup/unified"})", "/cgroup_parent",
+       "is a file system path; write the cgroup's path below the cgroup2 mount, as "
+       "/proc/self/cgroup shows it (e.g. \"/system.slice/oarbank-agent.service\")"},
+      {"CgroupParentBelowTheMount", R"({"cgroup_parent": "/sys/fs/cgroup/unified/oarbank"})",
+       "/cgroup_parent",
+       "(e.g. \"/system.slice/oarbank-agent.service\"); here perhaps \"/oarbank\""},
+      {"CgroupParentBelowAV2Mount", R"({"cgroup_parent": "/sys/fs/cgroup/system.slice/x"})",
+       "/cgroup_parent", "; here perhaps \"/system.slice/x\""},
+      {"UnknownKeyNearProxyListen", R"({"proxy_listn": "127.0.0.1:3128"})", "/proxy_listn",
+       "unknown key; did you mean \"proxy_listen\"?"},
+      {"UnknownModuleUserFieldNearUid", R"({"module_user": {"uuid": 7}})", "/module_user/uuid",
+       "unknown field; did you mean \"uid\"?"},
+      // Comments are allowed here (JSONC): a trailing comma before one is still named.
+      {"TrailingCommaBeforeAComment", "{\"hard_limits\": true, // the limits\n}", "",
+       "malformed JSON: a trailing comma at line 1, column 21: JSON allows no comma after the "
+       "last member of an object"},
       {"WritableRootsNotAList", R"({"writable_roots": "/tmp"})", "/writable_roots", "must be a list"},
       {"WritableRootsRelative", R"({"writable_roots": ["/tmp", "jobs"]})", "/writable_roots/1", "absolute"},
       {"WritableRootsSlash", R"({"writable_roots": ["/"]})", "/writable_roots/0", "must not be /"},

@@ -69,6 +69,47 @@ TEST(WritablePathRule, AWritableFileWithTwoNamesIsRefused) {
   }
 }
 
+// Issue 16: data needs read and search only; work and temp read, write and search. The line
+// names the user, the access, the owner and mode, the errno, and the fix.
+TEST(WritableAccess, WhatEachRoleNeeds) {
+  EXPECT_EQ(writable_access_mode("data", true), R_OK | X_OK);
+  EXPECT_EQ(writable_access_mode("data", false), R_OK);
+  EXPECT_EQ(writable_access_mode("work", true), R_OK | W_OK | X_OK);
+  EXPECT_EQ(writable_access_mode("temp", true), R_OK | W_OK | X_OK);
+  EXPECT_EQ(writable_access_mode("data", true) & W_OK, 0);
+}
+
+TEST(WritableAccess, TheLineNamesUserAccessOwnerModeAndFix) {
+  auto line = [](const std::string& role, const std::string& path, uid_t uid, mode_t mode,
+                 int err = EACCES) {
+    return writable_access_problem(role, path, PathOwnership{uid, mode}, kModule, err);
+  };
+  EXPECT_EQ(line("data", "/srv/x/input", 0, S_IFDIR | 0700),
+            "the module user (uid 65534) needs read and search access to the data directory "
+            "/srv/x/input, owned by uid 0 with mode 0700 (EACCES); to fix: chown 65534 "
+            "/srv/x/input, or chmod o+rx /srv/x/input");
+  EXPECT_EQ(line("work", "/srv/x/work", 0, S_IFDIR | 0755),
+            "the module user (uid 65534) needs read, write and search access to the work "
+            "directory /srv/x/work, owned by uid 0 with mode 0755 (EACCES); to fix: chown 65534 "
+            "/srv/x/work");
+  EXPECT_EQ(line("temp", "/srv/x/tmp", 0, S_IFDIR | 0500),
+            "the module user (uid 65534) needs read, write and search access to the temp "
+            "directory /srv/x/tmp, owned by uid 0 with mode 0500 (EACCES); to fix: chown 65534 "
+            "/srv/x/tmp and chmod u+rwx /srv/x/tmp");
+  EXPECT_EQ(line("work", "/srv/x/work", kModule, S_IFDIR | 0500),
+            "the module user (uid 65534) needs read, write and search access to the work "
+            "directory /srv/x/work, owned by uid 65534 with mode 0500 (EACCES); to fix: chmod "
+            "u+rwx /srv/x/work");
+  EXPECT_EQ(line("data", "/srv/x/in.csv", 0, S_IFREG | 0600),
+            "the module user (uid 65534) needs read access to the data file /srv/x/in.csv, "
+            "owned by uid 0 with mode 0600 (EACCES); to fix: chown 65534 /srv/x/in.csv, or "
+            "chmod o+r /srv/x/in.csv");
+  // Not a matter of permissions: no fix is guessed.
+  EXPECT_EQ(line("work", "/srv/x/work", kModule, S_IFDIR | 0700, EROFS),
+            "the module user (uid 65534) needs read, write and search access to the work "
+            "directory /srv/x/work, owned by uid 65534 with mode 0700 (EROFS)");
+}
+
 TEST(WritablePathRule, TheDirectoriesAbove) {
   EXPECT_EQ(judge(0, S_IFDIR | 0755, false, "/"), std::nullopt);
   EXPECT_EQ(judge(0, S_IFDIR | 01777, false, "/srv"), std::nullopt);  // sticky, as /tmp
