@@ -280,8 +280,15 @@ TEST_F(InvalidPolicy, PolicyFromStandardInput) {
     return r;
   };
   RunResult r = from_stdin(tree.base_policy().dump(), {tree.probe(), "write", tree.path("work/from-stdin")});
-  EXPECT_TRUE(r.exited(0)) << r.describe();
-  EXPECT_TRUE(exists(tree.path("work/from-stdin")));
+  // Below the filesystem floor (the kernel matrix's 6.1 and Landlock-disabled guests run this
+  // suite) the valid policy is refused with 70 like any other: the policy was still read.
+  if (kernel_landlock_abi() >= 3) {
+    EXPECT_TRUE(r.exited(0)) << r.describe();
+    EXPECT_TRUE(exists(tree.path("work/from-stdin")));
+  } else {
+    EXPECT_TRUE(r.exited(70)) << r.describe();
+    EXPECT_NE(r.err.find("which the policy needs"), std::string::npos) << r.describe();
+  }
   r = from_stdin("{\"bundle\": \"" + tree.path("bundle") + "\",}", {tree.probe(), "write", marker()});
   EXPECT_TRUE(r.exited(64)) << r.describe();
   EXPECT_EQ(r.err, fmt::format("oarbank-agent sandbox-exec: invalid policy (standard input): (document): "
