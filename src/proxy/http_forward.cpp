@@ -61,7 +61,6 @@ void Session::write_request(bool head, std::size_t offset, std::size_t forward) 
                       }
                       // The request is complete: what the client sends next is not read until the
                       // response has ended (and then as the next request, judged on its own).
-                      self->up_done_ = true;
                       self->request_sent_ = true;
                     });
 }
@@ -75,7 +74,6 @@ void Session::forward_request_body() {
         if (ec) {
           if (ec == asio::error::eof) {
             // The client ended before its body did: the upstream sees the same (half-close).
-            self->up_done_ = true;
             std::error_code ignored;
             self->upstream_.shutdown(asio::socket_base::shutdown_send, ignored);
           } else {
@@ -239,7 +237,6 @@ void Session::forward_response_body() {
 }
 
 void Session::response_done() {
-  down_done_ = true;
   std::error_code ignored;
   upstream_.close(ignored);  // the upstream was told "Connection: close"
   end_outcome_ = "closed";
@@ -278,8 +275,6 @@ void Session::next_request() {
   response_started_ = false;
   request_sent_ = false;
   keep_alive_ = false;
-  up_done_ = false;
-  down_done_ = false;
   bytes_up_ = 0;
   bytes_down_ = 0;
   end_outcome_.clear();

@@ -1,5 +1,6 @@
 // What the server's connections share, on the event loop's thread: internal to the proxy
-// library (proxy_server.cpp and session.cpp), not part of its API.
+// library (proxy_server.cpp and the session: session.cpp, admission.cpp, http_forward.cpp),
+// not part of its API.
 #pragma once
 
 #include <asio/io_context.hpp>

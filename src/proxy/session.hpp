@@ -1,8 +1,8 @@
-// One client connection: read and judge the request head, resolve, connect, then relay a
-// CONNECT tunnel (in the kernel, splice_pipe.hpp) or forward a plain-HTTP request
-// (http_forward.cpp), after which a kept-alive connection starts over with its next request,
-// judged on its own. Memory is bounded per connection (two fixed buffers, or two pipes); every
-// phase has its timeout; every path closes both sockets.
+// One client connection: read and judge the request head, resolve, connect (admission.cpp),
+// then relay a CONNECT tunnel (one TunnelPump per direction, tunnel.hpp) or forward a
+// plain-HTTP request (http_forward.cpp), after which a kept-alive connection starts over with its
+// next request, judged on its own. Memory is bounded per connection (two fixed buffers, or two
+// pipes); every phase has its timeout; every path closes both sockets.
 #pragma once
 
 #include <asio/ip/tcp.hpp>
@@ -17,40 +17,16 @@
 #include "proxy/decision.hpp"
 #include "proxy/http_request.hpp"
 #include "proxy/message_body.hpp"
+#include "proxy/relay_buffer.hpp"
 #include "proxy/server_state.hpp"
-#include "proxy/splice_pipe.hpp"
+#include "proxy/tunnel.hpp"
 
 namespace oarbank::proxy {
-
-// Bytes read at once in each direction of a relay.
-inline constexpr std::size_t kRelayBufferBytes = 64 * 1024;
-
-// A relay buffer that is not zero-filled: its pages become resident only as bytes arrive, so an
-// idle tunnel holds little memory (a std::vector's resize would touch all 64 KiB at once).
-class RelayBuffer {
- public:
-  void resize(std::size_t size) {
-    if (size == size_) return;
-    data_.reset(new char[size]);
-    size_ = size;
-  }
-  // Gives the memory back (a CONNECT tunnel relayed by splice needs no buffer after its head).
-  void release() {
-    data_.reset();
-    size_ = 0;
-  }
-  [[nodiscard]] char* data() { return data_.get(); }
-  [[nodiscard]] std::size_t size() const { return size_; }
-
- private:
-  std::unique_ptr<char[]> data_;
-  std::size_t size_ = 0;
-};
 
 // "192.0.2.1:443", "[2001:db8::1]:443": addresses as the log lines show them.
 std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint);
 
-class Session : public std::enable_shared_from_this<Session> {
+class Session : public std::enable_shared_from_this<Session>, private TunnelOwner {
  public:
   // `peer`: the client's address, as accept(2) gave it.
   Session(ServerState& server, std::shared_ptr<ModuleState> module, asio::ip::tcp::socket client,
@@ -66,8 +42,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   enum class Phase { Head, Deciding, Connecting, Relaying, Refusing, Done };
-  enum class Direction { Up, Down };  // client to upstream, upstream to client
 
+  // Closes `socket` (with RST when `reset`), ignoring errors: every path ends here.
+  static void close_socket(asio::ip::tcp::socket& socket, bool reset);
+  // Admission (admission.cpp): the head, the decision, the connect, the refusals.
   // The header_read_timeout for the request head now awaited.
   void arm_head_timer();
   void read_head();
@@ -83,6 +61,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void refuse(int status, const std::string& reason, bool log_decision);
   void linger_close();
   void drain_client();
+  // The CONNECT tunnel (session.cpp): the 200, the bytes sent after the head, the two pumps.
   void start_tunnel();
   // Forwarding an absolute-form request (http_forward.cpp).
   void start_forward();
@@ -103,16 +82,12 @@ class Session : public std::enable_shared_from_this<Session> {
   [[nodiscard]] bool stale(std::uint64_t serial) const {
     return phase_ != Phase::Relaying || serial != serial_;
   }
-  // Relays `direction` of a CONNECT tunnel through a buffer (pump_up/pump_down) until a read
-  // fills it, then in the kernel (switch_to_splice, splice_relay) while pipes can be had.
-  void relay(Direction direction);
-  void switch_to_splice(Direction direction);
-  // `woke_readable`: called because the source was reported readable.
-  void splice_relay(Direction direction, bool woke_readable);
-  void pump_up();
-  void pump_down();
-  void up_finished();
-  void down_finished();
+  // TunnelOwner: what the two pumps of a CONNECT tunnel report.
+  std::shared_ptr<void> hold() override { return shared_from_this(); }
+  bool relaying() const override { return phase_ == Phase::Relaying; }
+  void activity() override { touch(); }
+  void direction_ended() override;
+  void direction_failed(const std::string& reason) override;
   void arm_idle_timer();
   void touch() { last_activity_ = std::chrono::steady_clock::now(); }
   // Closes both sockets (with RST when `reset`), logs the closed line when the connection
@@ -140,12 +115,8 @@ class Session : public std::enable_shared_from_this<Session> {
   RelayBuffer down_buf_;
   std::size_t down_len_ = 0;
 
-  // CONNECT tunnels: one pipe per direction, made when that direction turns to bulk.
-  SplicePipe up_pipe_;
-  SplicePipe down_pipe_;
-  bool up_source_ended_ = false;
-  bool down_source_ended_ = false;
-  bool no_pipes_ = false;  // pipe2 failed (out of descriptors): buffers only
+  // CONNECT tunnels: what both directions share (the pumps are declared last).
+  TunnelShared tunnel_shared_;
 
   std::optional<HttpRequest> request_;
   std::size_t head_bytes_ = 0;
@@ -170,8 +141,6 @@ class Session : public std::enable_shared_from_this<Session> {
   bool keep_alive_ = false;    // the client's connection carries another request after this
   std::uint64_t serial_ = 0;   // the number of the request on this connection, from 0
 
-  bool up_done_ = false;
-  bool down_done_ = false;
   std::uint64_t bytes_up_ = 0;
   std::uint64_t bytes_down_ = 0;
   std::size_t drained_ = 0;
@@ -179,6 +148,11 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string end_outcome_;
   int end_status_ = 0;
   std::string end_reason_;
+
+  // A CONNECT tunnel's two directions: client to upstream (through up_buf_, which holds the
+  // request head before), upstream to client.
+  TunnelPump up_pump_;
+  TunnelPump down_pump_;
 };
 
 }  // namespace oarbank::proxy
