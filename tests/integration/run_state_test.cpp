@@ -535,8 +535,14 @@ TEST_F(RunStateTest, ARecordNotWrittenByTheOperatorNamesNothingThatIsKilled) {
   EXPECT_EQ(list_dir(runs), std::vector<std::string>{});
 
   // The control: the same record as the operator's own sandbox-run writes it is acted on.
-  write_file(runs + "/honest.json", record("honest"), 0600);
-  ASSERT_EQ(::chown((runs + "/honest.json").c_str(), kUser, kUser), 0);
+  // Written by the user itself (a chown would change its ctime, and a record whose ctime is not
+  // its mtime is not trusted: on a slow machine the two fall in different clock ticks).
+  const std::string draft = xdg + "/honest-draft";
+  write_file(draft, record("honest"), 0600);
+  ASSERT_EQ(::chown(draft.c_str(), kUser, kUser), 0);
+  RunResult copied = run_as({"/bin/cp", draft, runs + "/honest.json"}, {}, kUser);
+  ASSERT_TRUE(copied.exited(0)) << copied.describe();
+  ::unlink(draft.c_str());
   r = run_as(run_argv(unique_name("control"), policy, {tree.probe(), "true"}), user_env, kUser);
   EXPECT_TRUE(r.exited(0)) << r.describe();
   EXPECT_TRUE(eventually([&] { return !guard.running(); }, 2s));
