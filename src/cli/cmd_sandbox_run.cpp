@@ -430,7 +430,8 @@ Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
                   "Pass this open descriptor to the module (repeatable)")
       ->allow_extra_args(false);
   sub->add_option("--proxy-log", options->proxy_log,
-                  "Append the egress proxy's JSON log lines to FILE (default: stderr)");
+                  "Append the egress proxy's JSON log lines to FILE (default: stderr; on a "
+                  "terminal, one line per refusal instead)");
   sub->add_flag("--explain", options->exec.explain,
                 "Print the compiled plan as JSON and run nothing");
   return [options, &command] {
