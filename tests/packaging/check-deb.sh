@@ -143,7 +143,10 @@ fi
 doc=$root/usr/share/doc/oarbank-agent
 man_page() {
   local text
-  text=$(MANWIDTH=80 man -l "$root/usr/share/man/man1/oarbank-agent.1.gz" 2>&1) || { echo "$text"; return 1; }
+  # C locale: ASCII hyphens; wide, and runs of spaces (justification) squeezed.
+  text=$(LC_ALL=C MANWIDTH=200 man -l "$root/usr/share/man/man1/oarbank-agent.1.gz" 2>&1) ||
+    { echo "$text"; return 1; }
+  text=$(tr -s ' ' <<<"$text")
   for want in "oarbank-agent - run third-party modules" sandbox-run sandbox-exec sandbox-check \
     sandbox-report sandbox-ctl egress-proxy "EXIT STATUS" "$(field Version)"; do
     grep -qF -- "$want" <<<"$text" || { echo "no \"$want\" in the page"; return 1; }
