@@ -19,6 +19,43 @@ install(FILES packaging/agent.json DESTINATION /etc/oarbank)
 # Issue 16: bash completion of the sub-commands and options (bash-completion loads it on
 # demand from here).
 install(FILES packaging/bash-completion/oarbank-agent DESTINATION share/bash-completion/completions)
+# Issue 16: the man page, generated at build time from the binary's own --help-all and
+# --version by help2man (scripts/install-deps.sh installs it), with the sections --help has
+# not (exit status, files, see also) from packaging/oarbank-agent.h2m; so it cannot drift
+# from the options. Without help2man the build goes on without it, and scripts/package.sh
+# refuses to package (a .deb must carry it).
+find_program(OARBANK_HELP2MAN help2man)
+if(OARBANK_HELP2MAN)
+  set(OARBANK_MAN_PAGE ${CMAKE_CURRENT_BINARY_DIR}/man/oarbank-agent.1.gz)
+  add_custom_command(
+    OUTPUT ${OARBANK_MAN_PAGE}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/man
+    # --version-string: the package's version alone in the page's footer (--version adds
+    # the commit, too long for it).
+    COMMAND ${OARBANK_HELP2MAN} --no-info --help-option=--help-all
+            --version-string=${PROJECT_VERSION}
+            --name "run third-party modules under Landlock, seccomp and cgroup v2"
+            --include ${PROJECT_SOURCE_DIR}/packaging/oarbank-agent.h2m
+            --output ${CMAKE_CURRENT_BINARY_DIR}/man/oarbank-agent.1 $<TARGET_FILE:oarbank-agent>
+    # -n: no name or time stamp in the gzip header, so the same page gives the same bytes.
+    COMMAND gzip -9nf ${CMAKE_CURRENT_BINARY_DIR}/man/oarbank-agent.1
+    DEPENDS oarbank-agent ${PROJECT_SOURCE_DIR}/packaging/oarbank-agent.h2m
+    COMMENT "Generating the oarbank-agent(1) man page with help2man")
+  add_custom_target(oarbank_man_page ALL DEPENDS ${OARBANK_MAN_PAGE})
+  install(FILES ${OARBANK_MAN_PAGE} DESTINATION share/man/man1)
+else()
+  message(STATUS "help2man not found: no man page (scripts/install-deps.sh installs help2man)")
+endif()
+# Debian policy: /usr/share/doc/PACKAGE/copyright (DEP-5) and changelog.Debian.gz.
+set(OARBANK_CHANGELOG ${CMAKE_CURRENT_BINARY_DIR}/debian/changelog.Debian.gz)
+add_custom_command(
+  OUTPUT ${OARBANK_CHANGELOG}
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/debian
+  COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/packaging/debian/changelog > ${OARBANK_CHANGELOG}
+  DEPENDS ${PROJECT_SOURCE_DIR}/packaging/debian/changelog
+  COMMENT "Compressing the Debian changelog")
+add_custom_target(oarbank_changelog ALL DEPENDS ${OARBANK_CHANGELOG})
+install(FILES ${OARBANK_CHANGELOG} packaging/debian/copyright DESTINATION ${OARBANK_DOC_DIR})
 install(FILES README.md DESTINATION ${OARBANK_DOC_DIR})
 install(DIRECTORY docs/ DESTINATION ${OARBANK_DOC_DIR} FILES_MATCHING PATTERN "*.md")
 install(FILES packaging/examples/hello.env packaging/examples/hello.policy.json

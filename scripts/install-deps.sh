@@ -12,6 +12,8 @@ packages=(
   hyperfine python3
   # tests/packaging: file(1) tells a static binary
   file
+  # the man page, generated from --help at build time (cmake/packaging.cmake); man-db checks it
+  help2man man-db
   # tests/e2e: test hosts in network namespaces, a real DNS server, real clients
   dnsmasq-base iproute2 openssl curl
   # tests/e2e: Node's own proxy idioms as real clients

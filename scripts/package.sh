@@ -17,8 +17,14 @@ if [[ $(cache OARBANK_STATIC) != ON || $(cache OARBANK_SANITIZE) == ON ]]; then
     "(OARBANK_STATIC=$(cache OARBANK_STATIC), OARBANK_SANITIZE=$(cache OARBANK_SANITIZE))" >&2
   exit 1
 fi
+# Issue 16: the package carries the man page, generated only where help2man is.
+if [[ -z $(cache OARBANK_HELP2MAN) || $(cache OARBANK_HELP2MAN) == *NOTFOUND ]]; then
+  echo "package.sh: help2man is not installed, so there is no man page to package" \
+    "(scripts/install-deps.sh installs it; configure $build again after)" >&2
+  exit 1
+fi
 # Progress on stderr: stdout is the path alone, for deb=$(scripts/package.sh).
-ninja -C "$build" oarbank-agent >&2
+ninja -C "$build" oarbank-agent oarbank_man_page oarbank_changelog >&2
 
 # Issue 16: an absolute build directory is used as given ("$PWD/$build" would name a path
 # below the checkout that does not exist); a relative one is the checkout's, as above.

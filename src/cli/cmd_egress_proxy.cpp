@@ -65,7 +65,7 @@ int run_egress_proxy(const ProxyArgs& options) {
       throw Error(ErrorKind::Usage, "the policy's net is not egress-allowlist: nothing to proxy");
     }
     raise_descriptor_limit();
-    ProxyHost host(config, options.log_path, "--log", options.id, policy,
+    ProxyHost host(config, options.log_path, "--log", StderrLogForm::Json, options.id, policy,
                    listen_on(config.proxy_host, config.proxy_port));
     g_host = &host;
     struct sigaction action {};

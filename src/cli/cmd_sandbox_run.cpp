@@ -311,8 +311,13 @@ int run_sandbox_run(const RunArgs& options) {
           // Any local process can reach this port: admit the module's own connections alone.
           peer_check = [&members](int fd) { return peer_outside_module(fd, members); };
         }
-        proxy = std::make_unique<ProxyHost>(config, options.proxy_log, "--proxy-log", id, policy,
-                                            std::move(network.listener), std::move(peer_check));
+        // Issue 16: on a terminal, without --proxy-log, the JSON lines would land among the
+        // module's own output: one line per refusal instead (docs/sandbox-run.md).
+        const StderrLogForm form =
+            ::isatty(STDERR_FILENO) == 1 ? StderrLogForm::Summary : StderrLogForm::Json;
+        proxy =
+            std::make_unique<ProxyHost>(config, options.proxy_log, "--proxy-log", form, id, policy,
+                                        std::move(network.listener), std::move(peer_check));
       } catch (...) {
         remove_created_dirs(created);
         throw;
@@ -425,7 +430,8 @@ Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
                   "Pass this open descriptor to the module (repeatable)")
       ->allow_extra_args(false);
   sub->add_option("--proxy-log", options->proxy_log,
-                  "Append the egress proxy's JSON log lines to FILE (default: stderr)");
+                  "Append the egress proxy's JSON log lines to FILE (default: stderr; on a "
+                  "terminal, one line per refusal instead)");
   sub->add_flag("--explain", options->exec.explain,
                 "Print the compiled plan as JSON and run nothing");
   return [options, &command] {

@@ -134,6 +134,17 @@ int main(int argc, char** argv) {
   for (const auto& [name, runner] : runners) {
     if (!app.get_subcommand(name)->get_group().empty()) sub_names.push_back(name);
   }
+  // Issue 16: no arguments at all is a newcomer's first try: the usage (with the sub-commands)
+  // on stdout, and on stderr the one line of every usage error, saying what to type next.
+  const std::string no_sub_command =
+      "usage: a sub-command is required: " + cli::join(sub_names) +
+      " (oarbank-agent help SUB-COMMAND for its options and examples)";
+  if (cli_argc == 1) {
+    std::fputs(app.help().c_str(), stdout);
+    std::fflush(stdout);
+    cli::print_error("", no_sub_command);
+    return kExitUsage;
+  }
   if (cli_argc >= 2 && std::string_view(argv[1]) == "help") {
     if (cli_argc == 2) {
       std::fputs(app.help().c_str(), stdout);
@@ -169,7 +180,8 @@ int main(int argc, char** argv) {
       cli::print_error(command, "usage: " + *unknown + " (see --help)");
       return kExitUsage;
     }
-    std::string message = std::string("usage: ") + e.what() + " (see --help)";
+    std::string message = command.empty() ? no_sub_command  // options alone, e.g. --config F
+                                          : std::string("usage: ") + e.what() + " (see --help)";
     if ((command == "sandbox-exec" || command == "sandbox-run") && !module_command.separator) {
       message = std::string("usage: ") + cli::kNoCommand + ": " + e.what();
     }

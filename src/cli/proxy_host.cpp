@@ -3,16 +3,20 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <memory>
 #include <stdexcept>
 
+#include "cli/proxy_summary.hpp"
 #include "sys/error.hpp"
 #include "sys/safe_open.hpp"
 
 namespace oarbank::cli {
 
 ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>& log_path,
-                     const std::string& log_option, const std::string& id, const Policy& policy,
-                     UniqueFd listener, proxy::PeerCheck peer_check) {
+                     const std::string& log_option, StderrLogForm stderr_form,
+                     const std::string& id, const Policy& policy, UniqueFd listener,
+                     proxy::PeerCheck peer_check) {
   if (log_path) {
     // Through no symbolic link, a regular file only (sys/safe_open.hpp): root appends to it.
     OperatorFile file = open_operator_file(*log_path, true, 0640);
@@ -26,11 +30,24 @@ ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>&
   settings.max_tunnels_total = config.proxy_max_tunnels_total;
   const int fd = log_fd_.valid() ? log_fd_.get() : STDERR_FILENO;
   // One write(2) per line: lines from the proxy never interleave with others' in the file.
-  settings.log = [fd](std::string_view line) {
-    std::string text(line);
-    text += '\n';
-    [[maybe_unused]] auto n = ::write(fd, text.data(), text.size());
-  };
+  if (!log_fd_.valid() && stderr_form == StderrLogForm::Summary) {
+    // Not print_error: that one records the last line for the main thread, and this runs on
+    // the proxy's. One write(2) per line, as for the JSON lines.
+    auto first = std::make_shared<std::atomic<bool>>(true);
+    settings.log = [first](std::string_view line) {
+      if (auto summary = proxy_refusal_summary(line, first->load())) {
+        first->store(false);
+        const std::string text = "oarbank-agent sandbox-run: " + *summary + "\n";
+        [[maybe_unused]] auto n = ::write(STDERR_FILENO, text.data(), text.size());
+      }
+    };
+  } else {
+    settings.log = [fd](std::string_view line) {
+      std::string text(line);
+      text += '\n';
+      [[maybe_unused]] auto n = ::write(fd, text.data(), text.size());
+    };
+  }
   try {
     server_ = std::make_unique<proxy::ProxyServer>(std::move(settings));
     server_->add_module(id, policy.egress, listener.release(), std::move(peer_check));

@@ -14,16 +14,22 @@
 
 namespace oarbank::cli {
 
+// How the log reaches stderr when no log file is given (issue 16).
+enum class StderrLogForm {
+  Json,     // every JSON line (a pipe, the journal, egress-proxy)
+  Summary,  // one line per refusal, prefixed by the command (sandbox-run on a terminal)
+};
+
 class ProxyHost {
  public:
   // Serves `policy.egress` for module `id` on `listener`. `log_path`: append the JSON lines
   // there (a regular file, reached through no symbolic link), else to stderr; `log_option`
-  // names the option in messages. Throws Error(Config) for settings the proxy refuses, and
-  // Error(Usage) for a log file it refuses.
+  // names the option in messages; `stderr_form`: what stderr gets without a log file. Throws
+  // Error(Config) for settings the proxy refuses, and Error(Usage) for a log file it refuses.
   // `peer_check`: admit only the connections it accepts (proxy::PeerCheck); empty: all.
   ProxyHost(const NodeConfig& config, const std::optional<std::string>& log_path,
-            const std::string& log_option, const std::string& id, const Policy& policy,
-            UniqueFd listener, proxy::PeerCheck peer_check = {});
+            const std::string& log_option, StderrLogForm stderr_form, const std::string& id,
+            const Policy& policy, UniqueFd listener, proxy::PeerCheck peer_check = {});
   ~ProxyHost();  // stops the server and joins its thread
   ProxyHost(const ProxyHost&) = delete;
   ProxyHost& operator=(const ProxyHost&) = delete;

@@ -41,6 +41,50 @@ std::string status_word(const Report& report, const CapabilityVerdict& verdict) 
 
 }  // namespace
 
+std::string wrap_text(std::string_view text, std::string_view first_prefix,
+                      std::string_view rest_prefix, std::size_t width) {
+  std::string out;
+  std::string line(first_prefix);
+  bool empty = true;  // nothing but the prefix on `line` yet
+  const auto flush = [&] {
+    out += line;
+    out += '\n';
+    line = std::string(rest_prefix);
+    empty = true;
+  };
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    if (text[pos] == ' ') {
+      ++pos;
+      continue;
+    }
+    const std::size_t end = std::min(text.find(' ', pos), text.size());
+    std::string_view word = text.substr(pos, end - pos);
+    pos = end;
+    while (!word.empty()) {
+      const std::size_t room = width > line.size() ? width - line.size() : 0;
+      const std::size_t needed = word.size() + (empty ? 0 : 1);
+      if (needed <= room) {
+        if (!empty) line += ' ';
+        line += word;
+        empty = false;
+        break;
+      }
+      if (!empty) {
+        flush();
+        continue;
+      }
+      // A word longer than a whole line (a long path): broken where the line ends.
+      const std::size_t take = std::max<std::size_t>(room, 1);
+      line += word.substr(0, take);
+      word.remove_prefix(std::min(take, word.size()));
+      flush();
+    }
+  }
+  if (!empty || out.empty()) flush();
+  return out;
+}
+
 Report make_report(const KernelFeatures& features, const NodeConfig& config) {
   Report report;
   report.rows = evaluate_capabilities(features, config);
@@ -76,53 +120,63 @@ json report_to_json(const Report& report) {
 }
 
 std::string report_to_table(const Report& report) {
-  std::size_t title_width = 0;
+  // Issue 16: a row per block, so that the table fits an 80-column terminal whatever a reason
+  // says: the row's id (the --json and NFD key) and its status on one line, the capability and
+  // its reason wrapped below it.
+  std::size_t key_width = 0;
   for (const auto& verdict : report.rows)
-    title_width = std::max(title_width, row_title(verdict.row).size());
-  std::string out =
-      fmt::format("{:<{}}  {:<12}  {}\n", "CAPABILITY", title_width, "STATUS", "REASON");
+    key_width = std::max(key_width, row_key(verdict.row).size());
+  const std::string indent(4, ' ');
+  std::string out = fmt::format("{:<{}}  {}\n", "ROW", key_width, "STATUS");
+  out += wrap_text("capability: reason", indent, indent);
   for (const auto& verdict : report.rows) {
-    out += fmt::format("{:<{}}  {:<12}  {}\n", row_title(verdict.row), title_width,
-                       status_word(report, verdict), verdict.reason);
+    out +=
+        fmt::format("{:<{}}  {}\n", row_key(verdict.row), key_width, status_word(report, verdict));
+    out += wrap_text(fmt::format("{}: {}", row_title(verdict.row), verdict.reason), indent, indent);
     if (const auto* v = verification_of(report, verdict.row)) {
-      out += fmt::format("{:<{}}  {:<12}  {}\n", "", title_width,
-                         v->passed ? "(verified)" : "(FAILED)", v->detail);
+      out += wrap_text(fmt::format("{} {}", v->passed ? "(verified)" : "(FAILED)", v->detail),
+                       indent, indent);
     }
   }
   const auto& f = report.facts;
+  // A fact's value wraps below its own column.
+  const auto fact = [](std::string_view label, const std::string& value) {
+    return wrap_text(value, fmt::format("  {:<19}", label), std::string(21, ' '));
+  };
   out += "\nFacts:\n";
-  out += fmt::format("  kernel release     {}\n", f.value("kernel_release", ""));
-  out += fmt::format(
-      "  Landlock           {} (ABI {}; used: ABI {}{})\n", f.value("landlock", ""),
-      f.value("landlock_abi", 0), f.value("landlock_abi_used", 0),
-      f["landlock_abi_max"].is_null()
-          ? ""
-          : fmt::format(", capped at {} by the node", f["landlock_abi_max"].get<int>()));
-  out += fmt::format("  seccomp filters    {}\n", f.value("seccomp_filter", false) ? "yes" : "no");
+  out += fact("kernel release", f.value("kernel_release", ""));
+  out += fact("Landlock", fmt::format("{} (ABI {}; used: ABI {}{})", f.value("landlock", ""),
+                                      f.value("landlock_abi", 0), f.value("landlock_abi_used", 0),
+                                      f["landlock_abi_max"].is_null()
+                                          ? ""
+                                          : fmt::format(", capped at {} by the node",
+                                                        f["landlock_abi_max"].get<int>())));
+  out += fact("seccomp filters", f.value("seccomp_filter", false) ? "yes" : "no");
   if (f["cgroup"].is_object()) {
     const auto& cg = f["cgroup"];
     if (cg.value("cgroup2_mounted", false)) {
       std::string controllers;
       for (const auto& c : cg["controllers"])
         controllers += (controllers.empty() ? "" : " ") + c.get<std::string>();
-      out += fmt::format("  cgroup2            {} (own cgroup {}); leaves under {} ({}{})\n",
-                         cg.value("mount_point", ""), cg.value("own_cgroup", ""),
-                         cg.value("leaf_parent", ""),
-                         cg.value("leaf_parent_writable", false) ? "writable" : "not writable",
-                         cg.value("delegated_by_systemd", false) ? ", delegated by systemd" : "");
-      out += fmt::format("  cgroup controllers {}\n", controllers.empty() ? "(none)" : controllers);
+      out += fact(
+          "cgroup2",
+          fmt::format("{} (own cgroup {}); leaves under {} ({}{})", cg.value("mount_point", ""),
+                      cg.value("own_cgroup", ""), cg.value("leaf_parent", ""),
+                      cg.value("leaf_parent_writable", false) ? "writable" : "not writable",
+                      cg.value("delegated_by_systemd", false) ? ", delegated by systemd" : ""));
+      out += fact("cgroup controllers", controllers.empty() ? "(none)" : controllers);
     } else {
-      out += "  cgroup2            not mounted\n";
+      out += fact("cgroup2", "not mounted");
     }
   }
   if (!f["network_namespaces"].is_null()) {
-    out += fmt::format("  network namespaces {}\n",
-                       f["network_namespaces"].get<bool>() ? "can create" : "cannot create");
+    out += fact("network namespaces",
+                f["network_namespaces"].get<bool>() ? "can create" : "cannot create");
   }
   std::string gpu;
   for (const auto& node : f["gpu_device_nodes"])
     gpu += (gpu.empty() ? "" : " ") + node.get<std::string>();
-  out += fmt::format("  GPU device nodes   {}\n", gpu.empty() ? "(none)" : gpu);
+  out += fact("GPU device nodes", gpu.empty() ? "(none)" : gpu);
   return out;
 }
 

@@ -317,6 +317,48 @@ module python-http-allowed "${CLIENT[@]}" get http://allowed.test/py "$BUNDLE/ca
 expect_page python-http-allowed "hello from $ALLOWED over http path /py" \
   "allow|allowed.test:80|$ALLOWED"
 
+# The README's first module (issue 16), run as the README writes it, so that the README cannot
+# drift from what works: its script, policy and commands are read from the README's blocks
+# marked <!-- first-module:... -->, with only the changes the README names (the test host for
+# example.com, paths below $T, no sudo, the test's --config, --id, --proxy-log and CA).
+README=$HERE/../../README.md
+FIRST=$T/first
+readme_block() { # MARKER: the fenced block that follows <!-- first-module:MARKER
+  awk -v m="<!-- first-module:$1" 'index($0, m) == 1 { found = 1; next }
+    found && /^```/ { if (inside) exit; inside = 1; next }
+    inside { print }' "$README"
+}
+readme_text() { # MARKER: that block with the README's names replaced by the test's
+  readme_block "$1" | sed -e "s#/var/lib/oarbank/first#$FIRST/work#g" -e "s#/srv/first#$FIRST#g" \
+    -e 's#example\.com#allowed.test#g'
+}
+mkdir -p "$FIRST/src" "$FIRST/bundle"
+install -m 0644 "$BUNDLE/ca.pem" "$FIRST/bundle/ca.pem"
+readme_text script >"$FIRST/src/fetch.sh"
+readme_text policy >"$FIRST/src/first.policy.json"
+readme_text output >"$FIRST/expected"
+readme_text run | sed -e 's#sudo ##g' \
+  -e "s#oarbank-agent sandbox-check #\"\$AGENT\" sandbox-check --config \"\$CONF\" #" \
+  -e "s#oarbank-agent sandbox-run #\"\$AGENT\" sandbox-run --config \"\$CONF\" --id e2e-$TAG-readme --proxy-log \"\$LOGS/readme-first-module.jsonl\" --setenv CURL_CA_BUNDLE=$FIRST/bundle/ca.pem #" \
+  >"$FIRST/src/run.sh"
+RC=0
+(cd "$FIRST/src" && AGENT=$AGENT CONF=$CONF LOGS=$LOGS timeout -k 5 60 bash -e run.sh) \
+  </dev/null >"$RUNS/readme-first-module.out" 2>&1 || RC=$?
+OUT=$(cat "$RUNS/readme-first-module.out")
+why=""
+for f in fetch.sh first.policy.json run.sh; do
+  [[ -s $FIRST/src/$f ]] || why+="no block for $f in the README; "
+done
+[[ -s $FIRST/expected ]] || why+="no output block in the README; "
+grep -qF '"$AGENT" sandbox-run --config' "$FIRST/src/run.sh" || why+="the run block has no sandbox-run line; "
+[[ $RC -eq 0 ]] || why+="exit $RC; "
+[[ $OUT == *"$(cat "$FIRST/expected")"* ]] || why+="not the README's output; "
+[[ $OUT == *a.txt* ]] || why+="no inputs.txt listing a.txt; "
+grep -qF "hello from $ALLOWED over https path /" "$FIRST/work/results/page.html" 2>/dev/null ||
+  why+="no page in work/results; "
+[[ -n $why ]] || why=$(logcheck readme-first-module "allow|allowed.test:443|$ALLOWED")
+if [[ -z $why ]]; then ok readme-first-module; else fail readme-first-module "$why$(oneline "$OUT")"; fi
+
 # Node's own proxy idioms (issue 13): an absolute URL as the path of a request to the proxy
 # (Node sends the proxy's address as Host), CONNECT with http.request, and a keep-alive agent
 # whose one connection carries requests decided one by one (the last one refused).

@@ -128,6 +128,21 @@ TEST_F(Usage, HelpAndVersionAreAnswered) {
   EXPECT_EQ(r.err, "");
 }
 
+// Issue 16: no arguments prints the usage with the sub-commands on stdout, and exits 64 with
+// one line on stderr that names them and what to type next (not "A subcommand is required").
+TEST_F(Usage, NoArgumentsPrintsTheUsageAndNamesTheSubCommands) {
+  const std::string line =
+      "oarbank-agent: usage: a sub-command is required: egress-proxy, sandbox-check, "
+      "sandbox-ctl, sandbox-exec, sandbox-report, sandbox-run (oarbank-agent help SUB-COMMAND "
+      "for its options and examples)\n";
+  RunResult r = agent({});
+  EXPECT_TRUE(r.exited(64)) << r.describe();
+  EXPECT_EQ(r.err, line);
+  EXPECT_NE(r.out.find("Usage: oarbank-agent [OPTIONS] SUBCOMMAND"), std::string::npos) << r.out;
+  for (const char* sub : {"sandbox-run", "sandbox-exec", "sandbox-check", "sandbox-report"})
+    EXPECT_NE(r.out.find(sub), std::string::npos) << sub << " missing from\n" << r.out;
+}
+
 // Issue 16: each sub-command's help shows its whole usage line, says POLICY is a file, and
 // gives two examples.
 TEST_F(Usage, EachSubCommandsHelpShowsItsUsageAndTwoExamples) {

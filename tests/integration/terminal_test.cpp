@@ -285,7 +285,8 @@ TEST_F(TerminalRun, TheModuleIdIsShownOnTheTerminal) {
     pid_t job = sh.start(run_argv({}, {"true"}), env(), true);
     auto status = sh.wait_change(job);
     sh.check(exited_with(status, 0), "true: " + describe_status(status));
-    sh.check(sh.shows("oarbank-agent sandbox-run: module id " + id + " (sandbox-ctl status|freeze|thaw|kill " + id + ")"),
+    sh.check(sh.shows("oarbank-agent sandbox-run: module id " + id +
+                      " (sandbox-ctl status|freeze|thaw|kill " + id + ")"),
              "the module id was not shown");
     sh.clear_output();
     std::vector<std::string> argv = run_argv({}, {"true"});
@@ -293,7 +294,8 @@ TEST_F(TerminalRun, TheModuleIdIsShownOnTheTerminal) {
     job = sh.start(argv, env(), true);
     status = sh.wait_change(job);
     sh.check(exited_with(status, 0), "true: " + describe_status(status));
-    sh.check(sh.shows("oarbank-agent sandbox-run: module id run-"), "the generated module id was not shown");
+    sh.check(sh.shows("oarbank-agent sandbox-run: module id run-"),
+             "the generated module id was not shown");
   });
 }
 
@@ -440,8 +442,9 @@ TEST_F(TerminalRun, TheOperatorsSettingsSurviveAModuleThatSetsRawModeAndIsKilled
     sh.check(exited_with(status, 124), "--timeout: " + describe_status(status));
     const std::string& shown = sh.output();
     // TIOCEXCL is refused by the filter (docs/seccomp.md); raw mode is set, on its own pty.
-    sh.check(shown.find("errno EPERM") != std::string::npos && shown.find("ok") != std::string::npos,
-             "the filter did not refuse TIOCEXCL, or the module could not set raw mode on its pty");
+    sh.check(
+        shown.find("errno EPERM") != std::string::npos && shown.find("ok") != std::string::npos,
+        "the filter did not refuse TIOCEXCL, or the module could not set raw mode on its pty");
     sh.check_settings_restored("after a raw module's timeout");
     if (!cgroup) return;
     sh.clear_output();
@@ -624,6 +627,59 @@ TEST_F(TerminalRun, UnprivilegedOnATerminal) {
     sh.check(exited_with(status, 0), "echo-lines: " + describe_status(status));
     sh.check_settings_restored("after an unprivileged run");
   });
+}
+
+// Issue 16: on a terminal, without --proxy-log, each refusal by the proxy is one line on
+// stderr (the first says where the JSON log is kept), and no JSON line reaches the terminal;
+// refused by address and by port.
+TEST_F(TerminalRun, TheProxysRefusalsAreOneLineEachOnATerminal) {
+  if (!running_as_root()) GTEST_SKIP() << "network namespaces need root";
+  const std::string port = std::to_string(proxy.port());
+  const std::vector<std::string> argv{
+      OARBANK_AGENT_BINARY,
+      "sandbox-run",
+      "--config",
+      config_path,
+      "--id",
+      id,
+      tree.write_json("egress.json", egress_policy()),
+      "--",
+      "/bin/sh",
+      "-c",
+      tree.probe() + " http-connect 127.0.0.1 " + port + " 192.0.2.9:443; " + tree.probe() +
+          " http-connect 127.0.0.1 " + port + " api.example.com:80"};
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(argv, env(), true);
+    auto status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "http-connect: " + describe_status(status));
+    sh.check(
+        sh.shows("oarbank-agent sandbox-run: egress proxy refused CONNECT 192.0.2.9:443 (403): "),
+        "no summary of the refusal by address: " + printable(sh.output()));
+    sh.check(
+        sh.shows("(one line per refusal on a terminal; --proxy-log FILE keeps every JSON line)"),
+        "the first summary does not say where the JSON log is kept");
+    sh.check(
+        sh.shows(
+            "oarbank-agent sandbox-run: egress proxy refused CONNECT api.example.com:80 (403): "),
+        "no summary of the refusal by port: " + printable(sh.output()));
+    sh.check(sh.output().find("{\"time\"") == std::string::npos,
+             "a JSON log line reached the terminal: " + printable(sh.output()));
+  });
+}
+
+// ... while on a pipe (CI, journald) the JSON lines stay, and no summary is written.
+TEST_F(TerminalRun, WithoutATerminalTheProxyLogsJsonLinesToStderr) {
+  if (!running_as_root()) GTEST_SKIP() << "network namespaces need root";
+  RunOptions o;
+  o.env = env();
+  RunResult r =
+      run_command({OARBANK_AGENT_BINARY, "sandbox-run", "--config", config_path, "--id", id,
+                   tree.write_json("egress.json", egress_policy()), "--", tree.probe(),
+                   "http-connect", "127.0.0.1", std::to_string(proxy.port()), "192.0.2.9:443"},
+                  o);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.err.find("\"verdict\":\"refuse\""), std::string::npos) << r.describe();
+  EXPECT_EQ(r.err.find("egress proxy refused"), std::string::npos) << r.describe();
 }
 
 // Without a terminal (pipes and files) nothing changes: no pty.

@@ -58,6 +58,11 @@ check "/etc/oarbank/agent.json, 0644 root" listed etc/oarbank/agent.json -rw-r--
 check "the example env file" listed usr/share/doc/oarbank-agent/examples/hello.env -rw-r--r--
 check "docs/packaging.md" listed usr/share/doc/oarbank-agent/packaging.md -rw-r--r--
 check "the bash completion" listed usr/share/bash-completion/completions/oarbank-agent -rw-r--r--
+# Issue 16: the man page, the copyright and the changelog Debian policy asks for.
+check "the man page" listed usr/share/man/man1/oarbank-agent.1.gz -rw-r--r--
+check "/usr/share/doc/oarbank-agent/copyright" listed usr/share/doc/oarbank-agent/copyright -rw-r--r--
+check "/usr/share/doc/oarbank-agent/changelog.Debian.gz" \
+  listed usr/share/doc/oarbank-agent/changelog.Debian.gz -rw-r--r--
 check "nothing owned by another user" \
   test -z "$(awk '$2 != "root/root"' <<<"$listing")"
 
@@ -131,6 +136,35 @@ if command -v systemd-analyze >/dev/null; then
 else
   echo "skip systemd-analyze verify (not installed)"
 fi
+
+# Issue 16: the man page renders (man -l, as `man oarbank-agent` would once installed) and
+# shows the sub-commands and the exit status; copyright is DEP-5 and grants no license the
+# owners have not chosen; the changelog's version is the package's.
+doc=$root/usr/share/doc/oarbank-agent
+man_page() {
+  local text
+  # C locale: ASCII hyphens; wide, and runs of spaces (justification) squeezed.
+  text=$(LC_ALL=C MANWIDTH=200 man -l "$root/usr/share/man/man1/oarbank-agent.1.gz" 2>&1) ||
+    { echo "$text"; return 1; }
+  text=$(tr -s ' ' <<<"$text")
+  for want in "oarbank-agent - run third-party modules" sandbox-run sandbox-exec sandbox-check \
+    sandbox-report sandbox-ctl egress-proxy "EXIT STATUS" "$(field Version)"; do
+    grep -qF -- "$want" <<<"$text" || { echo "no \"$want\" in the page"; return 1; }
+  done
+}
+if command -v man >/dev/null; then
+  check "man -l oarbank-agent.1.gz renders the sub-commands and exit status" man_page
+else
+  echo "skip man -l (man-db not installed)"
+fi
+check "copyright is DEP-5" grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' "$doc/copyright"
+check "copyright grants no license" grep -qx 'License: none granted' "$doc/copyright"
+changelog_version() {
+  local first
+  first=$(gzip -dc "$doc/changelog.Debian.gz" | head -1)
+  [[ $first == "oarbank-agent ($(field Version)) "* ]] || { echo "$first"; return 1; }
+}
+check "changelog.Debian.gz names the package's version" changelog_version
 
 # The packaged binary reads the packaged (commented) agent.json.
 check "sandbox-report --config agent.json exits 0" \
