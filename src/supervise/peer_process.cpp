@@ -37,18 +37,24 @@ void copy_address(const sockaddr_storage& address, __be16& port, __be32 (&words)
   }
 }
 
-// The inode of the connecting socket: an exact sock_diag lookup (Linux 3.3) of the TCP socket
-// whose own address is the peer's and whose peer is us. Unprivileged callers may ask.
-std::optional<ino_t> peer_socket_inode(int fd, std::string& problem) {
-  sockaddr_storage local{};
-  sockaddr_storage peer{};
+// The accepted socket's own address and its peer's.
+bool endpoints(int fd, sockaddr_storage& local, sockaddr_storage& peer, std::string& problem) {
   socklen_t local_length = sizeof local;
   socklen_t peer_length = sizeof peer;
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) != 0 ||
       ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) {
     problem = "getsockname/getpeername: " + errno_text(errno);
-    return std::nullopt;
+    return false;
   }
+  return true;
+}
+
+// The inode of the connecting socket: an exact sock_diag lookup (Linux 3.3) of the TCP socket
+// whose own address is the peer's and whose peer is us. Unprivileged callers may ask.
+std::optional<ino_t> peer_socket_inode(int fd, std::string& problem) {
+  sockaddr_storage local{};
+  sockaddr_storage peer{};
+  if (!endpoints(fd, local, peer, problem)) return std::nullopt;
   struct {
     nlmsghdr header;
     inet_diag_req_v2 request;
@@ -107,13 +113,7 @@ std::optional<ino_t> peer_socket_inode(int fd, std::string& problem) {
 std::optional<ino_t> peer_socket_inode_from_proc(int fd, std::string& problem) {
   sockaddr_storage local{};
   sockaddr_storage peer{};
-  socklen_t local_length = sizeof local;
-  socklen_t peer_length = sizeof peer;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) != 0 ||
-      ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) {
-    problem = "getsockname/getpeername: " + errno_text(errno);
-    return std::nullopt;
-  }
+  if (!endpoints(fd, local, peer, problem)) return std::nullopt;
   const bool v6 = peer.ss_family == AF_INET6;
   auto text = [v6](const sockaddr_storage& address) {
     __be16 port = 0;
