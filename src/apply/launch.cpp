@@ -67,7 +67,7 @@ PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const Open
                                : policy.temp ? *policy.temp
                                              : policy.bundle;
   prepared.working_directory_fd = paths.fd(prepared.working_directory);
-  for (const auto& dir : plan.writable_dirs) prepared.writable_dir_fds.push_back(paths.fd(dir));
+  for (const auto& dir : plan.writable_dirs) prepared.writable_dir_fds.push_back(paths.fd(dir.path));
   return prepared;
 }
 
@@ -131,8 +131,8 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   // of the descriptor the directory rule was checked on (faccessat2 AT_EMPTY_PATH, Linux 5.8);
   // by name where the call is refused (EINVAL from glibc's emulation, or ENOSYS).
   for (std::size_t i = 0; i < plan.writable_dirs.size(); ++i) {
-    const std::string& dir = plan.writable_dirs[i];
-    const std::string role = i < plan.writable_dir_roles.size() ? plan.writable_dir_roles[i] : "";
+    const std::string& dir = plan.writable_dirs[i].path;
+    const std::string& role = plan.writable_dirs[i].role;
     const int fd = i < prepared.writable_dir_fds.size() ? prepared.writable_dir_fds[i] : -1;
     struct stat st {};
     if (fd >= 0 ? ::fstat(fd, &st) != 0 : ::stat(dir.c_str(), &st) != 0) {

@@ -197,18 +197,15 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
       policy.exec_writable ? "every file right (exec_writable)" : "every file right but execute";
   if (policy.work) {
     rules.required("/work", *policy.work, writable, "work: " + writable_why);
-    plan.writable_dirs.push_back(*policy.work);
-    plan.writable_dir_roles.emplace_back("work");
+    plan.writable_dirs.push_back({*policy.work, "work"});
   }
   for (std::size_t i = 0; i < policy.data.size(); ++i) {
     rules.required(fmt::format("/data/{}", i), policy.data[i], writable, "data: " + writable_why);
-    plan.writable_dirs.push_back(policy.data[i]);
-    plan.writable_dir_roles.emplace_back("data");
+    plan.writable_dirs.push_back({policy.data[i], "data"});
   }
   if (policy.temp) {
     rules.required("/temp", *policy.temp, writable, "temp: " + writable_why);
-    plan.writable_dirs.push_back(*policy.temp);
-    plan.writable_dir_roles.emplace_back("temp");
+    plan.writable_dirs.push_back({*policy.temp, "temp"});
   }
   const std::size_t writable_end = ll.path_rules.size();
   for (const auto& path : base_read_execute_paths()) {

@@ -74,8 +74,11 @@ struct Plan {
   // The paths Landlock lets the module write (work, data, temp), checked against the module
   // user's own permissions once the launcher is that user: work and temp must be readable,
   // writable and searchable, data only readable and searchable (issue 16: read-only input).
-  std::vector<std::string> writable_dirs;
-  std::vector<std::string> writable_dir_roles;  // "work", "data" or "temp", one per entry
+  struct WritablePath {
+    std::string path;
+    std::string role;  // "work", "data" or "temp"
+  };
+  std::vector<WritablePath> writable_dirs;
   std::vector<CapabilityVerdict> relies_on;
 };
 
