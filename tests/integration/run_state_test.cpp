@@ -132,6 +132,23 @@ class RunStateTest : public UncappedTest {
     EXPECT_EQ(::chown(dir.c_str(), uid, uid), 0);
     return dir;
   }
+  // The operator (kUser) running sandbox-run unprivileged: its state under an XDG_RUNTIME_DIR
+  // of its own, and a policy without the tree's root-owned writable directories.
+  struct OperatorRun {
+    std::string xdg;
+    std::vector<std::string> env;
+    std::string policy;
+  };
+  OperatorRun operator_run() {
+    OperatorRun run;
+    run.xdg = user_dir("xdg", kUser);
+    run.env = launcher_environment();
+    run.env.push_back("XDG_RUNTIME_DIR=" + run.xdg);
+    auto p = base_policy();
+    for (const char* mine : {"work", "temp", "data"}) p.erase(mine);
+    run.policy = tree.write_json("user.json", p);
+    return run;
+  }
   static bool have_cgroup() { return running_as_root() && !test_leaves_parent().empty(); }
 
   std::string state_dir;
@@ -453,12 +470,7 @@ TEST_F(RunStateTest, ARecordNotWrittenByTheOperatorNamesNothingThatIsKilled) {
   // is the target. A "dead run" record naming it, planted by a second user (4243) while a
   // module had chmod-ed the directory, or one the module chmod-ed for that user to write,
   // must not make the operator's next start kill it.
-  const std::string xdg = user_dir("xdg", kUser);
-  auto user_env = launcher_environment();
-  user_env.push_back("XDG_RUNTIME_DIR=" + xdg);
-  auto p = base_policy();
-  for (const char* mine : {"work", "temp", "data"}) p.erase(mine);
-  const std::string policy = tree.write_json("user.json", p);
+  const auto [xdg, user_env, policy] = operator_run();
   RunResult r =
       run_as(run_argv(unique_name("first"), policy, {tree.probe(), "true"}), user_env, kUser);
   ASSERT_TRUE(r.exited(0)) << r.describe();
@@ -556,12 +568,7 @@ TEST_F(RunStateTest, AStateDirectoryTheModuleChmodsIsRepairedNotFatal) {
   // Landlock does not govern chmod: a module, running as its operator, makes the operator's
   // state directory (and its parent) writable by everyone. That must neither make every later
   // sandbox-run fail nor make anything written there meanwhile trusted.
-  const std::string xdg = user_dir("xdg", kUser);
-  auto user_env = launcher_environment();
-  user_env.push_back("XDG_RUNTIME_DIR=" + xdg);
-  auto p = base_policy();
-  for (const char* mine : {"work", "temp", "data"}) p.erase(mine);
-  const std::string policy = tree.write_json("user.json", p);
+  const auto [xdg, user_env, policy] = operator_run();
   const std::string runs = xdg + "/oarbank/runs";
   RunResult r = run_as(
       run_argv(
