@@ -97,7 +97,7 @@ int run(const CheckOptions& options) {
       }
       ++missing;
     }
-    if (missing > 0) return kExitSoftware;
+    if (missing > 0) return exit_code_for(ErrorKind::Unenforceable);
     for (const auto& line : will_be_created) std::cout << line << '\n';
     std::cout << "this node can run "
               << (options.policy_path == "-" ? std::string("(standard input)")

@@ -11,6 +11,7 @@
 #include "cli/prepared_exec.hpp"
 #include "config/node_config.hpp"
 #include "plan/plan.hpp"
+#include "plan/launch_steps.hpp"
 #include "plan/plan_json.hpp"
 #include "probe/path_facts.hpp"
 #include "probe/probe.hpp"
@@ -29,17 +30,18 @@ int run_sandbox_exec(const ExecArgs& options) {
     if (*options.status_fd < 3 || !descriptor_is_open(*options.status_fd)) {
       print_error(kCommand, "usage: --status-fd " + std::to_string(*options.status_fd) +
                                 ": not an open descriptor above 2");
-      return kExitUsage;
+      return exit_code_for(ErrorKind::Usage);
     }
     set_launch_status_fd(*options.status_fd);
   }
   StepError std_error;
   // Before anything is opened: a closed 0, 1 or 2 would otherwise be reused by our own files.
   if (!ensure_standard_descriptors(std_error)) {
-    print_error(kCommand,
-                "step descriptors failed: " + std_error.what + ": " + errno_text(std_error.err));
-    report_launch_status(kExitSoftware, "step descriptors failed");
-    return kExitSoftware;
+    print_error(kCommand, step_failed_message(LaunchStep::Descriptors, std_error.what) + ": " +
+                              errno_text(std_error.err));
+    report_launch_status(exit_code_for(ErrorKind::StepFailed),
+                         "step " + std::string(step_name(LaunchStep::Descriptors)) + " failed");
+    return exit_code_for(ErrorKind::StepFailed);
   }
   const int code = run_guarded(kCommand, options.policy_path, [&]() -> int {
     if (!options.separator) {

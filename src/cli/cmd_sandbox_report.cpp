@@ -39,7 +39,7 @@ int run(const ReportOptions& options) {
     if (any_verification_failed(report)) {
       print_error(kCommand,
                   "a probe under the real launcher got through: a row marked enforced is not");
-      return kExitSoftware;
+      return exit_code_for(ErrorKind::Unenforceable);
     }
     return 0;
   });

@@ -22,6 +22,7 @@
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/cgroup_limits.hpp"
+#include "plan/launch_steps.hpp"
 #include "plan/protected_paths.hpp"
 #include "probe/probe.hpp"
 #include "probe/proc_status.hpp"
@@ -69,13 +70,13 @@ std::string generate_module_id() {
   set_launch_status_fd(status_fd);
   if (child->netns_fd >= 0) {
     if (int err = join_network_namespace(child->netns_fd); err != 0) {
-      std::string line =
-          "oarbank-agent sandbox-run: step network failed: setns(the module's "
-          "network namespace): " +
-          errno_text(err);
+      const std::string line =
+          "oarbank-agent sandbox-run: " +
+          step_failed_message(LaunchStep::Network, "setns(the module's network namespace)") +
+          ": " + errno_text(err);
       std::fprintf(stderr, "%s\n", line.c_str());
-      report_launch_status(kExitSoftware, line);
-      ::_exit(kExitSoftware);
+      report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
+      ::_exit(exit_code_for(ErrorKind::StepFailed));
     }
   }
   launch(child->prepared->plan, child->prepared->launch, "oarbank-agent sandbox-run");

@@ -46,11 +46,8 @@ int run_guarded(const std::string& command, const std::string& policy_path,
     print_error(command, "invalid policy " +
                              (policy_path == "-" ? std::string("(standard input)") : policy_path) +
                              ": " + e.what());
-    return kExitUsage;
-  } catch (const ConfigError& e) {
-    print_error(command, e.what());
-    return kExitConfig;
-  } catch (const Error& e) {
+    return exit_code_for(e.kind());
+  } catch (const Error& e) {  // ConfigError, and every other kind (sys/error.hpp)
     print_error(command, e.what());
     return exit_code_for(e.kind());
   }
@@ -87,7 +84,7 @@ int main(int argc, char** argv) {
       return cli::run_sandbox_exec(*plain);
     } catch (const std::exception& e) {
       cli::print_error("sandbox-exec", std::string("internal error: ") + e.what());
-      return kExitSoftware;
+      return exit_code_for(ErrorKind::Internal);
     }
   }
   if (auto plain = cli::parse_plain_run_args(argc, argv)) {
@@ -95,7 +92,7 @@ int main(int argc, char** argv) {
       return cli::run_sandbox_run(*plain);
     } catch (const std::exception& e) {
       cli::print_error("sandbox-run", std::string("internal error: ") + e.what());
-      return kExitSoftware;
+      return exit_code_for(ErrorKind::Internal);
     }
   }
   CLI::App app{"oarbank-agent: runs third-party modules under Landlock, seccomp and cgroup v2",
@@ -143,7 +140,7 @@ int main(int argc, char** argv) {
     std::fputs(app.help().c_str(), stdout);
     std::fflush(stdout);
     cli::print_error("", no_sub_command);
-    return kExitUsage;
+    return exit_code_for(ErrorKind::Usage);
   }
   if (cli_argc >= 2 && std::string_view(argv[1]) == "help") {
     if (cli_argc == 2) {
@@ -156,13 +153,13 @@ int main(int argc, char** argv) {
     }
     cli::print_error("", std::string("usage: help takes one sub-command: ") + cli::join(sub_names) +
                              (cli_argc >= 3 ? did_you_mean(argv[2], sub_names) : ""));
-    return kExitUsage;
+    return exit_code_for(ErrorKind::Usage);
   }
   if (cli_argc >= 2 && argv[1][0] != '-' && argv[1][0] != '\0' && !runners.contains(argv[1])) {
     cli::print_error("", std::string("usage: unknown sub-command \"") + argv[1] + "\"" +
                              did_you_mean(argv[1], sub_names) +
                              " (the sub-commands: " + cli::join(sub_names) + "; see --help)");
-    return kExitUsage;
+    return exit_code_for(ErrorKind::Usage);
   }
   try {
     app.parse(cli_argc, argv);
@@ -178,7 +175,7 @@ int main(int argc, char** argv) {
             command.empty() ? app : *app.get_subcommand(command), cli_argc, argv,
             command.empty() ? std::vector<std::string>{"--version"} : std::vector<std::string>{})) {
       cli::print_error(command, "usage: " + *unknown + " (see --help)");
-      return kExitUsage;
+      return exit_code_for(ErrorKind::Usage);
     }
     std::string message = command.empty() ? no_sub_command  // options alone, e.g. --config F
                                           : std::string("usage: ") + e.what() + " (see --help)";
@@ -186,20 +183,20 @@ int main(int argc, char** argv) {
       message = std::string("usage: ") + cli::kNoCommand + ": " + e.what();
     }
     cli::print_error(command, message);
-    return kExitUsage;
+    return exit_code_for(ErrorKind::Usage);
   }
   for (const auto* sub : app.get_subcommands()) {
     if (module_command.separator && sub->get_name() != "sandbox-exec" &&
         sub->get_name() != "sandbox-run") {
       cli::print_error(sub->get_name(), "usage: this command takes no \"-- ARGV\" (see --help)");
-      return kExitUsage;
+      return exit_code_for(ErrorKind::Usage);
     }
     try {
       return runners.at(sub->get_name())();
     } catch (const std::exception& e) {
       cli::print_error(sub->get_name(), std::string("internal error: ") + e.what());
-      return kExitSoftware;
+      return exit_code_for(ErrorKind::Internal);
     }
   }
-  return kExitUsage;
+  return exit_code_for(ErrorKind::Usage);
 }

@@ -15,10 +15,10 @@
 namespace oarbank {
 
 ConfigError::ConfigError(std::string source, std::string pointer, std::string problem)
-    : std::runtime_error("configuration " + printable(source) + ": " +
-                         (pointer.empty() ? std::string("(document)") : printable(pointer)) + ": " +
-                         printable(problem)),
-      pointer_(std::move(pointer)) {}
+    : Error(ErrorKind::Config, std::nullopt, pointer,
+            "configuration " + printable(source) + ": " +
+                (pointer.empty() ? std::string("(document)") : printable(pointer)) + ": " +
+                printable(problem)) {}
 
 namespace {
 

@@ -32,4 +32,10 @@ std::string step_failed_message(LaunchStep step, std::string_view what) {
   return message;
 }
 
+Error step_error(LaunchStep step, std::string_view what, int err, ErrorKind kind) {
+  std::string message = step_failed_message(step, what);
+  if (err != 0) message += ": " + errno_text(err);
+  return Error(kind, step, std::string(), message, err);
+}
+
 }  // namespace oarbank

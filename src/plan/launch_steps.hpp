@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "sys/error.hpp"
+
 namespace oarbank {
 
 // In the order of a sandbox-run: the supervisor's setup, the launcher's own steps (all that
@@ -109,5 +111,10 @@ std::optional<LaunchStep> step_from_name(std::string_view name);
 
 // "step NAME failed: WHAT", the start of every step's one-line error.
 std::string step_failed_message(LaunchStep step, std::string_view what);
+
+// The Error of a step that failed before the irreversible ones: its message is
+// step_failed_message(step, what), then ": " and errno_text(err) where err is not 0.
+Error step_error(LaunchStep step, std::string_view what, int err = 0,
+                 ErrorKind kind = ErrorKind::StepFailed);
 
 }  // namespace oarbank

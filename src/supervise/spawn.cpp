@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "plan/launch_steps.hpp"
+#include "plan/status_line.hpp"
 #include "sys/error.hpp"
 
 #ifndef CLONE_INTO_CGROUP
@@ -62,25 +64,30 @@ namespace {
   ::setpgid(0, 0);
   if (join_cgroup_procs_fd >= 0) {
     if (::write(join_cgroup_procs_fd, "0", 1) != 1) {
-      const char message[] = "70\tstep cgroup failed: joining the leaf (cgroup.procs)\n";
-      [[maybe_unused]] auto n = ::write(request.status_write_fd, message, sizeof message - 1);
-      ::_exit(kExitSoftware);
+      // Built at compile time: this child may share its parent's memory, so no allocation.
+      static constexpr auto kLine = step_failure_status_line(
+          exit_code_for(ErrorKind::StepFailed), LaunchStep::Cgroup,
+          "joining the leaf (cgroup.procs)");
+      [[maybe_unused]] auto n = ::write(request.status_write_fd, kLine.data(), kLine.size);
+      ::_exit(exit_code_for(ErrorKind::StepFailed));
     }
   }
   if (request.terminal_fd >= 0) {
     // Fail closed: a descriptor left as it was would be the operator's terminal.
     for (int fd = 0; fd < 3; ++fd) {
       if ((request.terminal_fds & (1U << fd)) != 0 && ::dup2(request.terminal_fd, fd) != fd) {
-        const char message[] = "70\tstep terminal failed: dup2 of the module's pty\n";
-        [[maybe_unused]] auto n = ::write(request.status_write_fd, message, sizeof message - 1);
-        ::_exit(kExitSoftware);
+        static constexpr auto kLine =
+            step_failure_status_line(exit_code_for(ErrorKind::StepFailed), LaunchStep::Terminal,
+                                     "dup2 of the module's pty");
+        [[maybe_unused]] auto n = ::write(request.status_write_fd, kLine.data(), kLine.size);
+        ::_exit(exit_code_for(ErrorKind::StepFailed));
       }
     }
     ::tcsetpgrp(request.terminal_fd, ::getpgrp());
   }
   if (request.child_mask != nullptr) ::sigprocmask(SIG_SETMASK, request.child_mask, nullptr);
   request.child_main(request.context);
-  ::_exit(kExitSoftware);
+  ::_exit(exit_code_for(ErrorKind::Internal));  // child_main execs or exits: fail closed
 }
 
 }  // namespace

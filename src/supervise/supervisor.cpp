@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "plan/launch_steps.hpp"
+#include "plan/status_line.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/spawn.hpp"
 #include "supervise/terminal_front.hpp"
@@ -127,23 +129,15 @@ void kill_and_reap_children() {
   }
 }
 
+// The status channel's text, parsed by plan/status_line.hpp.
 struct StatusChannel {
   std::string text;
-  bool exec_happened() const { return text.find("exec\n") != std::string::npos; }
+  bool exec_happened() const { return parse_status_channel(text).exec; }
   // The launcher's "CODE<TAB>LINE" when it reported a failure.
   std::optional<std::pair<int, std::string>> failure() const {
-    std::istringstream lines(text);
-    for (std::string line; std::getline(lines, line);) {
-      auto tab = line.find('\t');
-      if (tab == std::string::npos || tab == 0 || tab > 3) continue;
-      int code = 0;
-      for (std::size_t i = 0; i < tab; ++i) {
-        if (line[i] < '0' || line[i] > '9') return std::make_pair(kExitSoftware, line);
-        code = code * 10 + (line[i] - '0');
-      }
-      return std::make_pair(code, line.substr(tab + 1));
-    }
-    return std::nullopt;
+    StatusReport report = parse_status_channel(text);
+    if (!report.code) return std::nullopt;
+    return std::make_pair(*report.code, std::move(report.line));
   }
 };
 
@@ -221,12 +215,13 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
                              auto* c = static_cast<ChildContext*>(raw);
                              if (record_self_as_module(c->record_fd, c->record_prefix->data(),
                                                        c->record_prefix->size()) != 0) {
-                               static constexpr char kLine[] =
-                                   "70\tstep run-state failed: the module's process could not "
-                                   "record itself in its run record\n";
+                               static constexpr auto kLine = step_failure_status_line(
+                                   exit_code_for(ErrorKind::StepFailed), LaunchStep::RunState,
+                                   "the module's process could not record itself in its run "
+                                   "record");
                                [[maybe_unused]] auto n =
-                                   ::write(c->status_fd, kLine, sizeof kLine - 1);
-                               ::_exit(kExitSoftware);
+                                   ::write(c->status_fd, kLine.data(), kLine.size);
+                               ::_exit(exit_code_for(ErrorKind::StepFailed));
                              }
                              c->launch->launcher(c->launch->launcher_context, c->status_fd);
                            },
