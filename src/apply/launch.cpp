@@ -70,7 +70,8 @@ PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const Open
                                : policy.temp ? *policy.temp
                                              : policy.bundle;
   prepared.working_directory_fd = paths.fd(prepared.working_directory);
-  for (const auto& dir : plan.writable_dirs) prepared.writable_dir_fds.push_back(paths.fd(dir.path));
+  for (const auto& dir : plan.writable_dirs)
+    prepared.writable_dir_fds.push_back(paths.fd(dir.path));
   return prepared;
 }
 
@@ -152,10 +153,10 @@ bool step_identity(LaunchState& state) {
     if (rc != 0) {
       const int err = errno;
       // The problem names the errno, the path and the fix itself.
-      state.error = StepError{writable_access_problem(role.empty() ? "writable" : role, dir,
-                                                      PathOwnership{st.st_uid, st.st_mode},
-                                                      ::geteuid(), err),
-                              err, true};
+      state.error =
+          StepError{writable_access_problem(role.empty() ? "writable" : role, dir,
+                                            PathOwnership{st.st_uid, st.st_mode}, ::geteuid(), err),
+                    err, true};
       return false;
     }
   }
@@ -222,13 +223,15 @@ constexpr std::array<LauncherStep, 6> kLauncherSteps{{
     {LaunchStep::Seccomp, &step_seccomp},
     {LaunchStep::Exec, &step_exec},
 }};
-static_assert([] {
-  if (kLauncherSteps.size() != launcher_steps().size()) return false;
-  for (std::size_t i = 0; i < kLauncherSteps.size(); ++i) {
-    if (kLauncherSteps[i].step != launcher_steps()[i].step) return false;
-  }
-  return true;
-}(), "launch() runs the launcher's steps of plan/launch_steps.hpp, in its order");
+static_assert(
+    [] {
+      if (kLauncherSteps.size() != launcher_steps().size()) return false;
+      for (std::size_t i = 0; i < kLauncherSteps.size(); ++i) {
+        if (kLauncherSteps[i].step != launcher_steps()[i].step) return false;
+      }
+      return true;
+    }(),
+    "launch() runs the launcher's steps of plan/launch_steps.hpp, in its order");
 
 // After the first irreversible step the process is half-sandboxed: it leaves with _exit, so
 // no destructor or atexit handler (a sanitizer's leak check needs ptrace) runs in that state.
@@ -242,8 +245,8 @@ static_assert([] {
     line += step_failed_message(step, error.what);
     if (!error.complete) line += ": " + errno_text(error.err);
   }
-  const int code = exit_code_for(step == LaunchStep::Exec ? ErrorKind::ExecFailed
-                                                          : ErrorKind::StepFailed);
+  const int code =
+      exit_code_for(step == LaunchStep::Exec ? ErrorKind::ExecFailed : ErrorKind::StepFailed);
   std::fprintf(stderr, "%s\n", line.c_str());
   report_launch_status(code, line);
   ::_exit(code);

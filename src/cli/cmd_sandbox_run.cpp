@@ -72,8 +72,8 @@ std::string generate_module_id() {
     if (int err = join_network_namespace(child->netns_fd); err != 0) {
       const std::string line =
           "oarbank-agent sandbox-run: " +
-          step_failed_message(LaunchStep::Network, "setns(the module's network namespace)") +
-          ": " + errno_text(err);
+          step_failed_message(LaunchStep::Network, "setns(the module's network namespace)") + ": " +
+          errno_text(err);
       std::fprintf(stderr, "%s\n", line.c_str());
       report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
       ::_exit(exit_code_for(ErrorKind::StepFailed));
