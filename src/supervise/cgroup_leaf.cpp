@@ -11,6 +11,7 @@
 #include <csignal>
 #include <sstream>
 
+#include "plan/launch_steps.hpp"
 #include "probe/cgroup_facts.hpp"
 #include "supervise/module_id.hpp"
 #include "sys/error.hpp"
@@ -131,10 +132,11 @@ void enable_controllers(const CgroupPlace& place, const LeafLimits& limits) {
     if (contains(enabled, controller)) continue;
     if (!contains(available, controller)) {
       if (!limits.required) continue;  // pids.max without hard_limits: best effort
-      throw Error(ErrorKind::Unenforceable,
-                  "step cgroup failed: the node requires hard limits, and the " + controller +
-                      " controller is not available in " + place.parent +
-                      " (cgroup.controllers); on a hybrid layout it is bound to cgroup v1");
+      throw step_error(LaunchStep::Cgroup,
+                       "the node requires hard limits, and the " + controller +
+                           " controller is not available in " + place.parent +
+                           " (cgroup.controllers); on a hybrid layout it is bound to cgroup v1",
+                       0, ErrorKind::Unenforceable);
     }
     to_enable.push_back(controller);
   }
@@ -142,20 +144,18 @@ void enable_controllers(const CgroupPlace& place, const LeafLimits& limits) {
   if (place.parent_is_own && !place.parent_is_root) {
     const std::string supervisor = place.parent + "/" + std::string(kSupervisorLeaf);
     if (::mkdir(supervisor.c_str(), 0755) != 0 && errno != EEXIST) {
-      throw Error(ErrorKind::StepFailed,
-                  "step cgroup failed: mkdir " + supervisor + ": " + errno_text(errno));
+      throw step_error(LaunchStep::Cgroup, "mkdir " + supervisor, errno);
     }
     if (int err = write_file(supervisor + "/cgroup.procs", "0")) {
-      throw Error(ErrorKind::StepFailed, "step cgroup failed: moving the agent into " + supervisor +
-                                             ": " + errno_text(err));
+      throw step_error(LaunchStep::Cgroup, "moving the agent into " + supervisor, err);
     }
   }
   for (const auto& controller : to_enable) {
     if (int err = write_file(place.parent + "/cgroup.subtree_control", "+" + controller)) {
       // EBUSY: the parent holds processes of its own (not ours to move).
-      throw Error(ErrorKind::StepFailed, "step cgroup failed: enabling " + controller + " in " +
-                                             place.parent +
-                                             "/cgroup.subtree_control: " + errno_text(err));
+      throw step_error(LaunchStep::Cgroup,
+                       "enabling " + controller + " in " + place.parent + "/cgroup.subtree_control",
+                       err);
     }
   }
 }
@@ -165,12 +165,12 @@ void write_limit(const std::string& leaf, const std::string& file, const std::st
   const std::string path = leaf + "/" + file;
   if (!file_exists(path)) {
     if (!required) return;
-    throw Error(ErrorKind::Unenforceable,
-                "step cgroup failed: the node requires hard limits, and " + path + " is missing");
+    throw step_error(LaunchStep::Cgroup,
+                     "the node requires hard limits, and " + path + " is missing", 0,
+                     ErrorKind::Unenforceable);
   }
   if (int err = write_file(path, value)) {
-    throw Error(ErrorKind::StepFailed,
-                "step cgroup failed: writing " + value + " to " + path + ": " + errno_text(err));
+    throw step_error(LaunchStep::Cgroup, "writing " + value + " to " + path, err);
   }
 }
 
@@ -184,17 +184,16 @@ CgroupLeaf CgroupLeaf::create(const CgroupPlace& place, const std::string& leaf_
     // A dead run's leaf was removed by RunState::claim (its record names it): one that is
     // still there belongs to no run of ours, and is not ours to kill.
     if (errno == EEXIST) {
-      throw Error(ErrorKind::Busy,
-                  "step cgroup failed: " + path + " exists and no run of this agent owns it");
+      throw step_error(LaunchStep::Cgroup, path + " exists and no run of this agent owns it", 0,
+                       ErrorKind::Busy);
     }
-    throw Error(ErrorKind::StepFailed,
-                "step cgroup failed: mkdir " + path + ": " + errno_text(errno));
+    throw step_error(LaunchStep::Cgroup, "mkdir " + path, errno);
   }
   UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir.valid()) {
     int err = errno;
     ::rmdir(path.c_str());
-    throw Error(ErrorKind::StepFailed, "step cgroup failed: open " + path + ": " + errno_text(err));
+    throw step_error(LaunchStep::Cgroup, "open " + path, err);
   }
   CgroupLeaf leaf(path, std::move(dir));
   // The destructor removes the leaf if a limit cannot be written.
