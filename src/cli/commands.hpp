@@ -57,9 +57,9 @@ void print_error(const std::string& command, const std::string& message);
 // The last line print_error wrote (without its newline), for sandbox-exec's status channel.
 const std::string& last_error_line();
 
-// Runs a command's body and maps what it throws to one line on stderr and an exit code:
-// PolicyError 64 (naming `policy_path`), ConfigError 78, Error by its kind. Only here, and in
-// main(), are errors turned into exit codes.
+// Runs a command's body and maps what it throws to one line on stderr and an exit code: every
+// Error by its kind through exit_code_for (sys/error.hpp), a PolicyError's line naming
+// `policy_path`. Only here, and in main(), are thrown errors turned into exit codes.
 int run_guarded(const std::string& command, const std::string& policy_path,
                 const std::function<int()>& body);
 
