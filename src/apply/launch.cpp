@@ -141,7 +141,8 @@ bool step_identity(LaunchState& state) {
     const int fd = i < prepared.writable_dir_fds.size() ? prepared.writable_dir_fds[i] : -1;
     struct stat st {};
     if (fd >= 0 ? ::fstat(fd, &st) != 0 : ::stat(dir.c_str(), &st) != 0) {
-      return fail(state, "stat " + dir, errno);
+      const int err = errno;  // before the message is built
+      return fail(state, "stat " + dir, err);
     }
     // An entry without a role (a plan from elsewhere) is asked for everything, as before.
     const int mode =
@@ -162,14 +163,16 @@ bool step_identity(LaunchState& state) {
   }
   if (prepared.working_directory_fd >= 0 ? ::fchdir(prepared.working_directory_fd) != 0
                                          : ::chdir(prepared.working_directory.c_str()) != 0) {
-    return fail(state, "chdir(" + prepared.working_directory + ")", errno);
+    const int err = errno;
+    return fail(state, "chdir(" + prepared.working_directory + ")", err);
   }
   return true;
 }
 
 bool step_no_new_privs(LaunchState& state) {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    return fail(state, "prctl(PR_SET_NO_NEW_PRIVS)", errno);
+    const int err = errno;
+    return fail(state, "prctl(PR_SET_NO_NEW_PRIVS)", err);
   }
   return true;
 }
