@@ -6,8 +6,8 @@
 #include <memory>
 #include <optional>
 
+#include "apply/prepared_exec.hpp"
 #include "cli/commands.hpp"
-#include "cli/prepared_exec.hpp"
 #include "config/node_config.hpp"
 #include "plan/plan.hpp"
 #include "probe/path_facts.hpp"
