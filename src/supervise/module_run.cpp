@@ -11,13 +11,13 @@
 
 #include "apply/prepared_exec.hpp"
 #include "plan/cgroup_limits.hpp"
+#include "plan/launch_steps.hpp"
 #include "plan/protected_paths.hpp"
 #include "probe/probe.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/cgroup_leaf.hpp"
 #include "supervise/module_id.hpp"
 #include "supervise/proxy_host.hpp"
-#include "supervise/supervisor_steps.hpp"
 #include "supervise/terminal_front.hpp"
 #include "supervise/writable_dirs.hpp"
 #include "sys/error.hpp"
@@ -26,8 +26,6 @@
 
 namespace oarbank {
 namespace {
-
-std::string step_text(SupervisorStep step) { return std::string(step_name(step)); }
 
 // Filters this process already runs under (a container runtime's), from /proc/self/status.
 int own_seccomp_filters() {
@@ -97,8 +95,10 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
   set_launch_status_fd(status_fd);
   if (child->netns_fd >= 0) {
     if (int err = join_network_namespace(child->netns_fd); err != 0) {
-      std::string line = "oarbank-agent sandbox-run: step " + step_text(SupervisorStep::Network) +
-                         " failed: setns(the module's network namespace): " + errno_text(err);
+      std::string line =
+          "oarbank-agent sandbox-run: " +
+          step_failed_message(LaunchStep::Network,
+                              "setns(the module's network namespace): " + errno_text(err));
       std::fprintf(stderr, "%s\n", line.c_str());
       report_launch_status(kExitSoftware, line);
       ::_exit(kExitSoftware);
@@ -147,7 +147,7 @@ RunResult ModuleRun::run() {
   module_config_ = config;
   if (egress_ && confinement == EgressConfinement::PortOnly) {
     network_.listener = listen_on(config.proxy_host, 0);
-    held_.push(step_text(SupervisorStep::Network), [this] { network_ = ModuleNetwork{}; });
+    held_.push(LaunchStep::Network, [this] { network_ = ModuleNetwork{}; });
     module_config_.proxy_port = listening_port(network_.listener.get());
   }
   make_directories();
@@ -159,12 +159,13 @@ RunResult ModuleRun::run() {
   // (ABI 6) keeps it from killing or stopping its supervisor, and the container with it.
   if (!root_ && (prepared_->plan.landlock.scoped & LANDLOCK_SCOPE_SIGNAL) == 0) {
     throw Error(ErrorKind::Unenforceable,
-                "step " + step_text(SupervisorStep::Container) +
-                    " failed: sandbox-run started unprivileged runs the module as the same "
-                    "user, and without Landlock signal scoping (ABI 6; this node uses " +
-                    std::to_string(prepared_->plan.landlock.abi) +
-                    ") the module could signal sandbox-run and leave its container; run it as "
-                    "root");
+                step_failed_message(
+                    LaunchStep::Container,
+                    "sandbox-run started unprivileged runs the module as the same user, and "
+                    "without Landlock signal scoping (ABI 6; this node uses " +
+                        std::to_string(prepared_->plan.landlock.abi) +
+                        ") the module could signal sandbox-run and leave its container; run it as "
+                        "root"));
   }
   make_network();
   make_proxy();
@@ -198,8 +199,7 @@ void ModuleRun::claim_record() {
   std::vector<NamedPath> named = policy_paths(request_.policy);
   for (auto& path : named) path.forms = path_forms(path.forms.front());
   if (auto problem = protected_path_problem(named, protect)) {
-    throw Error(ErrorKind::Unenforceable, "step " + step_text(SupervisorStep::RunState) +
-                                              " failed: " + *problem +
+    throw Error(ErrorKind::Unenforceable, step_failed_message(LaunchStep::RunState, *problem) +
                                               ": a module must not reach sandbox-run's own "
                                               "files");
   }
@@ -221,7 +221,7 @@ void ModuleRun::claim_record() {
                 .cgroup = place_ ? place_->parent + "/" + leaf_name_for(request_.id) : "",
                 .netns = egress_ && root_,
                 .started_at = static_cast<std::int64_t>(std::time(nullptr))}));
-  held_.push(step_text(SupervisorStep::RunState), [this] { state_->finish(); });
+  held_.push(LaunchStep::RunState, [this] { state_->finish(); });
   // Issue 16: an operator at a terminal learns the id (a generated one too) sandbox-ctl
   // takes; a supervisor reading stderr from a pipe gets no extra line.
   if (::isatty(STDERR_FILENO) == 1) {
@@ -236,10 +236,10 @@ void ModuleRun::make_container() {
   if (!place_) {
     if (limits_.required && !limits_.controllers.empty()) {
       throw Error(ErrorKind::Unenforceable,
-                  "step " + step_text(SupervisorStep::Cgroup) +
-                      " failed: the node requires hard limits, and there is no cgroup v2 "
-                      "container here: " +
-                      why_not_);
+                  step_failed_message(LaunchStep::Cgroup,
+                                      "the node requires hard limits, and there is no cgroup v2 "
+                                      "container here: " +
+                                          why_not_));
     }
     request_.say("no cgroup v2 container (" + why_not_ +
                  "): the container is a process group only");
@@ -257,7 +257,7 @@ void ModuleRun::make_container() {
     throw;
   }
   // Killed and removed (a second time after the supervisor's teardown: nothing left to do).
-  held_.push(step_text(SupervisorStep::Cgroup), [this] { launch_.leaf.reset(); });
+  held_.push(LaunchStep::Cgroup, [this] { launch_.leaf.reset(); });
 }
 
 // contract.md, "No root": the policy's missing directories, the module user's.
@@ -270,7 +270,7 @@ void ModuleRun::make_directories() {
   auto created = make_writable_dirs(writable, request_.config.writable_roots, launch_.expected.uid,
                                     launch_.expected.gid, root_);
   if (created.empty()) return;
-  directories_ = held_.push(step_text(SupervisorStep::Directories),
+  directories_ = held_.push(LaunchStep::Directories,
                             [created = std::move(created)] { remove_created_dirs(created); });
 }
 
@@ -280,7 +280,7 @@ void ModuleRun::make_directories() {
 void ModuleRun::make_network() {
   if (!namespace_confinement_) return;
   network_ = make_module_network(request_.config.proxy_host, request_.config.proxy_port);
-  held_.push(step_text(SupervisorStep::Network), [this] { network_ = ModuleNetwork{}; });
+  held_.push(LaunchStep::Network, [this] { network_ = ModuleNetwork{}; });
 }
 
 // The proxy for this module, on the listener above. Its thread starts once the child exists
@@ -302,7 +302,7 @@ void ModuleRun::make_proxy() {
   proxy_ = std::make_unique<ProxyHost>(request_.config, request_.proxy_log, "--proxy-log", form,
                                        request_.id, request_.policy, std::move(network_.listener),
                                        std::move(peer_check));
-  held_.push(step_text(SupervisorStep::Proxy), [this] { proxy_.reset(); });
+  held_.push(LaunchStep::Proxy, [this] { proxy_.reset(); });
   launch_.after_spawn = [this](pid_t module_pid) {
     members_.process_group = module_pid;  // the child leads a process group of its own
     proxy_->start_thread();
@@ -315,7 +315,7 @@ void ModuleRun::make_terminal() {
   auto operator_terminal = find_operator_terminal();
   if (!operator_terminal) return;
   terminal_ = std::make_unique<SupervisorTerminal>(split_front(*operator_terminal));
-  held_.push(step_text(SupervisorStep::Terminal), [this] { terminal_.reset(); });
+  held_.push(LaunchStep::Terminal, [this] { terminal_.reset(); });
   // The record names the supervising process (sandbox-ctl status, the liveness check of a
   // later start): after the split that is this one, not the front.
   RunRecord record = state_->record();

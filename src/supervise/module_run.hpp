@@ -1,6 +1,6 @@
 // One sandbox-run, from its parsed request to its end (sandbox-linux.md, "Verification" and
 // "Process container"; docs/sandbox-run.md, "What a run does, in order"). The module run makes
-// the module's world, one step at a time (supervisor_steps.hpp): the run record, the leaf or
+// the module's world, one step at a time (plan/launch_steps.hpp): the run record, the leaf or
 // process-group container, the created directories, the network namespace or the module's own
 // proxy port, the proxy, the terminal; then the supervisor spawns the launcher in it and runs
 // its phases (supervisor.hpp). Each thing made is pushed on a release stack as it is made

@@ -10,7 +10,10 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "plan/launch_steps.hpp"
 
 namespace oarbank {
 
@@ -24,6 +27,10 @@ class ReleaseStack {
   // `name` says what is released (a step's name), for messages and tests. Returns the
   // entry's position, for keep().
   std::size_t push(std::string name, std::function<void()> release);
+  // Named after the step that made it (plan/launch_steps.hpp).
+  std::size_t push(LaunchStep step, std::function<void()> release) {
+    return push(std::string(step_name(step)), std::move(release));
+  }
   // The thing at `position` outlives the run (the directories a module ran with hold its
   // data): its release is dropped, the entry stays (its place in the order).
   void keep(std::size_t position);

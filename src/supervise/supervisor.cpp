@@ -20,9 +20,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "plan/launch_steps.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/spawn.hpp"
-#include "supervise/supervisor_steps.hpp"
 #include "supervise/terminal_front.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"
@@ -158,7 +158,7 @@ int status_to_exit_code(int wstatus, RunResult& result) {
   return 128 + result.module_signal;
 }
 
-// One run's supervision, as its phases (supervisor_steps.hpp): spawn, await-exec, verify,
+// One run's supervision, as its phases (plan/launch_steps.hpp): spawn, await-exec, verify,
 // wait, teardown, each a method that supervise() calls in order.
 class Supervision {
  public:
@@ -222,9 +222,9 @@ Supervision::Supervision(SupervisedLaunch& launch, RunState& state)
   if (!signal_fd_.valid() || !timer_fd_.valid() || ::pipe2(channel, O_CLOEXEC) != 0) {
     const int err = errno;
     ::sigprocmask(SIG_SETMASK, &original_, nullptr);
-    throw Error(ErrorKind::StepFailed,
-                "step " + std::string(step_name(SupervisorStep::Spawn)) +
-                    " failed: signalfd, timerfd or pipe2: " + errno_text(err));
+    throw Error(
+        ErrorKind::StepFailed,
+        step_failed_message(LaunchStep::Spawn, "signalfd, timerfd or pipe2: " + errno_text(err)));
   }
   status_read_ = UniqueFd(channel[0]);
   status_write_ = UniqueFd(channel[1]);

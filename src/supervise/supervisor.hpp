@@ -1,5 +1,5 @@
 // sandbox-run's parent side (sandbox-linux.md, "Verification" and "Process container"), as
-// its phases (supervisor_steps.hpp): spawn the launcher in its container, await its exec on
+// its phases (plan/launch_steps.hpp): spawn the launcher in its container, await its exec on
 // the status channel, verify /proc/<pid>/status once the module's exec has happened, wait,
 // and tear the container down however the run ends. What the container is made of (the
 // leaf, the terminal, the proxy) is made and released by the module run (module_run.hpp).

@@ -8,21 +8,20 @@
 #include <string>
 #include <vector>
 
-#include "supervise/supervisor_steps.hpp"
+#include "plan/launch_steps.hpp"
 
 namespace oarbank {
 namespace {
 
 // What the module run makes, in its order (module_run.cpp): the record, the leaf, the module's
 // own proxy port (port only), the directories, the network namespace, the proxy, the terminal.
-const std::vector<SupervisorStep> kAcquisitions = {
-    SupervisorStep::RunState,    SupervisorStep::Cgroup,  SupervisorStep::Network,
-    SupervisorStep::Directories, SupervisorStep::Network, SupervisorStep::Proxy,
-    SupervisorStep::Terminal};
+const std::vector<LaunchStep> kAcquisitions = {
+    LaunchStep::RunState, LaunchStep::Cgroup, LaunchStep::Network, LaunchStep::Directories,
+    LaunchStep::Network,  LaunchStep::Proxy,  LaunchStep::Terminal};
 
-std::vector<std::string> names_of(const std::vector<SupervisorStep>& steps) {
+std::vector<std::string> names_of(const std::vector<LaunchStep>& steps) {
   std::vector<std::string> names;
-  for (SupervisorStep step : steps) names.emplace_back(step_name(step));
+  for (LaunchStep step : steps) names.emplace_back(step_name(step));
   return names;
 }
 
@@ -59,7 +58,7 @@ TEST(ReleaseStack, AFailureAtEachAcquisitionReleasesExactlyTheEarlierOnesInRever
 TEST(ReleaseStack, TheEndOfARunReleasesAllButTheRecordThenTheRecord) {
   std::vector<std::string> released;
   ReleaseStack held;
-  for (SupervisorStep step : kAcquisitions) {
+  for (LaunchStep step : kAcquisitions) {
     const std::string name(step_name(step));
     held.push(name, [&released, name] { released.push_back(name); });
   }
@@ -115,12 +114,6 @@ TEST(ReleaseStack, TheDestructorReleasesWhatIsLeftAndSwallowsAThrow) {
     held.push("last", [&] { released.push_back("last"); });
   }
   EXPECT_EQ(released, (std::vector<std::string>{"last", "first"}));
-}
-
-TEST(SupervisorSteps, NamesAreTheWordsOfTheMessages) {
-  EXPECT_EQ(step_name(SupervisorStep::RunState), "run-state");
-  EXPECT_EQ(step_name(SupervisorStep::AwaitExec), "await-exec");
-  EXPECT_EQ(step_name(SupervisorStep::Teardown), "teardown");
 }
 
 }  // namespace
