@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <utility>
 
@@ -66,6 +67,14 @@ std::vector<std::string> path_forms(const std::string& path) {
   return forms;
 }
 
+// What asks sandbox-run to stop (the supervisor's kStopSignals).
+sigset_t stop_signals() {
+  sigset_t set;
+  ::sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::sigaddset(&set, sig);
+  return set;
+}
+
 std::string seconds_text(double s) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", s);
@@ -111,15 +120,58 @@ ModuleRun::ModuleRun(ModuleRunRequest request) : request_(std::move(request)) {
   if (!request_.say) request_.say = [](const std::string&) {};
 }
 
-ModuleRun::~ModuleRun() = default;  // held_ (declared last) releases first
+ModuleRun::~ModuleRun() {
+  try {
+    held_.release_above(0);  // newest first, while the members its releases use live
+  } catch (...) {  // NOLINT(bugprone-empty-catch): every release ran; nothing is left to undo
+  }
+  restore_signal_mask();
+}
 
-void ModuleRun::finish() { held_.release_above(0); }
+void ModuleRun::finish() {
+  held_.release_above(0);
+  restore_signal_mask();
+}
+
+int ModuleRun::stop_requested() const {
+  const sigset_t stops = stop_signals();
+  const timespec now{0, 0};
+  const int sig = ::sigtimedwait(&stops, nullptr, &now);
+  return sig > 0 ? sig : 0;
+}
+
+// The run was asked to stop before its module was spawned: all but the record is released
+// here, as at the end of a run; the result says so as a stop during the run would (128+N).
+RunResult ModuleRun::stopped_before_spawn(int sig) {
+  RunResult result;
+  result.end = RunEnd::Signaled;
+  result.stop_signal = sig;
+  result.exit_code = 128 + sig;
+  result.cgroup_container = launch_.leaf.has_value();
+  request_.say(std::string("stopped by SIG") + sigabbrev_np(sig) +
+               " before the module was started: nothing of the run is left");
+  held_.release_above(1);
+  return result;
+}
+
+// A stop signal that arrives once the run is over (while --result is written) asks to end
+// what already ended: consumed, so that the mask's return does not kill this process now.
+void ModuleRun::restore_signal_mask() {
+  if (!mask_held_) return;
+  while (stop_requested() != 0) {
+  }
+  ::sigprocmask(SIG_SETMASK, &caller_mask_, nullptr);
+  mask_held_ = false;
+}
 
 RunResult ModuleRun::run() {
   // A module id names a path component (the leaf, the record): never trusted unchecked.
   if (auto problem = module_id_problem(request_.id)) {
     throw Error(ErrorKind::Usage, "module id " + request_.id + ": " + *problem);
   }
+  const sigset_t stops = stop_signals();
+  ::sigprocmask(SIG_BLOCK, &stops, &caller_mask_);
+  mask_held_ = true;
   root_ = ::geteuid() == 0;
   egress_ = request_.policy.net == NetMode::EgressAllowlist;
   const Policy& policy = request_.policy;
@@ -132,7 +184,9 @@ RunResult ModuleRun::run() {
   launch_.expected = root_ ? ExecExpectation{config.module_uid, config.module_gid, true}
                            : ExecExpectation{::getuid(), ::getgid(), false};
   launch_.expected.inherited_seccomp_filters = own_seccomp_filters();
+  if (int sig = stop_requested()) return stopped_before_spawn(sig);
   make_container();
+  if (int sig = stop_requested()) return stopped_before_spawn(sig);
 
   // How an egress module is kept to the proxy (plan/capabilities.cpp, one answer with the
   // report and sandbox-check): probed once, here, for the plan too.
@@ -151,6 +205,7 @@ RunResult ModuleRun::run() {
     module_config_.proxy_port = listening_port(network_.listener.get());
   }
   make_directories();
+  if (int sig = stop_requested()) return stopped_before_spawn(sig);
 
   // Everything the launch can fail at softly, here in the parent: a failure is one line and
   // an exit code, with what was made released.
@@ -167,15 +222,19 @@ RunResult ModuleRun::run() {
                         ") the module could signal sandbox-run and leave its container; run it as "
                         "root"));
   }
-  make_network();
-  make_proxy();
-  make_terminal();
+  for (void (ModuleRun::*step)() :
+       {&ModuleRun::make_network, &ModuleRun::make_proxy, &ModuleRun::make_terminal}) {
+    if (int sig = stop_requested()) return stopped_before_spawn(sig);
+    (this->*step)();
+  }
+  // A stop signal from here on is the supervisor's (its signalfd reads what is pending).
 
   child_.prepared = prepared_.get();
   child_.netns_fd = network_.netns.get();
   launch_.launcher = &launch_in_child;
   launch_.launcher_context = &child_;
   launch_.terminal = terminal_.get();
+  launch_.launcher_mask = &caller_mask_;
   const RunResult result = supervise(launch_, *state_);
 
   // The module ran (its exec was verified, or it was stopped on the way): what it was given

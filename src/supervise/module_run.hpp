@@ -7,7 +7,15 @@
 // (release_stack.hpp) and released in reverse order, once, however the run ends: an exception
 // before the launcher runs, a launcher or verification failure, the module's exit, a stop
 // signal, --timeout. Issue 12's per-module user, mounts and IPC are further entries there.
+//
+// SIGINT, SIGTERM, SIGHUP and SIGQUIT are held (blocked) from the start of the run: one that
+// arrives while the world is being made ends the run at the next step, everything made
+// released, with 128+N (as a stop during the module's run does), instead of killing
+// sandbox-run half-way with its directories and namespace left behind. From the spawn on, the
+// supervisor serves them (signalfd); the launcher starts with the caller's mask.
 #pragma once
+
+#include <signal.h>
 
 #include <cstddef>
 #include <functional>
@@ -59,15 +67,13 @@ class ModuleRun {
   // Makes the world, runs the module in it to its end, and releases all of it but the run
   // record (finish() releases that, after the caller wrote --result). Throws what
   // run_guarded maps (Error, PolicyError, ConfigError) only before the launcher runs, with
-  // everything made so far released.
+  // everything made so far released. A stop signal before the spawn: RunEnd::Signaled,
+  // 128+N, nothing started.
   RunResult run();
   // How the run ended, as --result's JSON line.
   [[nodiscard]] std::string result_json(const RunResult& result) const;
-  // Removes the run record: the last release.
+  // Removes the run record: the last release. Then the caller's signal mask is back.
   void finish();
-
-  // The names of what is held now, oldest first (tests, messages).
-  [[nodiscard]] std::vector<std::string> held() const { return held_.names(); }
 
  private:
   void claim_record();
@@ -77,10 +83,16 @@ class ModuleRun {
   void make_proxy();
   void make_terminal();
   void say_how_it_ended(const RunResult& result);
+  // A stop signal that arrived since the last step (consumed), else 0.
+  int stop_requested() const;
+  RunResult stopped_before_spawn(int sig);
+  void restore_signal_mask();
   // The child's entry point (SupervisedLaunch::launcher), given `child_`.
   [[noreturn]] static void launch_in_child(void* context, int status_fd);
 
   ModuleRunRequest request_;
+  sigset_t caller_mask_{};  // the mask before run(): the launcher's, and restored at the end
+  bool mask_held_ = false;
   bool root_ = false;
   bool egress_ = false;
   std::optional<CgroupPlace> place_;  // where the leaf goes; nothing: why_not_

@@ -245,26 +245,26 @@ void Supervision::spawn() {
     const std::string* record_prefix;
   } context{&launch_, status_write_.get(), state_.fd(), &record_prefix};
   SupervisorTerminal* terminal = launch_.terminal;
-  SpawnRequest request{.cgroup_dir_fd = launch_.leaf ? launch_.leaf->dir_fd() : -1,
-                       .status_write_fd = status_write_.get(),
-                       .terminal_fd = terminal != nullptr ? terminal->slave.get() : -1,
-                       .terminal_fds = terminal != nullptr ? terminal->operator_terminal.fds : 0U,
-                       .child_mask = &original_,
-                       .child_main =
-                           [](void* raw) {
-                             auto* c = static_cast<ChildContext*>(raw);
-                             if (record_self_as_module(c->record_fd, c->record_prefix->data(),
-                                                       c->record_prefix->size()) != 0) {
-                               static constexpr char kLine[] =
-                                   "70\tstep run-state failed: the module's process could not "
-                                   "record itself in its run record\n";
-                               [[maybe_unused]] auto n =
-                                   ::write(c->status_fd, kLine, sizeof kLine - 1);
-                               ::_exit(kExitSoftware);
-                             }
-                             c->launch->launcher(c->launch->launcher_context, c->status_fd);
-                           },
-                       .context = &context};
+  SpawnRequest request{
+      .cgroup_dir_fd = launch_.leaf ? launch_.leaf->dir_fd() : -1,
+      .status_write_fd = status_write_.get(),
+      .terminal_fd = terminal != nullptr ? terminal->slave.get() : -1,
+      .terminal_fds = terminal != nullptr ? terminal->operator_terminal.fds : 0U,
+      .child_mask = launch_.launcher_mask != nullptr ? launch_.launcher_mask : &original_,
+      .child_main =
+          [](void* raw) {
+            auto* c = static_cast<ChildContext*>(raw);
+            if (record_self_as_module(c->record_fd, c->record_prefix->data(),
+                                      c->record_prefix->size()) != 0) {
+              static constexpr char kLine[] =
+                  "70\tstep run-state failed: the module's process could not "
+                  "record itself in its run record\n";
+              [[maybe_unused]] auto n = ::write(c->status_fd, kLine, sizeof kLine - 1);
+              ::_exit(kExitSoftware);
+            }
+            c->launch->launcher(c->launch->launcher_context, c->status_fd);
+          },
+      .context = &context};
   child_ = spawn_launcher(request);
   status_write_.reset();
   if (launch_.after_spawn) launch_.after_spawn(child_.pid);

@@ -5,6 +5,7 @@
 // leaf, the terminal, the proxy) is made and released by the module run (module_run.hpp).
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -30,6 +31,8 @@ struct SupervisedLaunch {
   std::optional<CgroupLeaf> leaf;  // none: the process group (and subreaper) only
   // On a terminal, the supervisor's half of the split (terminal_front.hpp); else null.
   SupervisorTerminal* terminal = nullptr;
+  // The signal mask the launcher starts with; null: this process's when supervise() starts.
+  const sigset_t* launcher_mask = nullptr;
   // Called with the child's pid once it exists (the egress proxy's thread starts here: the
   // child must be cloned from a process with a single thread).
   std::function<void(pid_t)> after_spawn;

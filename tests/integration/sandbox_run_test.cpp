@@ -644,6 +644,32 @@ TEST_F(SandboxRun, AFailureAtALateStepReleasesEverythingTheRunMade) {
   expect_nothing_left();
 }
 
+// Issue 11: a stop signal that arrives while the run's world is being made ends the run at the
+// next step, with what was made released: 128+N, one line, the module never started, no
+// directory made for it, nothing left. (Here the signal is pending when sandbox-run starts,
+// so the run stops after its first step, the record; without the check, the supervisor read it
+// only after the spawn, and the directories stayed.)
+TEST_F(SandboxRun, AStopSignalBeforeTheSpawnEndsTheRunWithNothingLeft) {
+  auto p = base_policy();
+  p["work"] = tree.path("jobs/stopped/work");
+  std::vector<std::string> argv =
+      run_argv({"--result", result_path()}, payload({"write", tree.path("jobs/stopped/work/x")}),
+               tree.write_json("stopped.json", p));
+  argv.insert(argv.begin(), {tree.probe(), "exec-signal-pending", std::to_string(SIGTERM)});
+  RunOptions o;
+  o.env = env();
+  o.timeout = 20s;
+  RunResult r = run_command(argv, o);
+  EXPECT_TRUE(r.exited(128 + SIGTERM)) << r.describe();
+  EXPECT_NE(r.err.find("stopped by SIGTERM before the module was started"), std::string::npos)
+      << r.describe();
+  EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
+  EXPECT_EQ(result()["end"], "signaled");
+  EXPECT_EQ(result()["stop_signal"], SIGTERM);
+  EXPECT_FALSE(exists(tree.path("jobs/stopped"))) << "a directory was made for a stopped run";
+  expect_nothing_left();
+}
+
 // --- Egress: the module's own network namespace, the proxy inside it (issue 5) -------------
 
 std::string ask_proxy(int port, const std::string& request);  // below, with egress-proxy
