@@ -26,12 +26,13 @@
 #include "apply/launch.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
+#include "plan/cgroup_limits.hpp"
+#include "supervise/cgroup_leaf.hpp"
 #include "supervise/module_network.hpp"
 #include "supervise/peer_process.hpp"
 #include "supervise/release_stack.hpp"
 #include "supervise/run_state.hpp"
 #include "supervise/supervisor.hpp"
-#include "sys/unique_fd.hpp"
 
 namespace oarbank {
 
@@ -64,7 +65,7 @@ class ModuleRun {
   ModuleRun(const ModuleRun&) = delete;
   ModuleRun& operator=(const ModuleRun&) = delete;
 
-  // Makes the world, runs the module in it to its end, and releases all of it but the run
+  // Once. Makes the world, runs the module in it to its end, and releases all of it but the run
   // record (finish() releases that, after the caller wrote --result). Throws what
   // run_guarded maps (Error, PolicyError, ConfigError) only before the launcher runs, with
   // everything made so far released. A stop signal before the spawn: RunEnd::Signaled,

@@ -267,8 +267,8 @@ void Supervision::spawn() {
       .context = &context};
   child_ = spawn_launcher(request);
   status_write_.reset();
+  container_.emplace(launch_.leaf, child_.pid, child_.pidfd.get());  // torn down from here on
   if (launch_.after_spawn) launch_.after_spawn(child_.pid);
-  container_.emplace(launch_.leaf, child_.pid, child_.pidfd.get());
   // (The child has recorded itself in `state_` already.)
   // The pty's foreground is the module's group (the child set it too, before its steps).
   if (terminal != nullptr) ::tcsetpgrp(terminal->slave.get(), child_.pid);
@@ -467,7 +467,7 @@ void Supervision::wait() {
 
 // teardown: whatever the module left running dies with it. Once, on every path after spawn.
 void Supervision::teardown() {
-  if (torn_down_) return;
+  if (torn_down_ || !container_) return;  // once; nothing to tear down before the spawn
   torn_down_ = true;
   if (launch_.leaf) {
     const std::string& leaf = launch_.leaf->path();
@@ -497,8 +497,8 @@ void Supervision::teardown() {
 
 RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   Supervision run(launch, state);
-  run.spawn();  // throws only before the launcher runs: nothing to tear down then
   try {
+    run.spawn();
     if (run.await_exec() && run.verify()) run.wait();
   } catch (...) {
     run.teardown();  // the container dies with the run, whatever failed in this process

@@ -65,7 +65,8 @@ struct RunResult {
 
 // Runs the launch to its end: the phases spawn, await-exec, verify, wait and teardown, the
 // teardown on every path once spawned. `state` receives the module's pid once spawned.
-// Throws Error(StepFailed) only before the launcher runs (nothing is left behind then).
+// Throws Error(StepFailed) when the spawn fails (nothing runs then); whatever else throws
+// here does so after the teardown (nothing of the module is left either).
 RunResult supervise(SupervisedLaunch& launch, RunState& state);
 
 // --result's JSON line for module `id`.
