@@ -5,7 +5,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <nlohmann/json.hpp>
 
 #include "apply/descriptors.hpp"
 #include "apply/prepared_exec.hpp"
@@ -95,11 +94,8 @@ int run_sandbox_run(const RunArgs& options) {
   // Refused before the launcher started (an invalid policy, a busy id, a node that cannot
   // enforce the policy): the result says so, with the line printed.
   if (options.result_path && !result_written && code != 0) {
-    nlohmann::json j{{"id", id.empty() ? nlohmann::json(nullptr) : nlohmann::json(id)},
-                     {"end", "not-started"},
-                     {"exit_code", code},
-                     {"error", last_error_line()}};
-    write_result_file(result_fd.get(), *options.result_path, j.dump() + "\n");
+    write_result_file(result_fd.get(), *options.result_path,
+                      not_started_result_json(id, code, last_error_line()));
   }
   return code;
 }

@@ -548,4 +548,13 @@ std::string run_result_to_json(const RunResult& r, const std::string& id) {
   return j.dump() + "\n";
 }
 
+std::string not_started_result_json(const std::string& id, int exit_code,
+                                    const std::string& error) {
+  nlohmann::json j{{"id", id.empty() ? nlohmann::json(nullptr) : nlohmann::json(id)},
+                   {"end", "not-started"},
+                   {"exit_code", exit_code},
+                   {"error", error}};
+  return j.dump() + "\n";
+}
+
 }  // namespace oarbank
