@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "cli/proxy_host.hpp"
+#include "supervise/proxy_host.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "supervise/module_id.hpp"

@@ -6,8 +6,8 @@
 #include <memory>
 #include <optional>
 
+#include "apply/prepared_exec.hpp"
 #include "cli/commands.hpp"
-#include "cli/prepared_exec.hpp"
 #include "config/node_config.hpp"
 #include "plan/plan.hpp"
 #include "probe/path_facts.hpp"
@@ -43,7 +43,7 @@ int run(const CheckOptions& options) {
   return run_guarded(kCommand, options.policy_path, [&]() -> int {
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
-    // What the launcher probes for this policy (cli/prepared_exec.cpp), so both agree.
+    // What the launcher probes for this policy (apply/prepared_exec.cpp), so both agree.
     const KernelFeatures features = probe_kernel(config, launch_probe_scope(policy, config));
     int missing = 0;
     for (const auto& verdict : unmet_capabilities(policy, features, config)) {

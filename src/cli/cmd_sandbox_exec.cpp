@@ -7,8 +7,8 @@
 #include "apply/descriptors.hpp"
 #include "apply/egress_relay.hpp"
 #include "apply/launch.hpp"
+#include "apply/prepared_exec.hpp"
 #include "cli/commands.hpp"
-#include "cli/prepared_exec.hpp"
 #include "config/node_config.hpp"
 #include "plan/launch_steps.hpp"
 #include "plan/plan.hpp"
@@ -48,7 +48,7 @@ int run_sandbox_exec(const ExecArgs& options) {
       throw Error(ErrorKind::Usage, std::string("usage: ") + kNoCommand);
     }
     if (options.argv.empty()) throw Error(ErrorKind::Usage, std::string("usage: ") + kNoCommand);
-    const LaunchRequest request = make_launch_request(options);
+    const LaunchRequest request = make_launch_request(options.argv, options.setenv, options.keep_fds);
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
     // Probe only what this policy's rows depend on: the launch path stays short.

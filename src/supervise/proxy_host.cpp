@@ -1,4 +1,4 @@
-#include "cli/proxy_host.hpp"
+#include "supervise/proxy_host.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,12 +8,12 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "cli/proxy_summary.hpp"
 #include "plan/launch_steps.hpp"
+#include "proxy/proxy_summary.hpp"
 #include "sys/error.hpp"
 #include "sys/safe_open.hpp"
 
-namespace oarbank::cli {
+namespace oarbank {
 
 ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>& log_path,
                      const std::string& log_option, StderrLogForm stderr_form,
@@ -37,7 +37,7 @@ ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>&
     // the proxy's. One write(2) per line, as for the JSON lines.
     auto first = std::make_shared<std::atomic<bool>>(true);
     settings.log = [first](std::string_view line) {
-      if (auto summary = proxy_refusal_summary(line, first->load())) {
+      if (auto summary = proxy::proxy_refusal_summary(line, first->load())) {
         first->store(false);
         const std::string text = "oarbank-agent sandbox-run: " + *summary + "\n";
         [[maybe_unused]] auto n = ::write(STDERR_FILENO, text.data(), text.size());
@@ -83,4 +83,4 @@ void ProxyHost::stop() noexcept {
   if (server_) server_->stop();
 }
 
-}  // namespace oarbank::cli
+}  // namespace oarbank
