@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string>
 
+#include "plan/cgroup_limits.hpp"
+#include "probe/cgroup_facts.hpp"
 #include "supervise/module_id.hpp"
 #include "sys/error.hpp"
 
@@ -215,6 +217,59 @@ TEST_F(CgroupLeafTest, FlatKeyedFilesAndProcsAreRead) {
   EXPECT_EQ(read_cgroup_number((leaf / "pids.max").string()), 64U);
   EXPECT_EQ(read_cgroup_pids(leaf.string()), (std::vector<int>{12, 345}));
   EXPECT_EQ(read_cgroup_key((leaf / "cgroup.events").string(), "populated"), 0U);
+}
+
+// Where leaves go and the limits they get (pure). Moved here from supervise_test.cpp (issue
+// 11), assertions unchanged.
+TEST(LeafParent, OwnCgroupLessTheSupervisorLeafElseTheConfiguredOne) {
+  NodeConfig own;
+  const std::string unit = "/system.slice/system-oarbank\\x2dagent.slice/oarbank-agent@job.service";
+  EXPECT_EQ(leaf_parent_cgroup(own, unit), unit);
+  // After sandbox-run moved itself into its supervisor leaf, the leaves are that leaf's siblings.
+  EXPECT_EQ(leaf_parent_cgroup(own, unit + "/oarbank-supervisor"), unit);
+  EXPECT_EQ(leaf_parent_cgroup(own, "/"), "");
+  EXPECT_EQ(leaf_parent_cgroup(own, "/oarbank-supervisor"), "");
+  NodeConfig configured;
+  configured.cgroup_parent = "/oarbank.slice";
+  EXPECT_EQ(leaf_parent_cgroup(configured, unit + "/oarbank-supervisor"), "/oarbank.slice");
+}
+
+Policy reserved(std::optional<double> cpu, std::optional<std::uint64_t> memory) {
+  Policy p;
+  p.bundle = "/srv/m";
+  p.reservations.cpu = cpu;
+  p.reservations.memory_bytes = memory;
+  return p;
+}
+
+TEST(LeafLimits, ReservationsBecomeLimitsOnlyUnderHardLimits) {
+  NodeConfig soft;
+  auto limits = make_leaf_limits(reserved(1.5, 512ULL << 20), soft);
+  EXPECT_EQ(limits.cpu_max, std::nullopt);
+  EXPECT_EQ(limits.memory_max, std::nullopt);
+  EXPECT_EQ(limits.pids_max, 1024U);
+  EXPECT_FALSE(limits.required);
+  EXPECT_EQ(limits.controllers, std::vector<std::string>{"pids"});
+
+  NodeConfig hard;
+  hard.hard_limits = true;
+  limits = make_leaf_limits(reserved(1.5, 512ULL << 20), hard);
+  EXPECT_EQ(limits.cpu_max, "150000 100000");
+  EXPECT_EQ(limits.memory_max, 512ULL << 20);
+  EXPECT_TRUE(limits.required);
+  EXPECT_EQ(limits.controllers, (std::vector<std::string>{"cpu", "memory", "pids"}));
+}
+
+TEST(LeafLimits, CpuQuotaHasTheKernelsFloor) {
+  NodeConfig hard;
+  hard.hard_limits = true;
+  hard.pids_max = std::nullopt;
+  auto limits = make_leaf_limits(reserved(0.001, std::nullopt), hard);
+  EXPECT_EQ(limits.cpu_max, "1000 100000");  // cpu.max refuses a quota under 1 ms
+  EXPECT_EQ(limits.controllers, std::vector<std::string>{"cpu"});
+  EXPECT_EQ(make_leaf_limits(reserved(0.25, std::nullopt), hard).cpu_max, "25000 100000");
+  EXPECT_EQ(make_leaf_limits(reserved(std::nullopt, std::nullopt), hard).controllers,
+            std::vector<std::string>{});
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -216,23 +217,10 @@ TEST_F(RunStateRecords, ARecordChangedSinceItsWriteIsRemovedButNeverActedOn) {
   EXPECT_EQ(text, "not a record");
 }
 
-TEST_F(RunStateRecords, RecordsRoundTripAndOtherTextIsNoRecord) {
+TEST_F(RunStateRecords, TheChildsPrefixCompletesTheClaimedRecord) {
   RunRecord r = intent("job");
-  r.module_pid = 42;
-  r.module_start_time = 7;
-  r.process_group = 42;
   r.cgroup = "/sys/fs/cgroup/x/oarbank-job";
   r.netns = true;
-  r.phase = "running";
-  auto back = run_record_from_json(run_record_to_json(r));
-  ASSERT_TRUE(back.has_value());
-  EXPECT_EQ(back->id, r.id);
-  EXPECT_EQ(back->module_pid, 42);
-  EXPECT_EQ(back->cgroup, r.cgroup);
-  EXPECT_TRUE(back->netns);
-  EXPECT_EQ(run_record_from_json("{}"), std::nullopt);
-  EXPECT_EQ(run_record_from_json("not json"), std::nullopt);
-  EXPECT_EQ(run_record_from_json("[1]"), std::nullopt);
   // The child's record: the prefix plus what record_self_as_module writes is a whole record.
   auto state = RunState::claim(dir_, r);
   const std::string prefix = state.child_record_prefix();
@@ -244,6 +232,8 @@ TEST_F(RunStateRecords, RecordsRoundTripAndOtherTextIsNoRecord) {
   EXPECT_EQ(written->process_group, ::getpid());
   EXPECT_EQ(written->module_start_time, process_start_time(::getpid()));
   EXPECT_EQ(written->phase, "running");
+  EXPECT_EQ(written->cgroup, r.cgroup);
+  EXPECT_TRUE(written->netns);
 }
 
 TEST_F(RunStateRecords, AStateDirectoryOthersCanWriteIsRefusedAsRootElseRepaired) {
@@ -260,6 +250,54 @@ TEST_F(RunStateRecords, AStateDirectoryOthersCanWriteIsRefusedAsRootElseRepaired
   // A symbolic link anywhere on the path is refused, never followed.
   fs::create_directory_symlink(base_, base_ / "via-link");
   EXPECT_THROW(open_state_dir((base_ / "via-link" / "runs").string(), false), Error);
+}
+
+// Moved here from protected_paths_test.cpp (issue 11), assertions unchanged.
+TEST(RunRecord, RoundTripsAndRefusesWhatIsNotARecord) {
+  RunRecord r{.id = "m1",
+              .supervisor_pid = 10,
+              .supervisor_start_time = 11,
+              .module_pid = 12,
+              .module_start_time = 13,
+              .process_group = 12,
+              .cgroup = "/sys/fs/cgroup/x/oarbank-m1",
+              .netns = true,
+              .phase = "running",
+              .started_at = 14};
+  auto back = run_record_from_json(run_record_to_json(r));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->id, "m1");
+  EXPECT_EQ(back->supervisor_start_time, 11U);
+  EXPECT_EQ(back->module_pid, 12);
+  EXPECT_EQ(back->cgroup, r.cgroup);
+  EXPECT_TRUE(back->netns);
+  EXPECT_EQ(back->phase, "running");
+  EXPECT_FALSE(run_record_from_json(""));
+  EXPECT_FALSE(run_record_from_json("[]"));
+  EXPECT_FALSE(run_record_from_json(R"({"id":"m1"})"));
+}
+
+TEST(RunRecord, TheChildRecordsItselfAsAWholeRecord) {
+  // What the spawned child writes before anything else: the prefix the supervisor made, with
+  // its own pid (module and group leader) and start time, cut to length.
+  FILE* file = std::tmpfile();
+  ASSERT_NE(file, nullptr);
+  const int fd = ::fileno(file);
+  const std::string longer(300, 'x');
+  ASSERT_EQ(::pwrite(fd, longer.data(), longer.size(), 0), 300);
+  const std::string prefix =
+      R"({"cgroup":null,"container":"process-group","id":"m","netns":false,"phase":"running",)"
+      R"("started_at":0,"supervisor_pid":1,"supervisor_start_time":2,)";
+  ASSERT_EQ(record_self_as_module(fd, prefix.data(), prefix.size()), 0);
+  std::string text(4096, '\0');
+  text.resize(static_cast<std::size_t>(::pread(fd, text.data(), text.size(), 0)));
+  auto record = run_record_from_json(text);
+  ASSERT_TRUE(record) << text;
+  EXPECT_EQ(record->module_pid, ::getpid());
+  EXPECT_EQ(record->process_group, ::getpid());
+  EXPECT_EQ(record->module_start_time, process_start_time(::getpid()));
+  EXPECT_NE(record->module_start_time, 0U);
+  std::fclose(file);
 }
 
 }  // namespace
