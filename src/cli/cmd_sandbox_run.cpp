@@ -1,5 +1,6 @@
 // sandbox-run [OPTIONS] POLICY.json -- ARGV...: the parent that contains and verifies
-// (sandbox-linux.md, "Verification" and "Process container"; contract.md, "Commands").
+// ("Verification" and "Process container" of https://docs.codonic.dev/oarbank/spec/sandbox-linux;
+// docs/sandbox-run.md).
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/random.h>

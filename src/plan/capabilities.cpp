@@ -241,7 +241,7 @@ constexpr CapabilityEntry kTable[] = {
      "Landlock filters ports, not addresses, so loopback and link-local cannot be refused"},
     {Row::StatHiding, "stat-hiding", "hiding which files exist", Abi::Unsupported, Fact::None, "",
      not_promised_row, nullptr, 0, "Landlock does not restrict stat"},
-    // Rows contract.md adds.
+    // Rows the project adds (docs/report.md, "Rows").
     {Row::GpuDevices, "devices.gpu", "GPU device nodes (/dev/dri, /dev/nvidia*, /dev/kfd)",
      landlock::kFilesystemFloorAbi, Fact::GpuDeviceNodes, "", gpu_row,
      [](const Policy& p, const NodeConfig&) { return p.gpu == GpuMode::Compute; }, 5, ""},

@@ -1,6 +1,7 @@
-// The capability table: the rows of the page's "Enforcement report" and the rows contract.md
-// adds, and what each needs. The plan refuses a policy with the same evaluation the report
-// prints, so the launcher, sandbox-check and the report can never disagree.
+// The capability table: the rows of the page's "Enforcement report"
+// (https://docs.codonic.dev/oarbank/spec/sandbox-linux) and the rows the project adds
+// (docs/report.md, "Rows"), and what each needs. The plan refuses a policy with the same evaluation
+// the report prints, so the launcher, sandbox-check and the report can never disagree.
 #pragma once
 
 #include <span>
@@ -22,7 +23,7 @@ enum class CapabilityRow {
   Ipc,              // "IPC"
   EgressAny,        // "net.egress-any"
   StatHiding,       // "hiding which files exist"
-  // Rows contract.md adds.
+  // Rows the project adds (docs/report.md, "Rows").
   GpuDevices,       // the GPU part of the filesystem row: device nodes must exist
   SetidFiles,       // issue 10: no setuid or setgid files (seccomp, as RestrictSUIDSGID=)
   CgroupContainer,  // process container: a cgroup v2 leaf
@@ -42,9 +43,9 @@ enum class CapabilityRow {
 // does not place them there.
 enum class CapabilityStatus { Enforced, Unavailable, NotPromised, PortOnly };
 
-// How an egress-allowlist module is kept to the proxy, in every launch mode (contract.md,
-// "Egress only through the proxy"). One answer for the launcher, sandbox-run, sandbox-check
-// and the report.
+// How an egress-allowlist module is kept to the proxy, in every launch mode (docs/launcher.md,
+// "Egress: the module's own network namespace"). One answer for the launcher, sandbox-run,
+// sandbox-check and the report.
 enum class EgressConfinement {
   Namespace,  // root: the module's own network namespace, only loopback, the proxy inside it
   PortOnly,   // not root (or no namespaces), accepted by the node: Landlock's port rule alone
@@ -92,7 +93,7 @@ struct CapabilityEntry {
   std::string_view reason;   // what holds on every node: a known limit, or the row when met
 };
 
-// The table, in the report's order (the page's rows, then contract.md's, then known limits).
+// The table, in the report's order (the page's rows, then the project's, then known limits).
 std::span<const CapabilityEntry> capability_table();
 const CapabilityEntry& capability_entry(CapabilityRow row);
 
@@ -110,7 +111,7 @@ std::vector<CapabilityVerdict> evaluate_capabilities(const KernelFeatures& featu
 CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& features,
                                       const NodeConfig& config);
 
-// The rows a policy relies on (contract.md, "The report"), each entry's needed_by, in plan_rank
+// The rows a policy relies on (docs/report.md, "Rows"), each entry's needed_by, in plan_rank
 // order: filesystem and setid-files always; its net mode's row; IPC when ipc_isolation is
 // required; GPU when devices.gpu is compute; each hard limit when it has that reservation and
 // the node turns reservations into hard limits; pids.max whenever the node has hard_limits and

@@ -1,7 +1,8 @@
-// One cgroup v2 leaf per module (sandbox-linux.md, "Process container"): where it is made,
-// the controllers and limits it gets, and how it is torn down (cgroup.kill, else freeze,
-// kill each, thaw). Every function here takes paths, so the stale-run cleanup and
-// sandbox-ctl act on a leaf that another sandbox-run made.
+// One cgroup v2 leaf per module ("Process container" of
+// https://docs.codonic.dev/oarbank/spec/sandbox-linux): where it is made, the controllers and
+// limits it gets, and how it is torn down (cgroup.kill, else freeze, kill each, thaw). Every
+// function here takes paths, so the stale-run cleanup and sandbox-ctl act on a leaf that another
+// sandbox-run made.
 #pragma once
 
 #include <sys/types.h>

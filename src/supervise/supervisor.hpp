@@ -1,4 +1,5 @@
-// sandbox-run's parent side (sandbox-linux.md, "Verification" and "Process container"):
+// sandbox-run's parent side ("Verification" and "Process container" of
+// https://docs.codonic.dev/oarbank/spec/sandbox-linux):
 // spawn the launcher in its container, read its status channel, verify /proc/<pid>/status
 // once the module's exec has happened, wait, and tear the container down however the run
 // ends. The command line and the choice of container are cmd_sandbox_run.cpp's.

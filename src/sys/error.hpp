@@ -18,7 +18,8 @@ enum class ErrorKind {
   Busy,           // 75: sandbox-run: a live run already holds that module id
 };
 
-// sysexits(3) codes, as contract.md fixes them.
+// sysexits(3) codes, as docs/launcher.md ("Exit codes") and docs/sandbox-run.md ("Exit
+// status") give them.
 inline constexpr int kExitUsage = 64;
 inline constexpr int kExitSoftware = 70;
 inline constexpr int kExitOsErr = 71;
