@@ -129,12 +129,13 @@ bool step_identity(LaunchState& state) {
   if (!launch_test_skips(LaunchStep::Identity) && !apply_identity(plan.identity, state.error)) {
     return false;
   }
-  // The module user must be able to use its writable paths (contract.md: a directory the
-  // module user cannot use is refused with 70, named): work and temp read, write and search,
-  // data read and search only (probe/writable_path_rule.hpp; read-only input is fine). Asked
-  // of the descriptor the directory rule was checked on (faccessat2 AT_EMPTY_PATH, Linux 5.8);
-  // by name where the call is refused (EINVAL from glibc's emulation, or ENOSYS). Part of
-  // this step, not one of its own: its messages have always said "step identity failed".
+  // The module user must be able to use its writable paths (docs/launcher.md, "The steps, in
+  // order", Identity: a directory the module user cannot use is refused with 70, named): work
+  // and temp read, write and search, data read and search only (probe/writable_path_rule.hpp;
+  // read-only input is fine). Asked of the descriptor the directory rule was checked on
+  // (faccessat2 AT_EMPTY_PATH, Linux 5.8); by name where the call is refused (EINVAL from
+  // glibc's emulation, or ENOSYS). Part of this step, not one of its own: its messages have
+  // always said "step identity failed".
   for (std::size_t i = 0; i < plan.writable_dirs.size(); ++i) {
     const std::string& dir = plan.writable_dirs[i].path;
     const std::string& role = plan.writable_dirs[i].role;

@@ -1,4 +1,5 @@
-// sandbox-exec [OPTIONS] POLICY.json -- ARGV...: the launcher of sandbox-linux.md.
+// sandbox-exec [OPTIONS] POLICY.json -- ARGV...: the launcher ("Launch" of
+// https://docs.codonic.dev/oarbank/spec/sandbox-linux; docs/launcher.md).
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -61,8 +62,9 @@ int run_sandbox_exec(const ExecArgs& options) {
       return 0;
     }
     // Root: the module's own network namespace, the proxy reachable in it through a relay
-    // (contract.md, "Egress only through the proxy"). Unprivileged, the plan was refused
-    // unless the node accepts port-only confinement, and then Landlock's port rule is all.
+    // (docs/launcher.md, "Egress: the module's own network namespace"). Unprivileged, the plan
+    // was refused unless the node accepts port-only confinement, and then Landlock's port rule
+    // is all.
     if (prepared->policy.net == NetMode::EgressAllowlist &&
         egress_confinement(prepared->features, prepared->config) == EgressConfinement::Namespace) {
       start_egress_relay(

@@ -1,6 +1,7 @@
 // sandbox-run [OPTIONS] POLICY.json -- ARGV...: the command line of the parent that contains
-// and verifies (sandbox-linux.md, "Verification" and "Process container"; contract.md,
-// "Commands"). The run itself, what it makes and releases, is supervise/module_run.hpp's.
+// and verifies ("Verification" and "Process container" of
+// https://docs.codonic.dev/oarbank/spec/sandbox-linux; docs/sandbox-run.md). The run itself,
+// what it makes and releases, is supervise/module_run.hpp's.
 #include <unistd.h>
 
 #include <charconv>

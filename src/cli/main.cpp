@@ -1,4 +1,4 @@
-// oarbank-agent: one binary, one sub-command per job (contract.md, "Commands").
+// oarbank-agent: one binary, one sub-command per job (docs/architecture.md, "cli").
 #include <algorithm>
 #include <cstdio>
 #include <exception>

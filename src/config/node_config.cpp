@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "plan/landlock_rights.hpp"
+#include "sys/landlock_abi.hpp"
 #include "policy/paths.hpp"
 #include "policy/strict_json.hpp"
 #include "policy/suggest.hpp"
@@ -186,7 +186,7 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
       config.landlock_abi_max = value.is_null()
                                     ? std::nullopt
                                     : std::optional(static_cast<int>(r.unsigned_int(
-                                          value, pointer, 0, landlock::kNewestKnownAbi)));
+                                          value, pointer, 0, landlock::number(landlock::kNewestKnownAbi))));
     } else if (key == "writable_roots") {
       if (!value.is_array()) r.fail(pointer, "must be a list of absolute paths");
       config.writable_roots.clear();

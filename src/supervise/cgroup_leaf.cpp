@@ -18,6 +18,9 @@
 #include "sys/text_file.hpp"
 
 namespace oarbank {
+
+CgroupDirOps cgroup_dir_ops{::mkdir, ::rmdir};
+
 namespace {
 
 // Returns 0 or the errno of the write: cgroup files report a refused value on write().
@@ -143,7 +146,7 @@ void enable_controllers(const CgroupPlace& place, const LeafLimits& limits) {
   if (to_enable.empty()) return;
   if (place.parent_is_own && !place.parent_is_root) {
     const std::string supervisor = place.parent + "/" + std::string(kSupervisorLeaf);
-    if (::mkdir(supervisor.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (cgroup_dir_ops.make(supervisor.c_str(), 0755) != 0 && errno != EEXIST) {
       throw step_error(LaunchStep::Cgroup, "mkdir " + supervisor, errno);
     }
     if (int err = write_file(supervisor + "/cgroup.procs", "0")) {
@@ -180,7 +183,7 @@ CgroupLeaf CgroupLeaf::create(const CgroupPlace& place, const std::string& leaf_
                               const LeafLimits& limits) {
   enable_controllers(place, limits);
   const std::string path = place.parent + "/" + leaf_name;
-  if (::mkdir(path.c_str(), 0755) != 0) {
+  if (cgroup_dir_ops.make(path.c_str(), 0755) != 0) {
     // A dead run's leaf was removed by RunState::claim (its record names it): one that is
     // still there belongs to no run of ours, and is not ours to kill.
     if (errno == EEXIST) {
@@ -192,7 +195,7 @@ CgroupLeaf CgroupLeaf::create(const CgroupPlace& place, const std::string& leaf_
   UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir.valid()) {
     int err = errno;
-    ::rmdir(path.c_str());
+    cgroup_dir_ops.remove(path.c_str());
     throw step_error(LaunchStep::Cgroup, "open " + path, err);
   }
   CgroupLeaf leaf(path, std::move(dir));
@@ -244,7 +247,7 @@ bool remove_cgroup(const std::string& path, int timeout_ms) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     kill_cgroup(path, timeout_ms);
-    if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return true;
+    if (cgroup_dir_ops.remove(path.c_str()) == 0 || errno == ENOENT) return true;
     // EBUSY: a process was still exiting, or a child cgroup exists (a module cannot make one:
     // it has no write access to the cgroup file system).
     if (errno != EBUSY || Clock::now() >= deadline) return false;

@@ -1,8 +1,9 @@
-// sandbox-run's parent side (sandbox-linux.md, "Verification" and "Process container"), as
-// its phases (plan/launch_steps.hpp): spawn the launcher in its container, await its exec on
-// the status channel, verify /proc/<pid>/status once the module's exec has happened, wait,
-// and tear the container down however the run ends. What the container is made of (the
-// leaf, the terminal, the proxy) is made and released by the module run (module_run.hpp).
+// sandbox-run's parent side ("Verification" and "Process container" of
+// https://docs.codonic.dev/oarbank/spec/sandbox-linux), as its phases (plan/launch_steps.hpp):
+// spawn the launcher in its container, await its exec on the status channel, verify
+// /proc/<pid>/status once the module's exec has happened, wait, and tear the container down
+// however the run ends. What the container is made of (the leaf, the terminal, the proxy) is
+// made and released by the module run (module_run.hpp).
 #pragma once
 
 #include <signal.h>

@@ -29,8 +29,9 @@ enum class ErrorKind {
   Busy,           // 75: sandbox-run: a live run already holds that module id
 };
 
-// sysexits(3) codes, as contract.md fixes them. Code maps a kind through exit_code_for; the
-// names stay for it and for code not yet moved over.
+// sysexits(3) codes, as docs/launcher.md ("Exit codes") and docs/sandbox-run.md ("Exit
+// status") give them. Code maps a kind through exit_code_for; the names stay for it and for
+// the documented statuses (124).
 inline constexpr int kExitUsage = 64;
 inline constexpr int kExitSoftware = 70;
 inline constexpr int kExitOsErr = 71;

@@ -1,4 +1,4 @@
-// The launcher's own exit codes (contract.md, "Commands"): 64 usage error or invalid policy,
+// The launcher's own exit codes (docs/launcher.md, "Exit codes"): 64 usage error or invalid policy,
 // 70 a step cannot be applied in full (or the node cannot enforce the policy), 71 the exec
 // failed, 78 invalid node configuration. Every failure is one line on stderr, runs nothing
 // and leaves nothing behind.
