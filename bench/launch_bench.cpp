@@ -202,8 +202,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   // --unshare-net: bubblewrap's own network isolation, the nearest to what our policy enforces.
-  if (!bwrap_path.empty())
-    sides.push_back({"bwrap", {bwrap_path, "--unshare-net", "--ro-bind", "/", "/", target}, {}, {}});
+  if (!bwrap_path.empty()) {
+    sides.push_back(
+        {"bwrap", {bwrap_path, "--unshare-net", "--ro-bind", "/", "/", target}, {}, {}});
+  }
   for (const auto& spec : extra_sides) {
     const auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0) usage(64);
