@@ -3,8 +3,8 @@
 # (docs/performance.md, "The launch, step by step"): N launches under `perf record` on a few
 # syscall tracepoints that mark where each step begins, with the floor (oarbank-floor-exec)
 # and a bare /bin/true traced the same way in between, in turn. No instrumented build: the
-# markers are syscalls each step makes first (below); a tracepoint costs about 1 us per hit
-# here, and 40 hits are recorded per launch (17 of them openat2).
+# markers are syscalls each step makes first (below); about 40 events are recorded per launch
+# (17 of them openat2), and the step times include their cost.
 #
 #   bench/run-launch-steps.sh [BUILD_DIR]       default BUILD_DIR: build-bench
 #   N=300 RT=1 CPU=1 POLICY=file.json bench/run-launch-steps.sh
