@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <iostream>
-#include <memory>
 #include <optional>
 
 #include "apply/prepared_exec.hpp"
@@ -17,11 +16,6 @@
 
 namespace oarbank::cli {
 namespace {
-
-struct CheckOptions {
-  std::string policy_path;
-  std::optional<std::string> config_path;
-};
 
 constexpr const char* kCommand = "sandbox-check";
 
@@ -39,7 +33,9 @@ std::vector<std::pair<std::string, std::string>> policy_paths(const Policy& poli
   return out;
 }
 
-int run(const CheckOptions& options) {
+}  // namespace
+
+int run_sandbox_check(const CheckArgs& options) {
   return run_guarded(kCommand, options.policy_path, [&]() -> int {
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
@@ -105,29 +101,6 @@ int run(const CheckOptions& options) {
               << '\n';
     return 0;
   });
-}
-
-}  // namespace
-
-Runner add_sandbox_check(CLI::App& app) {
-  auto options = std::make_shared<CheckOptions>();
-  auto* sub =
-      app.add_subcommand(kCommand,
-                         "Can this node run this policy? Exit 0 yes, 70 no (naming each missing "
-                         "capability), 64 invalid policy.");
-  // Issue 16: the whole usage line, what POLICY is, and two examples.
-  sub->footer(
-      "Usage:\n"
-      "  oarbank-agent sandbox-check [--config FILE] POLICY.json\n"
-      "  POLICY.json is a file (- reads it from standard input).\n"
-      "Examples:\n"
-      "  oarbank-agent sandbox-check job.json\n"
-      "  oarbank-agent sandbox-check --config /etc/oarbank/agent.json - < job.json\n");
-  sub->add_option("policy", options->policy_path,
-                  "The policy file (the SDK's Policy as JSON); - reads it from standard input")
-      ->required();
-  sub->add_option("--config", options->config_path, "Node configuration file");
-  return [options] { return run(*options); };
 }
 
 }  // namespace oarbank::cli

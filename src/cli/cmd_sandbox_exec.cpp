@@ -1,8 +1,6 @@
 // sandbox-exec [OPTIONS] POLICY.json -- ARGV...: the launcher ("Launch" of
 // https://docs.codonic.dev/oarbank/spec/sandbox-linux; docs/launcher.md).
 #include <cstdio>
-#include <iostream>
-#include <memory>
 #include <optional>
 
 #include "apply/descriptors.hpp"
@@ -55,10 +53,14 @@ int run_sandbox_exec(const ExecArgs& options) {
     // Probe only what this policy's rows depend on: the launch path stays short.
     auto prepared = prepare_exec(request, config, policy, options.explain);
     if (options.explain) {
-      std::cout << explain_plan(prepared->plan, prepared->policy, prepared->features,
-                                prepared->config)
-                       .dump(2)
-                << std::endl;
+      // stdio, not <iostream>: this file is in the launch binary, which runs no iostream
+      // static constructor (docs/performance.md).
+      const std::string text =
+          explain_plan(prepared->plan, prepared->policy, prepared->features, prepared->config)
+              .dump(2) +
+          "\n";
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
       return 0;
     }
     // Root: the module's own network namespace, the proxy reachable in it through a relay
@@ -79,43 +81,6 @@ int run_sandbox_exec(const ExecArgs& options) {
   // Only a failure returns here (a launch execs or _exits): tell the supervisor which.
   if (code != 0) report_launch_status(code, last_error_line());
   return code;
-}
-
-Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command) {
-  auto options = std::make_shared<ExecArgs>();
-  auto* sub =
-      app.add_subcommand(kCommand,
-                         "Apply the policy to this process (no_new_privs, Landlock, seccomp) "
-                         "and exec ARGV. Exit 64 usage or invalid policy, 70 a step cannot be "
-                         "applied in full, 71 the exec failed.");
-  // Issue 16: the whole usage line, what POLICY is, and two examples.
-  sub->footer(
-      "Usage:\n"
-      "  oarbank-agent sandbox-exec [--config FILE] [--setenv NAME=VALUE]... [--keep-fd N]... "
-      "[--explain] POLICY.json -- ARGV...\n"
-      "  POLICY.json is a file (- reads it from standard input); ARGV is the module's command.\n"
-      "Examples:\n"
-      "  oarbank-agent sandbox-exec job.json -- /srv/jobs/fetch/run.sh --once\n"
-      "  oarbank-agent sandbox-exec --explain --setenv LOG=debug job.json -- python3 fetch.py\n");
-  sub->add_option("policy", options->policy_path,
-                  "The policy file (the SDK's Policy as JSON); - reads it from standard input")
-      ->required();
-  sub->add_option(
-      "--config", options->config_path,
-      "Node configuration file (default: $OARBANK_AGENT_CONFIG, else /etc/oarbank/agent.json)");
-  sub->add_option("--setenv", options->setenv, "Add NAME=VALUE to the module's environment")
-      ->allow_extra_args(false);
-  sub->add_option("--keep-fd", options->keep_fds,
-                  "Pass this open descriptor to the module (repeatable)")
-      ->allow_extra_args(false);
-  sub->add_flag("--explain", options->explain, "Print the compiled plan as JSON and run nothing");
-  // sandbox-run's status channel: not for people, so not in --help.
-  sub->add_option("--status-fd", options->status_fd)->group("");
-  return [options, &command] {
-    options->separator = command.separator;
-    options->argv = command.argv;
-    return run_sandbox_exec(*options);
-  };
 }
 
 }  // namespace oarbank::cli
