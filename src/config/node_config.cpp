@@ -217,6 +217,12 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
     } else if (key == "accept_port_only_egress") {
       if (!value.is_boolean()) r.fail(pointer, "must be true or false");
       config.accept_port_only_egress = value.get<bool>();
+    } else if (key == "module_mounts") {
+      if (!value.is_boolean()) r.fail(pointer, "must be true or false");
+      config.module_mounts = value.get<bool>();
+    } else if (key == "module_shm_max_bytes") {
+      // At least a page per semaphore's worth; at most 1 TiB (a typo, not a size).
+      config.module_shm_max_bytes = r.unsigned_int(value, pointer, 65536, 1ULL << 40);
     } else {
       // The keys the configuration knows are the ones it writes out.
       const nlohmann::json defaults = node_config_to_json(NodeConfig{});
@@ -266,6 +272,8 @@ json node_config_to_json(const NodeConfig& config) {
       {"proxy_max_tunnels_per_module", config.proxy_max_tunnels_per_module},
       {"proxy_max_tunnels_total", config.proxy_max_tunnels_total},
       {"accept_port_only_egress", config.accept_port_only_egress},
+      {"module_mounts", config.module_mounts},
+      {"module_shm_max_bytes", config.module_shm_max_bytes},
   };
 }
 

@@ -53,6 +53,14 @@ struct NodeConfig {
   // their own (it is not root), confined by Landlock's port rule alone: such a module can
   // reach any host that listens on its proxy port. false: such launches are refused (70).
   bool accept_port_only_egress = false;
+  // sandbox-run started as root gives each module a mount namespace of its own (issue 12,
+  // docs/sandbox-run.md "What a module sees"): a private /dev/shm, /proc with
+  // hidepid=invisible, a private devpts, the writable directories noexec. false: the module
+  // runs on the node's mounts (the report's mounts.* rows say unavailable).
+  bool module_mounts = true;
+  // The size of each module's private /dev/shm (a tmpfs), in bytes; the policy's memory
+  // reservation bounds it further.
+  std::uint64_t module_shm_max_bytes = 64ULL << 20;
 
   friend bool operator==(const NodeConfig&, const NodeConfig&) = default;
 };

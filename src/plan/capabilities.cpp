@@ -218,6 +218,35 @@ CapabilityVerdict netns_row(const CapabilityEntry& entry, const KernelFeatures& 
                                                   "(accept_port_only_egress is false)")};
 }
 
+// Issue 12: the module's own mounts, made by sandbox-run as root (apply/module_mounts.hpp).
+CapabilityVerdict mounts_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                             const NodeConfig& config) {
+  const std::string why = why_no_own_mounts(features, config);
+  if (why.empty()) {
+    return {entry.row, CapabilityStatus::Enforced,
+            std::string(entry.reason) +
+                " (sandbox-run as root; a bare sandbox-exec runs the module on the node's mounts)"};
+  }
+  return {entry.row, CapabilityStatus::Unavailable, why};
+}
+
+// What written code can still run, per launch mode: the known limit shrinks where sandbox-run
+// gives the module its own mounts.
+CapabilityVerdict exec_writable_limit_row(const CapabilityEntry& entry,
+                                          const KernelFeatures& features,
+                                          const NodeConfig& config) {
+  if (why_no_own_mounts(features, config).empty()) {
+    return {entry.row, CapabilityStatus::NotPromised,
+            "exec_writable deny refuses execve of written files (Landlock), and under sandbox-run "
+            "as root loading them (ld.so, mmap(PROT_EXEC): the writable directories are "
+            "noexec) and running them through a descriptor (execveat of a memfd or of "
+            "/proc/self/fd/N); an interpreter still runs a script the module wrote, and a JIT "
+            "still maps memory it wrote executable. A bare sandbox-exec and sandbox-run "
+            "unprivileged refuse execve alone"};
+  }
+  return {entry.row, CapabilityStatus::NotPromised, std::string(entry.reason)};
+}
+
 using landlock::Abi;
 using Fact = CapabilityFact;
 using Row = CapabilityRow;
@@ -271,10 +300,31 @@ constexpr CapabilityEntry kTable[] = {
      Abi::Unsupported, Fact::NetworkNamespace, "", netns_row, nullptr, 0,
      "sandbox-run and sandbox-exec give each egress-allowlist module a network namespace "
      "holding only loopback, the proxy reachable inside it"},
+    // Issue 12: the module's own mounts (sandbox-run as root).
+    {Row::MountsShm, "mounts.shm", "a private /dev/shm per module", Abi::Unsupported,
+     Fact::MountNamespace, "", mounts_row, nullptr, 0,
+     "each module's /dev/shm is a tmpfs of its own (its user's, size bounded by "
+     "module_shm_max_bytes and its memory reservation), granted by Landlock: POSIX shared "
+     "memory and semaphores work, and no other module or the node sees them"},
+    {Row::MountsNoexec, "mounts.noexec",
+     "written files neither mapped executable nor run through a descriptor", Abi::Unsupported,
+     Fact::MountNamespace, "", mounts_row, nullptr, 0,
+     "the writable directories are mounted nosuid, nodev and, unless exec_writable, noexec in "
+     "the module's mount namespace: ld.so and mmap(PROT_EXEC) of a written file fail as "
+     "execve does"},
+    {Row::MountsProc, "mounts.proc", "/proc shows the module's own processes alone",
+     Abi::Unsupported, Fact::MountNamespace, "", mounts_row, nullptr, 0,
+     "each module's /proc is a fresh instance with hidepid=invisible: the processes of root, "
+     "of other users and of other modules (another Landlock domain) are not listed and "
+     "cannot be opened"},
+    {Row::MountsPts, "mounts.pts", "a private devpts per module (/dev/ptmx, /dev/pts)",
+     Abi::Unsupported, Fact::MountNamespace, "", mounts_row, nullptr, 0,
+     "each module's /dev/pts is a devpts instance of its own, which /dev/ptmx opens: it can "
+     "make ptys (openpty, script) and sees none of the node's"},
     // Known limits, documented in docs/launcher.md.
     {Row::ExecWritableScope, "known-limit.exec-writable",
-     "exec_writable deny also stops interpreters, ld.so, mmap(PROT_EXEC) and memfd",
-     Abi::Unsupported, Fact::None, "", not_promised_row, nullptr, 0,
+     "exec_writable deny also stops interpreters and JIT compilers", Abi::Unsupported,
+     Fact::None, "", exec_writable_limit_row, nullptr, 0,
      "exec_writable deny refuses execve of written files; interpreters, the dynamic loader, "
      "mmap(PROT_EXEC) and memfd still run code the module wrote"},
     // Per launch mode: whose files a module can change the metadata of.
@@ -316,6 +366,22 @@ const std::vector<CapabilityRow>& all_rows() {
     return out;
   }();
   return rows;
+}
+
+std::string why_no_own_mounts(const KernelFeatures& features, const NodeConfig& config) {
+  if (!features.running_as_root) {
+    return "the agent is not root: sandbox-run started unprivileged, and a bare sandbox-exec, "
+           "run the module on the node's mounts";
+  }
+  if (!config.module_mounts) {
+    return "this node's configuration turns the module's own mounts off (module_mounts is "
+           "false): modules run on the node's mounts";
+  }
+  if (!features.mount_admin) {
+    return "the agent lacks CAP_SYS_ADMIN (a container's root?), so it cannot make a mount "
+           "namespace";
+  }
+  return "";
 }
 
 EgressConfinement egress_confinement(const KernelFeatures& features, const NodeConfig& config) {

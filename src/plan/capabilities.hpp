@@ -31,6 +31,11 @@ enum class CapabilityRow {
   LimitMemory,      // memory.max
   LimitPids,        // pids.max
   EgressNetns,      // egress confinement by network namespace (else port only)
+  // Issue 12: the module's own mounts (sandbox-run as root, apply/module_mounts.hpp).
+  MountsShm,     // a private /dev/shm
+  MountsNoexec,  // writable directories noexec, nosuid, nodev
+  MountsProc,    // /proc with hidepid=invisible
+  MountsPts,     // a private devpts instance
   // Known limits, documented in docs/launcher.md.
   ExecWritableScope,
   MetadataCalls,
@@ -53,6 +58,11 @@ enum class EgressConfinement {
 };
 EgressConfinement egress_confinement(const KernelFeatures& features, const NodeConfig& config);
 
+// Why sandbox-run cannot give a module mounts of its own here ("" when it can): not root,
+// the node's module_mounts is false, or no CAP_SYS_ADMIN. One answer for the report's
+// mounts.* rows and sandbox-run, which refuses a run (70) when module_mounts asks for them.
+std::string why_no_own_mounts(const KernelFeatures& features, const NodeConfig& config);
+
 // A row a policy needs is met when enforced, or port only (accepted by the node).
 bool row_is_met(CapabilityStatus status);
 
@@ -70,6 +80,7 @@ enum class CapabilityFact {
   CgroupContainer,   // a delegated cgroup v2 leaf parent with cgroup.kill or cgroup.freeze
   CgroupController,  // that, and the entry's controller enabled there
   NetworkNamespace,  // the agent can give a module a network namespace of its own
+  MountNamespace,    // root with CAP_SYS_ADMIN and module_mounts: mounts of its own (issue 12)
 };
 
 struct CapabilityEntry;

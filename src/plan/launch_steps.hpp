@@ -31,6 +31,7 @@ enum class LaunchStep : std::uint8_t {
   Proxy,        // proxy: the module's egress proxy and its listener
   Terminal,     // terminal: the module's pty, when run from a terminal
   Spawn,        // spawn: clone3 of the launcher into the leaf
+  Mounts,       // mounts: in the child, the module's own mount namespace (issue 12)
   // The launcher (sandbox-exec, or sandbox-run's child): launch() walks these.
   Descriptors,  // descriptors: 0, 1 and 2 open; every other descriptor closed at exec
   Identity,     // identity: the module user, the access check of the writable paths, chdir
@@ -55,7 +56,7 @@ struct StepInfo {
   std::string_view description;  // one line, for --explain
 };
 
-inline constexpr std::array<StepInfo, 18> kLaunchSteps{{
+inline constexpr std::array<StepInfo, 19> kLaunchSteps{{
     {LaunchStep::RunState, "run-state", StepRunner::Supervisor, false,
      "claim the module id in the run state directory; the policy must not reach it"},
     {LaunchStep::Cgroup, "cgroup", StepRunner::Supervisor, false,
@@ -72,6 +73,9 @@ inline constexpr std::array<StepInfo, 18> kLaunchSteps{{
      "give the module a pty of its own when run from a terminal"},
     {LaunchStep::Spawn, "spawn", StepRunner::Supervisor, false,
      "clone3 the launcher into the leaf, in a process group of its own"},
+    {LaunchStep::Mounts, "mounts", StepRunner::Supervisor, false,
+     "as root: the module's own mount namespace: /dev/shm, /proc (hidepid), devpts, noexec "
+     "writable directories"},
     {LaunchStep::Descriptors, "descriptors", StepRunner::Launcher, false,
      "keep 0, 1, 2 and --keep-fd open, mark every other descriptor close-on-exec"},
     {LaunchStep::Identity, "identity", StepRunner::Launcher, true,

@@ -11,6 +11,7 @@
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/capabilities.hpp"
+#include "plan/mount_plan.hpp"
 #include "plan/seccomp_rules.hpp"
 #include "probe/kernel_features.hpp"
 
@@ -33,6 +34,9 @@ struct LaunchRequest {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> setenv;  // --setenv NAME=VALUE
   std::vector<int> keep_fds;                                // --keep-fd N, beyond 0, 1, 2
+  // sandbox-run as root with the node's module_mounts: the module gets mounts of its own
+  // (plan.mounts) and the Landlock grants for them. Never set by sandbox-exec.
+  bool own_mounts = false;
 };
 
 struct LandlockPathRule {
@@ -79,6 +83,7 @@ struct Plan {
     std::string role;  // "work", "data" or "temp"
   };
   std::vector<WritablePath> writable_dirs;
+  MountPlan mounts;  // issue 12: the module's own mounts (enabled under sandbox-run as root)
   std::vector<CapabilityVerdict> relies_on;
 };
 

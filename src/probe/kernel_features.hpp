@@ -32,6 +32,9 @@ struct KernelFeatures {
   int landlock_abi = 0;          // the kernel's ABI when Present, else 0
   bool seccomp_filter = false;   // seccomp(2) filters with SECCOMP_RET_ERRNO and KILL_PROCESS
   bool running_as_root = false;  // effective uid 0
+  // CAP_SYS_ADMIN in the effective set (root in a container may lack it): mount namespaces
+  // and mounts in them (issue 12). Probed as root only.
+  bool mount_admin = false;
   std::vector<std::string> gpu_device_nodes;  // /dev/dri, /dev/nvidia*, /dev/kfd that exist
   CgroupFacts cgroup;
   bool network_namespaces_probed = false;

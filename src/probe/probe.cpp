@@ -1,6 +1,7 @@
 #include "probe/probe.hpp"
 
 #include <dirent.h>
+#include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -72,6 +73,14 @@ bool probe_network_namespaces() {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+// CAP_SYS_ADMIN in this process's effective set (capget: no /proc read, no child).
+bool has_mount_admin() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3]{};
+  if (::syscall(SYS_capget, &header, data) != 0) return false;
+  return (data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN)) != 0;
+}
+
 }  // namespace
 
 KernelFeatures probe_kernel(const NodeConfig& config, ProbeScope scope) {
@@ -81,6 +90,7 @@ KernelFeatures probe_kernel(const NodeConfig& config, ProbeScope scope) {
   probe_landlock(features);
   features.seccomp_filter = probe_seccomp_filter();
   features.running_as_root = ::geteuid() == 0;
+  features.mount_admin = features.running_as_root && has_mount_admin();
   if (scope.gpu_devices) features.gpu_device_nodes = find_gpu_device_nodes("/dev");
   if (scope.cgroup) features.cgroup = probe_cgroup(config);
   if (scope.network_namespaces) {

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <utility>
 
+#include "apply/module_mounts.hpp"
 #include "apply/prepared_exec.hpp"
 #include "plan/cgroup_limits.hpp"
 #include "plan/launch_steps.hpp"
@@ -113,6 +114,16 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
       ::_exit(exit_code_for(ErrorKind::StepFailed));
     }
   }
+  // Its own mounts, as root, before the identity step (apply/module_mounts.hpp).
+  StepError mounts_error;
+  if (!make_module_mounts(child->prepared->plan, child->prepared->launch, mounts_error)) {
+    std::string line = "oarbank-agent sandbox-run: " +
+                       step_failed_message(LaunchStep::Mounts, mounts_error.what) + ": " +
+                       errno_text(mounts_error.err);
+    std::fprintf(stderr, "%s\n", line.c_str());
+    report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
+    ::_exit(exit_code_for(ErrorKind::StepFailed));
+  }
   launch(child->prepared->plan, child->prepared->launch, "oarbank-agent sandbox-run");
 }
 
@@ -206,6 +217,21 @@ RunResult ModuleRun::run() {
   }
   make_directories();
   if (int sig = stop_requested()) return stopped_before_spawn(sig);
+
+  // Issue 12: the module's own mounts, made in the child (launch_in_child). The node asks for
+  // them (module_mounts, the default); where this process cannot make them the run is
+  // refused, never run on the node's mounts. Unprivileged, there are none (the report's
+  // mounts.* rows say so).
+  if (root_ && config.module_mounts) {
+    const std::string mounts = why_no_own_mounts(features, config);
+    if (!mounts.empty()) {
+      throw step_error(LaunchStep::Mounts,
+                       "module_mounts is true in the node configuration, and " + mounts,
+                       0, ErrorKind::Unenforceable);
+    }
+    own_mounts_ = true;
+  }
+  request_.launch.own_mounts = own_mounts_;
 
   // Everything the launch can fail at softly, here in the parent: a failure is one line and
   // an exit code, with what was made released.

@@ -113,6 +113,7 @@ class ModuleRun {
     PreparedExec* prepared = nullptr;
     int netns_fd = -1;
   } child_;
+  bool own_mounts_ = false;  // issue 12: the module's own mount namespace (root, module_mounts)
   ReleaseStack held_;  // last: released before the members its releases use are destroyed
 };
 

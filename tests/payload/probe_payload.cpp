@@ -45,6 +45,9 @@
 #include <string>
 #include <vector>
 
+// probe_mounts.cpp: issue 12's sub-commands (-1: not one of them).
+int run_mounts_command(const std::string& cmd, const std::vector<std::string>& args);
+
 namespace {
 
 int report(long rc) {
@@ -819,6 +822,7 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     execv(args[0], args.data());
     return report(-1);
   }
+  if (int rc = run_mounts_command(cmd, a); rc >= 0) return rc;
   return usage();
 }
 
