@@ -239,10 +239,10 @@ CapabilityVerdict exec_writable_limit_row(const CapabilityEntry& entry,
     return {entry.row, CapabilityStatus::NotPromised,
             "exec_writable deny refuses execve of written files (Landlock), and under sandbox-run "
             "as root loading them (ld.so, mmap(PROT_EXEC): the writable directories are "
-            "noexec) and running them through a descriptor (execveat of a memfd or of "
-            "/proc/self/fd/N); an interpreter still runs a script the module wrote, and a JIT "
-            "still maps memory it wrote executable. A bare sandbox-exec and sandbox-run "
-            "unprivileged refuse execve alone"};
+            "noexec) and running them through a descriptor (execveat(AT_EMPTY_PATH) or "
+            "/proc/self/fd/N: Landlock and the noexec mounts for a written file, the filter "
+            "for a memfd that could be executed); an interpreter still runs a script the "
+            "module wrote, and a JIT still maps memory it wrote executable"};
   }
   return {entry.row, CapabilityStatus::NotPromised, std::string(entry.reason)};
 }
@@ -325,8 +325,9 @@ constexpr CapabilityEntry kTable[] = {
     {Row::ExecWritableScope, "known-limit.exec-writable",
      "exec_writable deny also stops interpreters and JIT compilers", Abi::Unsupported,
      Fact::None, "", exec_writable_limit_row, nullptr, 0,
-     "exec_writable deny refuses execve of written files; interpreters, the dynamic loader, "
-     "mmap(PROT_EXEC) and memfd still run code the module wrote"},
+     "exec_writable deny refuses execve of written files, and the filter any memfd that "
+     "could be executed; interpreters, the dynamic loader and mmap(PROT_EXEC) still run code "
+     "the module wrote (its own mounts under sandbox-run as root close the last two)"},
     // Per launch mode: whose files a module can change the metadata of.
     {Row::MetadataCalls, "known-limit.metadata",
      "chmod, chown, utimes and xattrs governed outside the writable directories", Abi::Unsupported,

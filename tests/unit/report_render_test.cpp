@@ -19,6 +19,7 @@ KernelFeatures full_node() {
   f.landlock_abi = 7;
   f.seccomp_filter = true;
   f.running_as_root = true;
+  f.mount_admin = true;
   f.gpu_device_nodes = {"/dev/dri/card0", "/dev/kfd"};
   f.cgroup.probed = true;
   f.cgroup.mounted = true;
@@ -77,6 +78,10 @@ TEST(ReportRender, EveryRowAndEveryStatusOnAFullNode) {
       {"limit.memory", "enforced"},
       {"limit.pids", "enforced"},
       {"egress.netns", "enforced"},
+      {"mounts.shm", "enforced"},
+      {"mounts.noexec", "enforced"},
+      {"mounts.proc", "enforced"},
+      {"mounts.pts", "enforced"},
       {"known-limit.exec-writable", "not promised"},
       {"known-limit.metadata", "not promised"},
       {"known-limit.broker-sockets", "not promised"},
@@ -94,6 +99,10 @@ TEST(ReportRender, PortOnlyAndUnavailableOnAnUnprivilegedNode) {
   EXPECT_EQ(got.at("container.cgroup"), "unavailable");
   EXPECT_EQ(got.at("limit.cpu"), "unavailable");
   EXPECT_EQ(got.at("egress.netns"), "unavailable");
+  // Issue 12: unprivileged, the module runs on the node's mounts.
+  for (const char* row : {"mounts.shm", "mounts.noexec", "mounts.proc", "mounts.pts"}) {
+    EXPECT_EQ(got.at(row), "unavailable") << row;
+  }
 }
 
 TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
@@ -107,6 +116,8 @@ TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
                 "setid-files=enforced\n" + p + "container.cgroup=enforced\n" + p +
                 "limit.cpu=enforced\n" + p + "limit.memory=enforced\n" + p +
                 "limit.pids=enforced\n" + p + "egress.netns=enforced\n" + p +
+                "mounts.shm=enforced\n" + p + "mounts.noexec=enforced\n" + p +
+                "mounts.proc=enforced\n" + p + "mounts.pts=enforced\n" + p +
                 "known-limit.exec-writable=not-promised\n" + p +
                 "known-limit.metadata=not-promised\n" + p +
                 "known-limit.broker-sockets=not-promised\n" + p + "landlock-abi=7\n");
