@@ -8,6 +8,7 @@
 
 #include <cerrno>
 
+#include "plan/launch_steps.hpp"
 #include "sys/landlock_abi.hpp"
 #include "sys/unique_fd.hpp"
 
@@ -122,7 +123,25 @@ bool retake_rules(const LandlockPlan& landlock, int ruleset, StepError& error) {
 
 }  // namespace
 
-bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared, StepError& error) {
+UniqueFd make_devpts_instance() {
+  UniqueFd context(::fsopen("devpts", FSOPEN_CLOEXEC));
+  if (!context.valid()) throw step_error(LaunchStep::Mounts, "fsopen(devpts)", errno);
+  for (const auto& [key, value] : kDevptsOptions) {
+    if (::fsconfig(context.get(), FSCONFIG_SET_STRING, key, value, 0) != 0) {
+      throw step_error(LaunchStep::Mounts,
+                       std::string("fsconfig(devpts, ") + key + "=" + value + ")", errno);
+    }
+  }
+  if (::fsconfig(context.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+    throw step_error(LaunchStep::Mounts, "fsconfig(devpts, FSCONFIG_CMD_CREATE)", errno);
+  }
+  UniqueFd mount(::fsmount(context.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC));
+  if (!mount.valid()) throw step_error(LaunchStep::Mounts, "fsmount(devpts)", errno);
+  return mount;
+}
+
+bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared, int devpts_fd,
+                        StepError& error) {
   const MountPlan& plan = launch_plan.mounts;
   if (!plan.enabled) return true;
   if (::unshare(CLONE_NEWNS) != 0) {
@@ -150,8 +169,9 @@ bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared,
   if (!mount_fs("proc", "/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, kProcMountOptions, error)) {
     return false;
   }
-  if (!mount_fs("devpts", "/dev/pts", MS_NOSUID | MS_NOEXEC, kDevptsMountOptions, error)) {
-    return false;
+  if (::move_mount(devpts_fd, "", AT_FDCWD, "/dev/pts", MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+    const int err = errno;
+    return fail(error, "move_mount(the module's devpts instance on /dev/pts)", err);
   }
   for (std::size_t i = 0; i < plan.writable_dirs.size(); ++i) {
     const int fd = i < prepared.writable_dir_fds.size() ? prepared.writable_dir_fds[i] : -1;

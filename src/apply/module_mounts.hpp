@@ -15,6 +15,7 @@
 #include "plan/mount_plan.hpp"
 #include "plan/plan.hpp"
 #include "sys/error.hpp"
+#include "sys/unique_fd.hpp"
 
 namespace oarbank {
 
@@ -27,6 +28,14 @@ namespace oarbank {
 // directory in the node's mount tree, beneath its own mounts.
 // Last, the plan's Landlock rules on /dev/shm, /dev/pts and /proc are added again to the
 // prepared ruleset, on the module's own mounts there.
-bool make_module_mounts(const Plan& plan, const PreparedLaunch& prepared, StepError& error);
+// `devpts_fd`: the module's devpts instance (make_devpts_instance), attached on /dev/pts.
+bool make_module_mounts(const Plan& plan, const PreparedLaunch& prepared, int devpts_fd,
+                        StepError& error);
+
+// The module's devpts instance, detached (fsopen, fsconfig, fsmount: Linux 5.2): made by the
+// parent before the spawn, so that the module's terminal (supervise/terminal.hpp) is a pty of
+// that instance, and attached by the child. Each fsmount of devpts is an instance of its own.
+// Throws Error(StepFailed) naming the call (step mounts).
+UniqueFd make_devpts_instance();
 
 }  // namespace oarbank

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/node_config.hpp"
@@ -44,6 +45,7 @@ inline constexpr const char* kProcMountOptions = "hidepid=invisible";
 // The private devpts: its own numbering, /dev/ptmx (which opens the devpts instance mounted
 // on the pts directory beside it, Linux 4.7) usable by the module, ptys its user's alone, and
 // at most 256 of them (kernel.pty.max is the node's).
-inline constexpr const char* kDevptsMountOptions = "newinstance,ptmxmode=0666,mode=0600,max=256";
+inline constexpr std::pair<const char*, const char*> kDevptsOptions[] = {
+    {"ptmxmode", "0666"}, {"mode", "0600"}, {"max", "256"}};
 
 }  // namespace oarbank

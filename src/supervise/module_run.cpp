@@ -116,7 +116,8 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
   }
   // Its own mounts, as root, before the identity step (apply/module_mounts.hpp).
   StepError mounts_error;
-  if (!make_module_mounts(child->prepared->plan, child->prepared->launch, mounts_error)) {
+  if (!make_module_mounts(child->prepared->plan, child->prepared->launch, child->devpts_fd,
+                          mounts_error)) {
     std::string line = "oarbank-agent sandbox-run: " +
                        step_failed_message(LaunchStep::Mounts, mounts_error.what) + ": " +
                        errno_text(mounts_error.err);
@@ -230,6 +231,9 @@ RunResult ModuleRun::run() {
                        0, ErrorKind::Unenforceable);
     }
     own_mounts_ = true;
+    // Its devpts instance, made here: the module's pty (make_terminal) is opened in it.
+    devpts_ = make_devpts_instance();
+    held_.push(LaunchStep::Mounts, [this] { devpts_.reset(); });
   }
   request_.launch.own_mounts = own_mounts_;
 
@@ -257,6 +261,7 @@ RunResult ModuleRun::run() {
 
   child_.prepared = prepared_.get();
   child_.netns_fd = network_.netns.get();
+  child_.devpts_fd = devpts_.get();
   launch_.launcher = &launch_in_child;
   launch_.launcher_context = &child_;
   launch_.terminal = terminal_.get();
@@ -399,7 +404,8 @@ void ModuleRun::make_proxy() {
 void ModuleRun::make_terminal() {
   auto operator_terminal = find_operator_terminal();
   if (!operator_terminal) return;
-  terminal_ = std::make_unique<SupervisorTerminal>(split_front(*operator_terminal));
+  terminal_ =
+      std::make_unique<SupervisorTerminal>(split_front(*operator_terminal, devpts_.get()));
   held_.push(LaunchStep::Terminal, [this] { terminal_.reset(); });
   // The record names the supervising process (sandbox-ctl status, the liveness check of a
   // later start): after the split that is this one, not the front.

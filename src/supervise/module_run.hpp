@@ -33,6 +33,7 @@
 #include "supervise/release_stack.hpp"
 #include "supervise/run_state.hpp"
 #include "supervise/supervisor.hpp"
+#include "sys/unique_fd.hpp"
 
 namespace oarbank {
 
@@ -112,8 +113,10 @@ class ModuleRun {
   struct ChildLaunch {
     PreparedExec* prepared = nullptr;
     int netns_fd = -1;
+    int devpts_fd = -1;
   } child_;
   bool own_mounts_ = false;  // issue 12: the module's own mount namespace (root, module_mounts)
+  UniqueFd devpts_;          // its devpts instance, detached until the child attaches it
   ReleaseStack held_;  // last: released before the members its releases use are destroyed
 };
 
