@@ -29,11 +29,14 @@ bool mount_fs(const char* type, const char* target, unsigned long flags, const s
   return true;
 }
 
-// `path` opened in this namespace (O_PATH, the last component not followed); when
-// `checked_fd` is a descriptor, it must be the same directory (device and inode) as that one,
-// which the parent checked: a path swapped meanwhile is refused, not mounted.
-UniqueFd open_same_dir(const std::string& path, int checked_fd, StepError& error) {
-  UniqueFd fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+// `path` opened in this namespace (O_PATH; `follow`: a symbolic link at its end is followed,
+// else refused); when `checked_fd` is a descriptor, it must be the same directory (device and
+// inode) as that one, which the parent checked: a path swapped meanwhile is refused, not
+// mounted.
+UniqueFd open_same_dir(const std::string& path, int checked_fd, StepError& error,
+                       bool follow = false) {
+  UniqueFd fd(
+      ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW)));
   if (!fd.valid()) {
     const int err = errno;
     fail(error, "open(" + path + ") in the module's mount namespace", err);
@@ -88,9 +91,9 @@ bool bind_with_flags(const std::string& path, int checked_fd, std::uint64_t attr
 
 // The launch's descriptor `fd` for `path` made to name the directory as this namespace
 // shows it (on top of any mount there), at the same number.
-bool repoint(const std::string& path, int fd, StepError& error) {
+bool repoint(const std::string& path, int fd, StepError& error, bool follow = false) {
   if (fd < 0) return true;
-  UniqueFd now = open_same_dir(path, fd, error);
+  UniqueFd now = open_same_dir(path, fd, error, follow);
   if (!now.valid()) return false;
   if (::dup3(now.get(), fd, O_CLOEXEC) < 0) {
     const int err = errno;
@@ -177,7 +180,11 @@ bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared,
     const int fd = i < prepared.writable_dir_fds.size() ? prepared.writable_dir_fds[i] : -1;
     if (!repoint(plan.writable_dirs[i], fd, error)) return false;
   }
-  if (!repoint(prepared.working_directory, prepared.working_directory_fd, error)) return false;
+  // The working directory may be the bundle, whose path may hold a link (the writable
+  // directories never do: the directory rule refuses them).
+  if (!repoint(prepared.working_directory, prepared.working_directory_fd, error, true)) {
+    return false;
+  }
   return retake_rules(launch_plan.landlock, prepared.ruleset.get(), error);
 }
 

@@ -214,6 +214,23 @@ TEST_F(OwnMounts, TwoModulesSeeNeitherTheOthersShmNorItsProcesses) {
   EXPECT_EQ(lines(first.output()).back(), "ok");
 }
 
+// The module starts in its working directory as its own namespace shows it (the launcher's
+// descriptor re-pointed): a relative path from there reaches its own /dev/shm, not the
+// node's. The work directory; the bundle (no work or temp), named through a symbolic link.
+TEST_F(OwnMounts, TheWorkingDirectoryIsInTheModulesNamespace) {
+  ASSERT_EQ(::symlink(tree.path("bundle").c_str(), tree.path("bundle-link").c_str()), 0);
+  auto bundle_only = base_policy();
+  bundle_only.erase("work");
+  bundle_only.erase("temp");
+  auto linked = bundle_only;
+  linked["bundle"] = tree.path("bundle-link");
+  const std::string up = "../../../dev/shm/sem.";  // from /tmp/oarbank-it-*/{work,bundle}
+  for (const auto& policy : {base_policy(), bundle_only, linked}) {
+    const std::string sem = unique_name("sem");
+    expect_lines(batch(policy, {{"sem-open", sem}, {"read", up + sem}}), {"ok", "ok"});
+  }
+}
+
 // --- /proc -------------------------------------------------------------------------------------
 
 TEST_F(OwnMounts, ProcShowsTheModulesOwnProcessesAlone) {
