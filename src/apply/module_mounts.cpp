@@ -35,8 +35,7 @@ bool mount_fs(const char* type, const char* target, unsigned long flags, const s
 // mounted.
 UniqueFd open_same_dir(const std::string& path, int checked_fd, StepError& error,
                        bool follow = false) {
-  UniqueFd fd(
-      ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW)));
+  UniqueFd fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW)));
   if (!fd.valid()) {
     const int err = errno;
     fail(error, "open(" + path + ") in the module's mount namespace", err);

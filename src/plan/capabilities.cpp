@@ -323,8 +323,8 @@ constexpr CapabilityEntry kTable[] = {
      "make ptys (openpty, script) and sees none of the node's"},
     // Known limits, documented in docs/launcher.md.
     {Row::ExecWritableScope, "known-limit.exec-writable",
-     "exec_writable deny also stops interpreters and JIT compilers", Abi::Unsupported,
-     Fact::None, "", exec_writable_limit_row, nullptr, 0,
+     "exec_writable deny also stops interpreters and JIT compilers", Abi::Unsupported, Fact::None,
+     "", exec_writable_limit_row, nullptr, 0,
      "exec_writable deny refuses execve of written files, and the filter any memfd that "
      "could be executed; interpreters, the dynamic loader and mmap(PROT_EXEC) still run code "
      "the module wrote (its own mounts under sandbox-run as root close the last two)"},

@@ -255,8 +255,8 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     std::vector<std::string> dirs;
     for (const auto& dir : plan.writable_dirs) dirs.push_back(dir.path);
     // /dev/shm belongs to the user the module runs as.
-    plan.mounts = make_mount_plan(policy, config, plan.identity.uid, plan.identity.gid,
-                                  std::move(dirs));
+    plan.mounts =
+        make_mount_plan(policy, config, plan.identity.uid, plan.identity.gid, std::move(dirs));
   }
   plan.environment = module_environment(policy, config, request);
   plan.argv = request.argv;

@@ -118,9 +118,9 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
   StepError mounts_error;
   if (!make_module_mounts(child->prepared->plan, child->prepared->launch, child->devpts_fd,
                           mounts_error)) {
-    std::string line = "oarbank-agent sandbox-run: " +
-                       step_failed_message(LaunchStep::Mounts, mounts_error.what) + ": " +
-                       errno_text(mounts_error.err);
+    std::string line =
+        "oarbank-agent sandbox-run: " + step_failed_message(LaunchStep::Mounts, mounts_error.what) +
+        ": " + errno_text(mounts_error.err);
     std::fprintf(stderr, "%s\n", line.c_str());
     report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
     ::_exit(exit_code_for(ErrorKind::StepFailed));
@@ -227,8 +227,8 @@ RunResult ModuleRun::run() {
     const std::string mounts = why_no_own_mounts(features, config);
     if (!mounts.empty()) {
       throw step_error(LaunchStep::Mounts,
-                       "module_mounts is true in the node configuration, and " + mounts,
-                       0, ErrorKind::Unenforceable);
+                       "module_mounts is true in the node configuration, and " + mounts, 0,
+                       ErrorKind::Unenforceable);
     }
     own_mounts_ = true;
     // Its devpts instance, made here: the module's pty (make_terminal) is opened in it.
@@ -404,8 +404,7 @@ void ModuleRun::make_proxy() {
 void ModuleRun::make_terminal() {
   auto operator_terminal = find_operator_terminal();
   if (!operator_terminal) return;
-  terminal_ =
-      std::make_unique<SupervisorTerminal>(split_front(*operator_terminal, devpts_.get()));
+  terminal_ = std::make_unique<SupervisorTerminal>(split_front(*operator_terminal, devpts_.get()));
   held_.push(LaunchStep::Terminal, [this] { terminal_.reset(); });
   // The record names the supervising process (sandbox-ctl status, the liveness check of a
   // later start): after the split that is this one, not the front.
