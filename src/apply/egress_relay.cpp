@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "apply/relay_loop.hpp"
-#include "supervise/module_network.hpp"
+#include "apply/module_network.hpp"
 #include "sys/error.hpp"
 #include "sys/unique_fd.hpp"
 

@@ -12,8 +12,8 @@
 #include "cli/proxy_host.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
-#include "supervise/module_id.hpp"
-#include "supervise/module_network.hpp"
+#include "policy/module_id.hpp"
+#include "apply/module_network.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank::cli {

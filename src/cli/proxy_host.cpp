@@ -7,7 +7,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "cli/proxy_summary.hpp"
+#include "proxy/proxy_summary.hpp"
 #include "sys/error.hpp"
 #include "sys/safe_open.hpp"
 
@@ -35,7 +35,7 @@ ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>&
     // the proxy's. One write(2) per line, as for the JSON lines.
     auto first = std::make_shared<std::atomic<bool>>(true);
     settings.log = [first](std::string_view line) {
-      if (auto summary = proxy_refusal_summary(line, first->load())) {
+      if (auto summary = proxy::proxy_refusal_summary(line, first->load())) {
         first->store(false);
         const std::string text = "oarbank-agent sandbox-run: " + *summary + "\n";
         [[maybe_unused]] auto n = ::write(STDERR_FILENO, text.data(), text.size());

@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "plan/landlock_rights.hpp"
 #include "policy/paths.hpp"
 #include "policy/strict_json.hpp"
 #include "policy/suggest.hpp"
+#include "sys/landlock_abi.hpp"
 
 namespace oarbank {
 

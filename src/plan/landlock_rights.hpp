@@ -5,10 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "sys/landlock_abi.hpp"
+
 namespace oarbank::landlock {
 
-// The newest Landlock ABI this build knows; a newer kernel is used at this ABI.
-inline constexpr int kNewestKnownAbi = 7;
+// kNewestKnownAbi: sys/landlock_abi.hpp.
 // Below ABI 3 (Linux 6.2) truncate(2) is not governed: the filesystem row is unavailable.
 inline constexpr int kFilesystemFloorAbi = 3;
 

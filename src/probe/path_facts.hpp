@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/plan.hpp"
+#include "probe/path_oracle.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace oarbank {

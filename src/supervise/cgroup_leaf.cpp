@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "probe/cgroup_facts.hpp"
-#include "supervise/module_id.hpp"
+#include "policy/module_id.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"
 

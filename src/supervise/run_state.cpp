@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "supervise/cgroup_leaf.hpp"
-#include "supervise/module_id.hpp"
+#include "policy/module_id.hpp"
 #include "supervise/spawn.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"

@@ -45,6 +45,11 @@
 
 namespace oarbank::landlock {
 
+// The newest Landlock ABI this build knows; a newer kernel is used at this ABI. Here, with the
+// kernel interface's constants (which stop at this ABI), so that the node configuration can
+// bound its cap without depending on the plan.
+inline constexpr int kNewestKnownAbi = 7;
+
 // LANDLOCK_RULE_NET_PORT (ABI 4) is an enumerator of the kernel's enum landlock_rule_type,
 // which Debian 12's header lacks; its value is fixed by the kernel ABI.
 inline constexpr int kRuleNetPort = 2;

@@ -1,9 +1,9 @@
 // Issue 16: the proxy's refusals as one line each for a terminal (src/cli/proxy_summary.hpp).
-#include "cli/proxy_summary.hpp"
+#include "proxy/proxy_summary.hpp"
 
 #include <gtest/gtest.h>
 
-namespace oarbank::cli {
+namespace oarbank::proxy {
 namespace {
 
 TEST(ProxySummary, ARefusalIsOneLineTheFirstSaysWhereTheJsonLogIs) {
@@ -43,4 +43,4 @@ TEST(ProxySummary, AllowedDecisionsClosedConnectionsAndOtherTextAreNotShown) {
 }
 
 }  // namespace
-}  // namespace oarbank::cli
+}  // namespace oarbank::proxy

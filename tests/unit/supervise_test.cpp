@@ -6,7 +6,7 @@
 #include "probe/cgroup_facts.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/exec_verification.hpp"
-#include "supervise/module_id.hpp"
+#include "policy/module_id.hpp"
 
 namespace oarbank {
 namespace {

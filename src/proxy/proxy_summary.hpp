@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace oarbank::cli {
+namespace oarbank::proxy {
 
 // The one-line summary of a proxy log line (docs/proxy.md's fields) that records a refusal,
 // without a newline, printable ASCII (other bytes as \\xNN); nullopt for every other line (allowed
@@ -15,4 +15,4 @@ namespace oarbank::cli {
 // where the full log is.
 std::optional<std::string> proxy_refusal_summary(std::string_view json_line, bool first);
 
-}  // namespace oarbank::cli
+}  // namespace oarbank::proxy

@@ -1,10 +1,10 @@
-#include "cli/proxy_summary.hpp"
+#include "proxy/proxy_summary.hpp"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-namespace oarbank::cli {
+namespace oarbank::proxy {
 namespace {
 
 std::string text_field(const nlohmann::json& line, const char* key, std::string_view absent) {
@@ -42,4 +42,4 @@ std::optional<std::string> proxy_refusal_summary(std::string_view json_line, boo
   return printable;
 }
 
-}  // namespace oarbank::cli
+}  // namespace oarbank::proxy
