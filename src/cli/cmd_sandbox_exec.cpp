@@ -52,9 +52,8 @@ int run_sandbox_exec(const ExecArgs& options) {
     // Probe only what this policy's rows depend on: the launch path stays short.
     auto prepared = prepare_exec(request, config, policy, options.explain);
     if (options.explain) {
-      std::cout << explain_plan(prepared->plan, prepared->policy, prepared->features,
-                                prepared->config)
-                       .dump(2)
+      std::cout << explain_plan_text(prepared->plan, prepared->policy, prepared->features,
+                                     prepared->config)
                 << std::endl;
       return 0;
     }

@@ -1,5 +1,7 @@
 #include "plan/plan_json.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "plan/landlock_rights.hpp"
 
 namespace oarbank {
@@ -128,6 +130,11 @@ json explain_plan(const Plan& plan, const Policy& policy, const KernelFeatures& 
     out["egress_confinement"] = egress_confinement_to_json(features, config);
   }
   return out;
+}
+
+std::string explain_plan_text(const Plan& plan, const Policy& policy,
+                              const KernelFeatures& features, const NodeConfig& config) {
+  return explain_plan(plan, policy, features, config).dump(2);
 }
 
 }  // namespace oarbank
