@@ -13,7 +13,7 @@ LaunchRequest make_launch_request(const ExecArgs& options) {
   request.argv = options.argv;
   for (const auto& entry : options.setenv) {
     auto eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0 || entry.find_first_of("\n") != std::string::npos) {
+    if (eq == std::string::npos || eq == 0 || entry.find('\n') != std::string::npos) {
       throw Error(ErrorKind::Usage, "--setenv " + entry + ": expected NAME=VALUE");
     }
     request.setenv.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));

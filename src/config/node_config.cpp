@@ -14,7 +14,8 @@
 
 namespace oarbank {
 
-ConfigError::ConfigError(std::string source, std::string pointer, std::string problem)
+ConfigError::ConfigError(const std::string& source, std::string pointer,
+                         const std::string& problem)
     : std::runtime_error("configuration " + printable(source) + ": " +
                          (pointer.empty() ? std::string("(document)") : printable(pointer)) + ": " +
                          printable(problem)),

@@ -57,7 +57,7 @@ struct NodeConfig {
 
 class ConfigError : public std::runtime_error {
  public:
-  ConfigError(std::string source, std::string pointer, std::string problem);
+  ConfigError(const std::string& source, std::string pointer, const std::string& problem);
   [[nodiscard]] const std::string& pointer() const { return pointer_; }
 
  private:
