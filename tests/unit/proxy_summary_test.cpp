@@ -1,4 +1,4 @@
-// Issue 16: the proxy's refusals as one line each for a terminal (src/cli/proxy_summary.hpp).
+// Issue 16: the proxy's refusals as one line each for a terminal (src/proxy/proxy_summary.hpp).
 #include "proxy/proxy_summary.hpp"
 
 #include <gtest/gtest.h>
