@@ -5,10 +5,12 @@ The arrows are read from the build, not written twice: each folder src/F/ builds
 oarbank_F, in src/F/CMakeLists.txt, and the oarbank_G named in its target_link_libraries are
 the layers F may use (G's own arrows followed too, as the PUBLIC link lines make them visible).
 Every `#include "G/..."` in src/F/ (and include/oarbank/, the policy's public header) must name F
-itself or a layer F reaches. A cycle among the arrows fails as well.
+itself or a layer F reaches. A cycle among the arrows fails as well, and so does a row of
+docs/architecture.md's layer table (| `oarbank_F` | G, H (...) | ...) that says other arrows
+than the link line.
 
     check_layers.py [ROOT]      check ROOT (default: the repository), exit 1 on a violation
-    check_layers.py --self-test run on tests/layers/fixture, which holds known bad includes
+    check_layers.py --self-test run on tests/layers/fixture, which holds known problems
 """
 import re
 import sys
@@ -60,6 +62,29 @@ def reachable(arrows):
     return closure
 
 
+DOC_ROW = re.compile(r'^\|\s*`oarbank_([A-Za-z0-9_]+)`\s*\|([^|]*)\|', re.MULTILINE)
+
+
+def doc_problems(root, arrows):
+    """The layer table in docs/architecture.md against the link lines (when there is one)."""
+    doc = root / 'docs' / 'architecture.md'
+    if not doc.is_file():
+        return []
+    rows = {layer: links for layer, links in DOC_ROW.findall(doc.read_text())}
+    problems = []
+    for layer in sorted(arrows):
+        if layer not in rows:
+            problems.append(f'docs/architecture.md: no row for oarbank_{layer} in the layer table')
+            continue
+        # "supervise, apply, report, proxy (and CLI11)": the words before any parenthesis.
+        said = set(re.findall(r'[a-z_]+', rows[layer].split('(')[0])) & set(arrows)
+        if said != arrows[layer]:
+            problems.append(f'docs/architecture.md: the row of oarbank_{layer} says '
+                            f'{", ".join(sorted(said)) or "nothing"}; its link line says '
+                            f'{", ".join(sorted(arrows[layer])) or "nothing"}')
+    return problems
+
+
 def violations(root):
     """Lines 'path:line: ...' for each include that crosses a layer the wrong way."""
     src = root / 'src'
@@ -69,6 +94,7 @@ def violations(root):
         if layer in closure[layer]:
             problems.append(f'{src / layer / "CMakeLists.txt"}: oarbank_{layer} reaches itself '
                             f'through its link lines: the layers have a cycle')
+    problems += doc_problems(root, arrows)
     dirs = [(d, d.name) for d in sorted(src.iterdir()) if d.is_dir()]
     dirs += [(d, ALIASES.get(d.name, d.name)) for d in sorted((root / 'include').glob('*'))
              if d.is_dir()]
@@ -99,6 +125,7 @@ def self_test(here):
     """The fixture holds exactly these bad includes; the good ones must pass."""
     fixture = here / 'fixture'
     expected = [
+        'docs/architecture.md: the row of oarbank_mid_b says low, mid_a; its link line says low',
         'src/low/bad_upward.hpp:4: low includes "high/top.hpp", but low may use only nothing',
         'src/mid_a/bad_sideways.cpp:3: mid_a includes "mid_b/b.hpp", but mid_a may use only low',
         'src/mid_b/b.hpp:5: includes "nowhere/...", which is no layer',
@@ -109,8 +136,9 @@ def self_test(here):
         print('self-test failed: expected violations starting with', *expected, 'got', *got,
               sep='\n  ')
         return 1
-    print(f'self-test passed: the fixture\'s {len(expected)} bad includes found, its good ones '
-          f'(a direct arrow, an arrow followed twice) passed')
+    print(f'self-test passed: the fixture\'s {len(expected)} problems found (a wrong row of the '
+          f'layer table, an upward, a sideways and an unknown include), its good includes (a '
+          f'direct arrow, an arrow followed twice) passed')
     return 0
 
 
