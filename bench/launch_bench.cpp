@@ -126,7 +126,7 @@ std::string find_in_path(const std::string& name) {
                "  --warmup N        rounds run first and discarded (default 30)\n"
                "  --floor PATH | --no-floor   the floor side, `PATH TARGET` (default: oarbank-floor-exec, a\n"
                "                    static binary that sets no_new_privs and execs: any launcher's minimum)\n"
-               "  --bwrap | --no-bwrap   add `bwrap --ro-bind / / TARGET` as a side (default: if installed)\n"
+               "  --bwrap | --no-bwrap   add `bwrap --unshare-net --ro-bind / / TARGET` as a side (default: if installed)\n"
                "  --side 'LABEL=CMD ARGS...'   add any command as a side (repeatable; split on spaces)\n"
                "  --raw FILE        write every measured time (round,side,microseconds) as CSV\n");
   std::exit(code);
@@ -201,7 +201,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "launch-bench: --bwrap: bwrap is not installed\n");
     return 1;
   }
-  if (!bwrap_path.empty()) sides.push_back({"bwrap", {bwrap_path, "--ro-bind", "/", "/", target}, {}, {}});
+  // --unshare-net: bubblewrap's own network isolation, the nearest to what our policy enforces.
+  if (!bwrap_path.empty()) {
+    sides.push_back(
+        {"bwrap", {bwrap_path, "--unshare-net", "--ro-bind", "/", "/", target}, {}, {}});
+  }
   for (const auto& spec : extra_sides) {
     const auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0) usage(64);
@@ -264,6 +268,17 @@ int main(int argc, char** argv) {
     }
     std::printf("sandbox-exec / floor: median %.3f [%.3f, %.3f]; (sandbox-exec - floor) / bare: median %.3f\n",
                 quantile(over_floor, 0.5), quantile(over_floor, 0.1), quantile(over_floor, 0.9), quantile(excess, 0.5));
+  }
+  // Every other side against sandbox-exec, per round, in units of bare: e.g. what sandbox-run
+  // adds (issue 11's target: at most 0.5).
+  for (std::size_t k = 2; k < n; ++k) {
+    if (sides[k].label == "floor" || sides[k].label == "bwrap") continue;
+    std::vector<double> added;
+    for (std::size_t r = 0; r < sides[k].micros.size(); ++r) {
+      added.push_back((sides[k].micros[r] - sides[1].micros[r]) / sides[0].micros[r]);
+    }
+    std::printf("(%s - sandbox-exec) / bare: median %.3f [%.3f, %.3f]\n", sides[k].label.c_str(),
+                quantile(added, 0.5), quantile(added, 0.1), quantile(added, 0.9));
   }
   for (std::size_t k = 1; k < n; ++k) {
     std::printf("RATIO %s wall %.3f cpu %.3f\n", sides[k].label.c_str(), quantile(ratios_to_bare(&Side::micros, k), 0.5),

@@ -12,6 +12,7 @@
 #   CPU=1 bench/run-launch-bench.sh     pin everything to this CPU (default: the last one; CPU=none: no pinning)
 #   RT=1 bench/run-launch-bench.sh      run at SCHED_FIFO priority 10 (root): other load on that CPU
 #                                       no longer preempts the rounds; spreads are much narrower
+#   RUN=0 bench/run-launch-bench.sh     without the sandbox-run side
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,7 +43,7 @@ if [[ -z $policy ]]; then
 fi
 
 echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r) $(nproc) CPUs; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== agent: $agent ($(stat -c %s "$agent") bytes)"
+echo "== agent: $agent ($(stat -c %s "$agent") bytes; oarbank-agent-full, for the other lines: $(stat -c %s "$(dirname "$agent")/oarbank-agent-full" 2>/dev/null || echo missing))"
 echo "== policy: $(cat "$policy")"
 echo "== pinned to CPU: $cpu; SCHED_FIFO: ${RT:-0}"
 # Fail early, with the launcher's own message, if the launch does not work at all.
@@ -50,8 +51,13 @@ echo "== pinned to CPU: $cpu; SCHED_FIFO: ${RT:-0}"
 
 echo
 echo "== paired rounds (oarbank-launch-bench)"
+# sandbox-run as a side of the same rounds (RUN=0: without it): as root it makes a cgroup leaf
+# (or falls back to a process group), verifies the launch and tears down, every round.
+export OARBANK_STATE_DIR=$tmp/state
+run_side=()
+[[ ${RUN:-1} == 1 ]] && run_side=(--side "sandbox-run=$agent sandbox-run $policy -- $target")
 "${prefix[@]}" "$driver" --agent "$agent" --policy "$policy" --target "$target" --rounds "$rounds" --warmup "$warmup" \
-  --raw "$tmp/raw.csv"
+  --raw "$tmp/raw.csv" "${run_side[@]}"
 [[ -n ${RAW_OUT:-} ]] && cp "$tmp/raw.csv" "$RAW_OUT"
 
 if command -v hyperfine >/dev/null; then

@@ -1,4 +1,5 @@
-# The .deb: the static oarbank-agent, the systemd unit (a template, one instance per module),
+# The .deb: the static oarbank-agent (and oarbank-agent-full, which it execs for every line but
+# a plain sandbox-exec or sandbox-run), the systemd unit (a template, one instance per module),
 # the commented default /etc/oarbank/agent.json, an example module, and the documents.
 # Build it with scripts/package.sh; check it with tests/packaging/check-deb.sh. See
 # docs/packaging.md.
@@ -39,7 +40,7 @@ if(OARBANK_HELP2MAN)
             --output ${CMAKE_CURRENT_BINARY_DIR}/man/oarbank-agent.1 $<TARGET_FILE:oarbank-agent>
     # -n: no name or time stamp in the gzip header, so the same page gives the same bytes.
     COMMAND gzip -9nf ${CMAKE_CURRENT_BINARY_DIR}/man/oarbank-agent.1
-    DEPENDS oarbank-agent ${PROJECT_SOURCE_DIR}/packaging/oarbank-agent.h2m
+    DEPENDS oarbank-agent oarbank-agent-full ${PROJECT_SOURCE_DIR}/packaging/oarbank-agent.h2m
     COMMENT "Generating the oarbank-agent(1) man page with help2man")
   add_custom_target(oarbank_man_page ALL DEPENDS ${OARBANK_MAN_PAGE})
   install(FILES ${OARBANK_MAN_PAGE} DESTINATION share/man/man1)

@@ -12,6 +12,9 @@ packages=(
   # fuzz/proxy_llhttp_fuzz.cpp: llhttp's C sources, the differential fuzzer's reference parser
   node-llhttp
   hyperfine python3
+  # bench/run-launch-bench.sh: bubblewrap, a side of the launch benchmark (docs/performance.md);
+  # Debian 12 packages no nsjail
+  bubblewrap
   # tests/packaging: file(1) tells a static binary
   file
   # the man page, generated from --help at build time (cmake/packaging.cmake); man-db checks it

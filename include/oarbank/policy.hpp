@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sys/error.hpp"
+
 namespace oarbank {
 
 enum class NetMode { None, EgressAllowlist, EgressAny };
@@ -53,16 +55,16 @@ struct Policy {
   friend bool operator==(const Policy&, const Policy&) = default;
 };
 
-// An invalid policy. `pointer` is the JSON Pointer of the offending value ("" for the whole
-// document), `problem` says what is wrong; what() is "POINTER: PROBLEM".
-class PolicyError : public std::runtime_error {
+// An invalid policy: an Error of kind InvalidPolicy (sys/error.hpp) whose where() is the
+// JSON Pointer of the offending value ("" for the whole document); `problem` says what is
+// wrong; what() is "POINTER: PROBLEM".
+class PolicyError : public Error {
  public:
   PolicyError(std::string pointer, std::string problem);
-  [[nodiscard]] const std::string& pointer() const { return pointer_; }
+  [[nodiscard]] const std::string& pointer() const { return where(); }
   [[nodiscard]] const std::string& problem() const { return problem_; }
 
  private:
-  std::string pointer_;
   std::string problem_;
 };
 

@@ -15,8 +15,9 @@
 #include <iterator>
 #include <vector>
 
-#include "apply/relay_loop.hpp"
 #include "apply/module_network.hpp"
+#include "apply/relay_loop.hpp"
+#include "plan/launch_steps.hpp"
 #include "sys/error.hpp"
 #include "sys/unique_fd.hpp"
 
@@ -24,7 +25,7 @@ namespace oarbank {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, int err) {
-  throw Error(ErrorKind::StepFailed, "step network failed: " + what + ": " + errno_text(err));
+  throw step_error(LaunchStep::Network, what, err);
 }
 
 // What the relay tells the launcher once it is set up: 0, or the step that failed and errno.

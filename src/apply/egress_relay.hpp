@@ -1,4 +1,5 @@
-// contract.md, "Egress only through the proxy", for a bare sandbox-exec started as root:
+// Egress only through the proxy (docs/launcher.md, "Egress: the module's own network
+// namespace"), for a bare sandbox-exec started as root:
 // Landlock's rule is a port, not an address, so the launcher moves itself (the module to be)
 // into a network namespace of its own that holds only loopback, and a small relay process
 // makes the proxy reachable inside it at proxy_listen. sandbox-run makes its own namespace

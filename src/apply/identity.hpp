@@ -4,13 +4,9 @@
 #include <string>
 
 #include "plan/plan.hpp"
+#include "sys/error.hpp"  // StepError
 
 namespace oarbank {
-
-struct StepError {
-  std::string what;  // which call, on what
-  int err = 0;
-};
 
 // As root: no supplementary groups, the module's gid and uid (real, effective and saved), and
 // an empty bounding set, dropped while CAP_SETPCAP is still held. Then, for everyone: empty

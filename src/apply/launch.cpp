@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 
@@ -14,6 +15,8 @@
 #include "apply/landlock_apply.hpp"
 #include "apply/launch_hooks.hpp"
 #include "apply/seccomp_apply.hpp"
+#include "plan/launch_steps.hpp"
+#include "plan/status_line.hpp"
 #include "probe/writable_path_rule.hpp"
 #include "sys/error.hpp"
 
@@ -67,7 +70,8 @@ PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const Open
                                : policy.temp ? *policy.temp
                                              : policy.bundle;
   prepared.working_directory_fd = paths.fd(prepared.working_directory);
-  for (const auto& dir : plan.writable_dirs) prepared.writable_dir_fds.push_back(paths.fd(dir.path));
+  for (const auto& dir : plan.writable_dirs)
+    prepared.writable_dir_fds.push_back(paths.fd(dir.path));
   return prepared;
 }
 
@@ -84,30 +88,26 @@ void set_launch_status_fd(int fd) {
 
 void report_launch_status(int code, const std::string& line) {
   if (g_status_fd < 0) return;
-  std::string text = std::to_string(code) + "\t" + line + "\n";
+  const std::string text = status_failure_line(code, line);
   [[maybe_unused]] auto n = ::write(g_status_fd, text.data(), text.size());
 }
 
 namespace {
 
-// After the first irreversible step the process is half-sandboxed: it leaves with _exit, so
-// no destructor or atexit handler (a sanitizer's leak check needs ptrace) runs in that state.
-[[noreturn]] void fail_with_line(const std::string& line) {
-  std::fprintf(stderr, "%s\n", line.c_str());
-  report_launch_status(kExitSoftware, line);
-  ::_exit(kExitSoftware);
-}
-
-[[noreturn]] void step_failed(const char* program, const char* step, const std::string& what,
-                              int err) {
-  fail_with_line(std::string(program) + ": step " + step + " failed: " + what + ": " +
-                 errno_text(err));
-}
-
-}  // namespace
-
-void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
+// What the launcher's steps work on. A step returns false and fills `error` (no throwing
+// here: from the identity step on the process is half-sandboxed).
+struct LaunchState {
+  const Plan& plan;
+  PreparedLaunch& prepared;
   StepError error;
+};
+
+bool fail(LaunchState& state, std::string what, int err) {
+  state.error = StepError{std::move(what), err};
+  return false;
+}
+
+bool step_descriptors(LaunchState& state) {
   // An inherited terminal stays the launcher's controlling terminal, in its process group: a
   // background module that reads it is stopped by job control (SIGTTIN) like any background
   // job. Giving it up (TIOCNOTTY) would lift those checks. What a module could do to the
@@ -115,28 +115,35 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   // setsid and setpgid.
   // The status channel must close at the module's exec: a module that kept it could forge the
   // launcher's report.
-  for (int fd : plan.keep_fds) {
+  for (int fd : state.plan.keep_fds) {
     if (fd == g_status_fd) {
-      step_failed(program, "descriptors",
-                  "--keep-fd " + std::to_string(fd) + " is the status channel", EBADF);
+      return fail(state, "--keep-fd " + std::to_string(fd) + " is the status channel", EBADF);
     }
   }
-  if (!close_on_exec_except(plan.keep_fds, error))
-    step_failed(program, "descriptors", error.what, error.err);
-  if (!launch_test_skips("identity") && !apply_identity(plan.identity, error))
-    step_failed(program, "identity", error.what, error.err);
-  // The module user must be able to use its writable paths (contract.md: a directory the
-  // module user cannot use is refused with 70, named): work and temp read, write and search,
-  // data read and search only (probe/writable_path_rule.hpp; read-only input is fine). Asked
-  // of the descriptor the directory rule was checked on (faccessat2 AT_EMPTY_PATH, Linux 5.8);
-  // by name where the call is refused (EINVAL from glibc's emulation, or ENOSYS).
+  return close_on_exec_except(state.plan.keep_fds, state.error);
+}
+
+bool step_identity(LaunchState& state) {
+  const Plan& plan = state.plan;
+  const PreparedLaunch& prepared = state.prepared;
+  if (!launch_test_skips(LaunchStep::Identity) && !apply_identity(plan.identity, state.error)) {
+    return false;
+  }
+  // The module user must be able to use its writable paths (docs/launcher.md, "The steps, in
+  // order", Identity: a directory the module user cannot use is refused with 70, named): work
+  // and temp read, write and search, data read and search only (probe/writable_path_rule.hpp;
+  // read-only input is fine). Asked of the descriptor the directory rule was checked on
+  // (faccessat2 AT_EMPTY_PATH, Linux 5.8); by name where the call is refused (EINVAL from
+  // glibc's emulation, or ENOSYS). Part of this step, not one of its own: its messages have
+  // always said "step identity failed".
   for (std::size_t i = 0; i < plan.writable_dirs.size(); ++i) {
     const std::string& dir = plan.writable_dirs[i].path;
     const std::string& role = plan.writable_dirs[i].role;
     const int fd = i < prepared.writable_dir_fds.size() ? prepared.writable_dir_fds[i] : -1;
     struct stat st {};
     if (fd >= 0 ? ::fstat(fd, &st) != 0 : ::stat(dir.c_str(), &st) != 0) {
-      step_failed(program, "identity", "stat " + dir, errno);
+      const int err = errno;  // before the message is built
+      return fail(state, "stat " + dir, err);
     }
     // An entry without a role (a plan from elsewhere) is asked for everything, as before.
     const int mode =
@@ -147,41 +154,117 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
     }
     if (rc != 0) {
       const int err = errno;
-      fail_with_line(std::string(program) + ": step identity failed: " +
-                     writable_access_problem(role.empty() ? "writable" : role, dir,
-                                             PathOwnership{st.st_uid, st.st_mode}, ::geteuid(),
-                                             err));
+      // The problem names the errno, the path and the fix itself.
+      state.error =
+          StepError{writable_access_problem(role.empty() ? "writable" : role, dir,
+                                            PathOwnership{st.st_uid, st.st_mode}, ::geteuid(), err),
+                    err, true};
+      return false;
     }
   }
   if (prepared.working_directory_fd >= 0 ? ::fchdir(prepared.working_directory_fd) != 0
                                          : ::chdir(prepared.working_directory.c_str()) != 0) {
-    step_failed(program, "identity", "chdir(" + prepared.working_directory + ")", errno);
+    const int err = errno;
+    return fail(state, "chdir(" + prepared.working_directory + ")", err);
   }
+  return true;
+}
+
+bool step_no_new_privs(LaunchState& state) {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    step_failed(program, "no_new_privs", "prctl(PR_SET_NO_NEW_PRIVS)", errno);
+    const int err = errno;
+    return fail(state, "prctl(PR_SET_NO_NEW_PRIVS)", err);
   }
-  if (int err = restrict_self(prepared.ruleset); err != 0) {
-    step_failed(program, "landlock", "landlock_restrict_self", err);
+  return true;
+}
+
+bool step_landlock(LaunchState& state) {
+  if (int err = restrict_self(state.prepared.ruleset); err != 0) {
+    return fail(state, "landlock_restrict_self", err);
   }
-  prepared.ruleset.reset();
-  if (int err = launch_test_skips("seccomp") ? 0 : load_seccomp_filter(plan.filter); err != 0) {
-    step_failed(program, "seccomp", "seccomp(SECCOMP_SET_MODE_FILTER, " + plan.filter.name() + ")",
-                err);
+  state.prepared.ruleset.reset();
+  return true;
+}
+
+bool step_seccomp(LaunchState& state) {
+  if (launch_test_skips(LaunchStep::Seccomp)) return true;
+  if (int err = load_seccomp_filter(state.plan.filter); err != 0) {
+    return fail(state, "seccomp(SECCOMP_SET_MODE_FILTER, " + state.plan.filter.name() + ")", err);
   }
+  return true;
+}
+
+// Only returns on failure (execve), as the other steps do.
+bool step_exec(LaunchState& state) {
   if (g_status_fd >= 0) {
-    [[maybe_unused]] auto n = ::write(g_status_fd, "exec\n", 5);
+    [[maybe_unused]] auto n = ::write(g_status_fd, kStatusExecLine.data(), kStatusExecLine.size);
   }
+  PreparedLaunch& prepared = state.prepared;
   ::execve(prepared.executable.c_str(), prepared.argv.data(), prepared.envp.data());
   const int err = errno;
-  std::string line =
-      std::string(program) + ": execve " + prepared.executable + " failed: " + errno_text(err);
-  // Why, asked only after the failure; then _exit as before.
+  std::string what = "execve " + prepared.executable + " failed: " + errno_text(err);
+  // Why, asked only after the failure.
   const std::string detail = exec_failure_detail(prepared.executable, prepared.looked_up_on_path,
                                                  prepared.module_path, err);
-  if (!detail.empty()) line += ": " + detail;
+  if (!detail.empty()) what += ": " + detail;
+  state.error = StepError{std::move(what), err, true};
+  return false;
+}
+
+using StepFunction = bool (*)(LaunchState&);
+
+struct LauncherStep {
+  LaunchStep step;
+  StepFunction run;
+};
+
+// The launcher's part of plan/launch_steps.hpp's list, each step with its function.
+constexpr std::array<LauncherStep, 6> kLauncherSteps{{
+    {LaunchStep::Descriptors, &step_descriptors},
+    {LaunchStep::Identity, &step_identity},
+    {LaunchStep::NoNewPrivs, &step_no_new_privs},
+    {LaunchStep::Landlock, &step_landlock},
+    {LaunchStep::Seccomp, &step_seccomp},
+    {LaunchStep::Exec, &step_exec},
+}};
+static_assert(
+    [] {
+      if (kLauncherSteps.size() != launcher_steps().size()) return false;
+      for (std::size_t i = 0; i < kLauncherSteps.size(); ++i) {
+        if (kLauncherSteps[i].step != launcher_steps()[i].step) return false;
+      }
+      return true;
+    }(),
+    "launch() runs the launcher's steps of plan/launch_steps.hpp, in its order");
+
+// After the first irreversible step the process is half-sandboxed: it leaves with _exit, so
+// no destructor or atexit handler (a sanitizer's leak check needs ptrace) runs in that state.
+// "PROGRAM: step NAME failed: WHAT: ERRNO" (or the complete message); the exec step's own
+// line is "PROGRAM: execve PATH failed: ...", as it always was, with exit 71.
+[[noreturn]] void fail_step(const char* program, LaunchStep step, const StepError& error) {
+  std::string line = std::string(program) + ": ";
+  if (step == LaunchStep::Exec) {
+    line += error.what;
+  } else {
+    line += step_failed_message(step, error.what);
+    if (!error.complete) line += ": " + errno_text(error.err);
+  }
+  const int code =
+      exit_code_for(step == LaunchStep::Exec ? ErrorKind::ExecFailed : ErrorKind::StepFailed);
   std::fprintf(stderr, "%s\n", line.c_str());
-  report_launch_status(kExitOsErr, line);
-  ::_exit(kExitOsErr);
+  report_launch_status(code, line);
+  ::_exit(code);
+}
+
+}  // namespace
+
+void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
+  LaunchState state{plan, prepared, {}};
+  for (const LauncherStep& step : kLauncherSteps) {
+    if (!step.run(state)) fail_step(program, step.step, state.error);
+  }
+  // step_exec returns only on failure.
+  fail_step(program, LaunchStep::Exec, state.error);
 }
 
 }  // namespace oarbank

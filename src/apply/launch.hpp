@@ -30,13 +30,15 @@ struct PreparedLaunch {
 // Throws Error(StepFailed) if the ruleset cannot be built.
 PreparedLaunch prepare_launch(const Plan& plan, const Policy& policy, const OpenedPaths& paths);
 
-// Runs the irreversible steps and execs the module. Never returns: on failure it prints one
-// line and exits 70 (a step could not be applied in full) or 71 (execve failed).
+// Walks the launcher's steps of plan/launch_steps.hpp (descriptors, identity, no_new_privs,
+// landlock, seccomp, exec) and execs the module. Never returns: on failure it prints one line
+// and exits 70 (a step could not be applied in full) or 71 (execve failed).
 [[noreturn]] void launch(const Plan& plan, PreparedLaunch& prepared, const char* program_name);
 
 // sandbox-run's status channel (sandbox-exec --status-fd): the launcher writes
-// "CODE<TAB>LINE\n" there when it fails, and "exec\n" just before the module's execve. The
-// descriptor is close-on-exec, so its end of file tells the parent the exec happened. -1: none.
+// "CODE<TAB>LINE\n" there when it fails, and "exec\n" just before the module's execve (both
+// composed by plan/status_line.hpp). The descriptor is close-on-exec, so its end of file tells
+// the parent the exec happened. -1: none.
 void set_launch_status_fd(int fd);
 void report_launch_status(int code, const std::string& line);
 

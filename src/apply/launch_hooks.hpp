@@ -4,11 +4,11 @@
 // test-only launcher binary links tests/support/launch_hooks_skip_step.cpp instead.
 #pragma once
 
-#include <string_view>
+#include "plan/launch_steps.hpp"
 
 namespace oarbank {
 
-// "identity" or "seccomp".
-bool launch_test_skips(std::string_view step);
+// Asked by the identity step (of its setresuid part) and by the seccomp step.
+bool launch_test_skips(LaunchStep step);
 
 }  // namespace oarbank

@@ -2,6 +2,6 @@
 
 namespace oarbank {
 
-bool launch_test_skips(std::string_view /*step*/) { return false; }
+bool launch_test_skips(LaunchStep /*step*/) { return false; }
 
 }  // namespace oarbank

@@ -12,13 +12,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "plan/launch_steps.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, int err) {
-  throw Error(ErrorKind::StepFailed, "step network failed: " + what + ": " + errno_text(err));
+  throw step_error(LaunchStep::Network, what, err);
 }
 
 }  // namespace

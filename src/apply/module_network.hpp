@@ -1,7 +1,8 @@
-// contract.md, "Egress only through the proxy": Landlock's rule is a port, not an address, so
-// where the agent can (root), an egress-allowlist module gets its own network namespace that
-// holds only loopback, with the proxy's listening socket created inside it. The proxy itself
-// stays in the node's namespace, the only way out.
+// Egress only through the proxy (docs/launcher.md, "Egress: the module's own network
+// namespace"): Landlock's rule is a port, not an address, so where the agent can (root), an
+// egress-allowlist module gets its own network namespace that holds only loopback, with the
+// proxy's listening socket created inside it. The proxy itself stays in the node's namespace,
+// the only way out.
 #pragma once
 
 #include <sys/socket.h>

@@ -5,29 +5,20 @@
 #include <sys/resource.h>
 
 #include <csignal>
-#include <memory>
 #include <nlohmann/json.hpp>
 
+#include "apply/module_network.hpp"
 #include "cli/commands.hpp"
-#include "cli/proxy_host.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "policy/module_id.hpp"
-#include "apply/module_network.hpp"
+#include "supervise/proxy_host.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank::cli {
 namespace {
 
 constexpr const char* kCommand = "egress-proxy";
-
-struct ProxyArgs {
-  std::string policy_path;
-  std::optional<std::string> config_path;
-  std::string id = "module";
-  std::optional<std::string> listen;
-  std::optional<std::string> log_path;
-};
 
 ProxyHost* g_host = nullptr;
 
@@ -46,6 +37,8 @@ void raise_descriptor_limit() {
 extern "C" void stop_on_signal(int /*sig*/) {
   if (g_host != nullptr) g_host->stop();  // one write(2) to an eventfd: async-signal-safe
 }
+
+}  // namespace
 
 int run_egress_proxy(const ProxyArgs& options) {
   return run_guarded(kCommand, options.policy_path, [&]() -> int {
@@ -76,39 +69,6 @@ int run_egress_proxy(const ProxyArgs& options) {
     g_host = nullptr;
     return 0;
   });
-}
-
-}  // namespace
-
-Runner add_egress_proxy(CLI::App& app) {
-  auto options = std::make_shared<ProxyArgs>();
-  auto* sub = app.add_subcommand(
-      kCommand,
-      "Run the agent's egress proxy for one module's policy (its egress list) on the node's "
-      "proxy_listen, until SIGTERM or SIGINT: for a module started by sandbox-exec alone. "
-      "sandbox-run hosts the same proxy itself.");
-  // Issue 16: the whole usage line, what POLICY is, and two examples.
-  sub->footer(
-      "Usage:\n"
-      "  oarbank-agent egress-proxy [--config FILE] [--id ID] [--listen IP:PORT] [--log FILE] "
-      "POLICY.json\n"
-      "  POLICY.json is a file (- reads it from standard input).\n"
-      "Examples:\n"
-      "  oarbank-agent egress-proxy job.json\n"
-      "  oarbank-agent egress-proxy --listen 127.0.0.1:3128 --log /var/log/oarbank/fetch-1.log "
-      "job.json\n");
-  sub->add_option("policy", options->policy_path,
-                  "The module's policy file (its egress list); - reads it from standard input")
-      ->required();
-  sub->add_option("--config", options->config_path,
-                  "Node configuration file (default: $OARBANK_AGENT_CONFIG, else "
-                  "/etc/oarbank/agent.json)");
-  sub->add_option("--id", options->id, "The module's id, in the log lines (default: module)");
-  sub->add_option("--listen", options->listen,
-                  "IP:PORT to listen on (default: the configuration's proxy_listen)");
-  sub->add_option("--log", options->log_path,
-                  "Append the JSON log lines to FILE (default: stderr)");
-  return [options] { return run_egress_proxy(*options); };
 }
 
 }  // namespace oarbank::cli

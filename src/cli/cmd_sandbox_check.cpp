@@ -3,11 +3,10 @@
 #include <unistd.h>
 
 #include <iostream>
-#include <memory>
 #include <optional>
 
+#include "apply/prepared_exec.hpp"
 #include "cli/commands.hpp"
-#include "cli/prepared_exec.hpp"
 #include "config/node_config.hpp"
 #include "plan/plan.hpp"
 #include "probe/path_facts.hpp"
@@ -17,11 +16,6 @@
 
 namespace oarbank::cli {
 namespace {
-
-struct CheckOptions {
-  std::string policy_path;
-  std::optional<std::string> config_path;
-};
 
 constexpr const char* kCommand = "sandbox-check";
 
@@ -39,11 +33,13 @@ std::vector<std::pair<std::string, std::string>> policy_paths(const Policy& poli
   return out;
 }
 
-int run(const CheckOptions& options) {
+}  // namespace
+
+int run_sandbox_check(const CheckArgs& options) {
   return run_guarded(kCommand, options.policy_path, [&]() -> int {
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
-    // What the launcher probes for this policy (cli/prepared_exec.cpp), so both agree.
+    // What the launcher probes for this policy (apply/prepared_exec.cpp), so both agree.
     const KernelFeatures features = probe_kernel(config, launch_probe_scope(policy, config));
     int missing = 0;
     for (const auto& verdict : unmet_capabilities(policy, features, config)) {
@@ -97,7 +93,7 @@ int run(const CheckOptions& options) {
       }
       ++missing;
     }
-    if (missing > 0) return kExitSoftware;
+    if (missing > 0) return exit_code_for(ErrorKind::Unenforceable);
     for (const auto& line : will_be_created) std::cout << line << '\n';
     std::cout << "this node can run "
               << (options.policy_path == "-" ? std::string("(standard input)")
@@ -105,29 +101,6 @@ int run(const CheckOptions& options) {
               << '\n';
     return 0;
   });
-}
-
-}  // namespace
-
-Runner add_sandbox_check(CLI::App& app) {
-  auto options = std::make_shared<CheckOptions>();
-  auto* sub =
-      app.add_subcommand(kCommand,
-                         "Can this node run this policy? Exit 0 yes, 70 no (naming each missing "
-                         "capability), 64 invalid policy.");
-  // Issue 16: the whole usage line, what POLICY is, and two examples.
-  sub->footer(
-      "Usage:\n"
-      "  oarbank-agent sandbox-check [--config FILE] POLICY.json\n"
-      "  POLICY.json is a file (- reads it from standard input).\n"
-      "Examples:\n"
-      "  oarbank-agent sandbox-check job.json\n"
-      "  oarbank-agent sandbox-check --config /etc/oarbank/agent.json - < job.json\n");
-  sub->add_option("policy", options->policy_path,
-                  "The policy file (the SDK's Policy as JSON); - reads it from standard input")
-      ->required();
-  sub->add_option("--config", options->config_path, "Node configuration file");
-  return [options] { return run(*options); };
 }
 
 }  // namespace oarbank::cli

@@ -5,12 +5,11 @@
 #include <csignal>
 #include <ctime>
 #include <iostream>
-#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
-#include "supervise/cgroup_leaf.hpp"
 #include "policy/module_id.hpp"
+#include "supervise/cgroup_leaf.hpp"
 #include "supervise/run_state.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"
@@ -19,11 +18,6 @@ namespace oarbank::cli {
 namespace {
 
 constexpr const char* kCommand = "sandbox-ctl";
-
-struct CtlArgs {
-  std::string action;
-  std::string id;
-};
 
 nlohmann::json status_json(const RunRecord& record) {
   nlohmann::json j{{"id", record.id},
@@ -103,6 +97,8 @@ int list_runs(const std::string& dir) {
   return 0;
 }
 
+}  // namespace
+
 int run_sandbox_ctl(const CtlArgs& options) {
   return run_guarded(kCommand, "", [&]() -> int {
     const std::string dir = run_state_dir();
@@ -157,30 +153,6 @@ int run_sandbox_ctl(const CtlArgs& options) {
     }
     return 0;
   });
-}
-
-}  // namespace
-
-Runner add_sandbox_ctl(CLI::App& app) {
-  auto options = std::make_shared<CtlArgs>();
-  auto* sub = app.add_subcommand(
-      kCommand,
-      "Act on a module that sandbox-run runs, by its id: freeze, thaw, kill (its whole cgroup "
-      "leaf, else its process group), status (JSON); list: every running module (id, pid, "
-      "container, age, state). Exit 69 when no such module runs.");
-  // Issue 16: the whole usage line, what POLICY is, and two examples.
-  sub->footer(
-      "Usage:\n"
-      "  oarbank-agent sandbox-ctl freeze|thaw|kill|status ID\n"
-      "  oarbank-agent sandbox-ctl list\n"
-      "Examples:\n"
-      "  oarbank-agent sandbox-ctl list\n"
-      "  oarbank-agent sandbox-ctl freeze fetch-1\n");
-  sub->add_option("action", options->action, "freeze, thaw, kill, status or list")
-      ->required()
-      ->check(CLI::IsMember({"freeze", "thaw", "kill", "status", "list"}));
-  sub->add_option("id", options->id, "The module's id (sandbox-run --id); none for list");
-  return [options] { return run_sandbox_ctl(*options); };
 }
 
 }  // namespace oarbank::cli

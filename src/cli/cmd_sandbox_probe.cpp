@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 
 #include "cli/commands.hpp"
 
@@ -77,18 +76,12 @@ int run(const std::vector<std::string>& args) {
 
 }  // namespace
 
-Runner add_sandbox_probe(CLI::App& app) {
-  auto args = std::make_shared<std::vector<std::string>>();
-  auto* sub = app.add_subcommand("sandbox-probe", "");  // empty description: hidden from --help
-  sub->group("");
-  sub->add_option("args", *args)->required();
-  // It runs inside the sandbox: it leaves with _exit, so nothing at exit (a sanitizer's leak
-  // check, which needs ptrace) meets the filter.
-  return [args]() -> int {
-    const int code = run(*args);
-    std::fflush(stdout);
-    ::_exit(code);
-  };
+// It runs inside the sandbox: it leaves with _exit, so nothing at exit (a sanitizer's leak
+// check, which needs ptrace) meets the filter.
+void run_sandbox_probe(const std::vector<std::string>& args) {
+  const int code = run(args);
+  std::fflush(stdout);
+  ::_exit(code);
 }
 
 }  // namespace oarbank::cli

@@ -1,6 +1,8 @@
 #pragma once
 
-#include <CLI/CLI.hpp>
+// The sub-commands as plain functions on plain structs. No CLI11 here: only
+// src/cli/command_line.cpp includes it (it declares every command's options), so the launch
+// binary (src/cli/main.cpp) links none of it and each cmd_*.cpp compiles without it.
 #include <functional>
 #include <optional>
 #include <string>
@@ -10,32 +12,44 @@
 
 namespace oarbank::cli {
 
-// Each sub-command registers its options and returns the function main() runs when it was
-// chosen; that function returns the exit code.
-using Runner = std::function<int()>;
-
-// What follows the first "--" on the command line: the module's command. main() splits it off
-// before CLI11 parses the rest, so no word of the module's command is ever read as one of the
-// agent's options (`sandbox-exec P.json prog --explain` is a usage error, not an --explain).
-struct ModuleCommand {
-  bool separator = false;  // a "--" was given
-  std::vector<std::string> argv;
-};
-
-Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command);
 // The launcher itself, for both the CLI11 path and main()'s hand-parsed fast path.
 int run_sandbox_exec(const ExecArgs& args);
 inline constexpr const char* kNoCommand =
     "no command after -- (sandbox-exec [OPTIONS] POLICY.json -- ARGV...)";
-Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command);
 // sandbox-run itself, for both the CLI11 path and main()'s fast path.
 int run_sandbox_run(const RunArgs& args);
-Runner add_sandbox_ctl(CLI::App& app);
-Runner add_egress_proxy(CLI::App& app);
-Runner add_sandbox_report(CLI::App& app);
-Runner add_sandbox_check(CLI::App& app);
-// Hidden: the operations sandbox-report --verify runs inside the sandbox.
-Runner add_sandbox_probe(CLI::App& app);
+
+struct CtlArgs {
+  std::string action;  // freeze, thaw, kill, status or list
+  std::string id;
+};
+int run_sandbox_ctl(const CtlArgs& args);
+
+struct ProxyArgs {
+  std::string policy_path;
+  std::optional<std::string> config_path;
+  std::string id = "module";
+  std::optional<std::string> listen;
+  std::optional<std::string> log_path;
+};
+int run_egress_proxy(const ProxyArgs& args);
+
+struct ReportArgs {
+  std::optional<std::string> config_path;
+  bool json = false;
+  std::string format = "table";  // table, json or nfd
+  bool verify = false;
+};
+int run_sandbox_report(const ReportArgs& args);
+
+struct CheckArgs {
+  std::string policy_path;
+  std::optional<std::string> config_path;
+};
+int run_sandbox_check(const CheckArgs& args);
+
+// Hidden: the operations sandbox-report --verify runs inside the sandbox. Leaves with _exit.
+[[noreturn]] void run_sandbox_probe(const std::vector<std::string>& args);
 
 // --version: the package's version and the commit it was built from (generated at build
 // time by cmake/version.cmake).
@@ -44,12 +58,6 @@ extern const char* const kPackageCommit;
 
 // "a, b, c".
 std::string join(const std::vector<std::string>& names);
-// The first "--word" on the command line (argv[1..argc)) that `command` has no option for
-// (nor `known`, names main() answers itself), as "unknown option --word", with "; did you
-// mean \"--other\"?" when one is close; else nothing.
-std::optional<std::string> unknown_option(const CLI::App& command, int argc,
-                                          const char* const* argv,
-                                          std::vector<std::string> known = {});
 
 // Prints "oarbank-agent COMMAND: MESSAGE" as one line of printable ASCII: a hostile policy
 // cannot put a newline or a terminal escape sequence on the operator's screen.
@@ -57,9 +65,9 @@ void print_error(const std::string& command, const std::string& message);
 // The last line print_error wrote (without its newline), for sandbox-exec's status channel.
 const std::string& last_error_line();
 
-// Runs a command's body and maps what it throws to one line on stderr and an exit code:
-// PolicyError 64 (naming `policy_path`), ConfigError 78, Error by its kind. Only here, and in
-// main(), are errors turned into exit codes.
+// Runs a command's body and maps what it throws to one line on stderr and an exit code: every
+// Error by its kind through exit_code_for (sys/error.hpp), a PolicyError's line naming
+// `policy_path`. Only here, and in main(), are thrown errors turned into exit codes.
 int run_guarded(const std::string& command, const std::string& policy_path,
                 const std::function<int()>& body);
 

@@ -11,15 +11,16 @@
 #include "policy/strict_json.hpp"
 #include "policy/suggest.hpp"
 #include "sys/landlock_abi.hpp"
+#include "sys/landlock_abi.hpp"
 
 namespace oarbank {
 
-ConfigError::ConfigError(const std::string& source, std::string pointer,
+ConfigError::ConfigError(const std::string& source, const std::string& pointer,
                          const std::string& problem)
-    : std::runtime_error("configuration " + printable(source) + ": " +
-                         (pointer.empty() ? std::string("(document)") : printable(pointer)) + ": " +
-                         printable(problem)),
-      pointer_(std::move(pointer)) {}
+    : Error(ErrorKind::Config, std::nullopt, pointer,
+            "configuration " + printable(source) + ": " +
+                (pointer.empty() ? std::string("(document)") : printable(pointer)) + ": " +
+                printable(problem)) {}
 
 namespace {
 
@@ -187,7 +188,7 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
       config.landlock_abi_max = value.is_null()
                                     ? std::nullopt
                                     : std::optional(static_cast<int>(r.unsigned_int(
-                                          value, pointer, 0, landlock::kNewestKnownAbi)));
+                                          value, pointer, 0, landlock::number(landlock::kNewestKnownAbi))));
     } else if (key == "writable_roots") {
       if (!value.is_array()) r.fail(pointer, "must be a list of absolute paths");
       config.writable_roots.clear();

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sys/error.hpp"
+
 namespace oarbank {
 
 inline constexpr const char* kDefaultConfigPath = "/etc/oarbank/agent.json";
@@ -55,13 +57,13 @@ struct NodeConfig {
   friend bool operator==(const NodeConfig&, const NodeConfig&) = default;
 };
 
-class ConfigError : public std::runtime_error {
+// An invalid configuration: an Error of kind Config (sys/error.hpp) whose where() is the JSON
+// Pointer of the offending value ("" for the whole document); what() is "configuration
+// SOURCE: POINTER: PROBLEM".
+class ConfigError : public Error {
  public:
-  ConfigError(const std::string& source, std::string pointer, const std::string& problem);
-  [[nodiscard]] const std::string& pointer() const { return pointer_; }
-
- private:
-  std::string pointer_;
+  ConfigError(const std::string& source, const std::string& pointer, const std::string& problem);
+  [[nodiscard]] const std::string& pointer() const { return where(); }
 };
 
 // Parses a configuration document; `source` names it in errors. Throws ConfigError.

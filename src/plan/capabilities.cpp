@@ -20,61 +20,6 @@ std::string_view to_string(LandlockState state) {
   return "?";
 }
 
-namespace {
-
-struct RowInfo {
-  CapabilityRow row;
-  std::string_view key;
-  std::string_view title;
-};
-
-constexpr RowInfo kRows[] = {
-    {CapabilityRow::Filesystem, "filesystem", "filesystem, net.none, exec_writable deny, GPU"},
-    {CapabilityRow::EgressAllowlist, "net.egress-allowlist",
-     "net.egress-allowlist, no loopback, no link-local"},
-    {CapabilityRow::Ipc, "ipc", "IPC"},
-    {CapabilityRow::EgressAny, "net.egress-any", "net.egress-any"},
-    {CapabilityRow::StatHiding, "stat-hiding", "hiding which files exist"},
-    {CapabilityRow::GpuDevices, "devices.gpu",
-     "GPU device nodes (/dev/dri, /dev/nvidia*, /dev/kfd)"},
-    {CapabilityRow::SetidFiles, "setid-files",
-     "no setuid or setgid files (as systemd's RestrictSUIDSGID=)"},
-    {CapabilityRow::CgroupContainer, "container.cgroup",
-     "process container: cgroup v2 leaf (else process group only)"},
-    {CapabilityRow::LimitCpu, "limit.cpu", "hard limit: cpu.max"},
-    {CapabilityRow::LimitMemory, "limit.memory", "hard limit: memory.max"},
-    {CapabilityRow::LimitPids, "limit.pids", "hard limit: pids.max"},
-    {CapabilityRow::EgressNetns, "egress.netns",
-     "egress confinement: network namespace (else port only)"},
-    {CapabilityRow::ExecWritableScope, "known-limit.exec-writable",
-     "exec_writable deny also stops interpreters, ld.so, mmap(PROT_EXEC) and memfd"},
-    {CapabilityRow::MetadataCalls, "known-limit.metadata",
-     "chmod, chown, utimes and xattrs governed outside the writable directories"},
-    {CapabilityRow::BrokerSockets, "known-limit.broker-sockets",
-     "the broker grant reaches the broker's socket alone"},
-};
-
-const RowInfo& info(CapabilityRow row) {
-  for (const auto& entry : kRows) {
-    if (entry.row == row) return entry;
-  }
-  return kRows[0];
-}
-
-}  // namespace
-
-std::string_view row_key(CapabilityRow row) { return info(row).key; }
-std::string_view row_title(CapabilityRow row) { return info(row).title; }
-
-const std::vector<CapabilityRow>& all_rows() {
-  static const std::vector<CapabilityRow> rows = [] {
-    std::vector<CapabilityRow> out;
-    for (const auto& entry : kRows) out.push_back(entry.row);
-    return out;
-  }();
-  return rows;
-}
-
 std::string_view to_string(CapabilityStatus status) {
   switch (status) {
     case CapabilityStatus::Enforced:
@@ -91,29 +36,17 @@ std::string_view to_string(CapabilityStatus status) {
 
 int effective_landlock_abi(const KernelFeatures& features, const NodeConfig& config) {
   if (features.landlock != LandlockState::Present) return 0;
-  int abi = std::min(features.landlock_abi, landlock::kNewestKnownAbi);
+  int abi = std::min(features.landlock_abi, landlock::number(landlock::kNewestKnownAbi));
   if (config.landlock_abi_max) abi = std::min(abi, *config.landlock_abi_max);
   return abi;
 }
 
 namespace {
 
-// The Landlock floor of the rows Landlock decides.
-int min_abi(CapabilityRow row) {
-  switch (row) {
-    case CapabilityRow::EgressAllowlist:
-      return 4;  // TCP port rules
-    case CapabilityRow::Ipc:
-      return 6;  // scopes: abstract unix sockets and signals
-    default:
-      return landlock::kFilesystemFloorAbi;  // truncate is governed from ABI 3
-  }
-}
-
-std::string landlock_shortfall(int needed, const KernelFeatures& features,
+std::string landlock_shortfall(landlock::Abi needed, const KernelFeatures& features,
                                const NodeConfig& config) {
-  std::string need =
-      fmt::format("needs Landlock ABI {} ({})", needed, landlock::linux_release_for_abi(needed));
+  std::string need = fmt::format("needs Landlock ABI {} ({})", landlock::number(needed),
+                                 landlock::linux_release(needed));
   if (features.landlock == LandlockState::NotBuilt) return need + "; this kernel has no Landlock";
   if (features.landlock == LandlockState::Disabled) {
     return need + "; Landlock is built into this kernel but disabled at boot (lsm=)";
@@ -126,31 +59,40 @@ std::string landlock_shortfall(int needed, const KernelFeatures& features,
   return fmt::format("{}; this kernel has ABI {}", need, features.landlock_abi);
 }
 
-}  // namespace
-
-namespace {
-
 bool has_controller(const CgroupFacts& cgroup, std::string_view name) {
   return std::find(cgroup.controllers.begin(), cgroup.controllers.end(), name) !=
          cgroup.controllers.end();
 }
 
-CapabilityVerdict landlock_row(CapabilityRow row, const KernelFeatures& features,
+// A row Landlock decides (with the seccomp filter beside it): the entry's ABI or better.
+CapabilityVerdict landlock_row(const CapabilityEntry& entry, const KernelFeatures& features,
                                const NodeConfig& config) {
-  const int needed = min_abi(row);
+  const CapabilityRow row = entry.row;
   const int abi = effective_landlock_abi(features, config);
-  if (abi < needed)
-    return {row, CapabilityStatus::Unavailable, landlock_shortfall(needed, features, config)};
+  if (!landlock::supports(abi, entry.landlock)) {
+    return {row, CapabilityStatus::Unavailable,
+            landlock_shortfall(entry.landlock, features, config)};
+  }
   if (!features.seccomp_filter) {
     return {row, CapabilityStatus::Unavailable, "needs seccomp filters; this kernel has none"};
   }
   return {row, CapabilityStatus::Enforced,
-          fmt::format("Landlock ABI {} (needs {}) and seccomp filters", abi, needed)};
+          fmt::format("Landlock ABI {} (needs {}) and seccomp filters", abi,
+                      landlock::number(entry.landlock))};
 }
 
-CapabilityVerdict container_row(const KernelFeatures& features) {
+// A row that holds the same on every node: a known limit, or what Landlock cannot do.
+CapabilityVerdict not_promised_row(const CapabilityEntry& entry, const KernelFeatures&,
+                                   const NodeConfig&) {
+  return {entry.row, CapabilityStatus::NotPromised, std::string(entry.reason)};
+}
+CapabilityVerdict never_row(const CapabilityEntry& entry, const KernelFeatures&,
+                            const NodeConfig&) {
+  return {entry.row, CapabilityStatus::Unavailable, std::string(entry.reason)};
+}
+
+CapabilityVerdict container_verdict(CapabilityRow row, const KernelFeatures& features) {
   const auto& cg = features.cgroup;
-  const CapabilityRow row = CapabilityRow::CgroupContainer;
   if (!cg.probed) return {row, CapabilityStatus::Unavailable, "cgroups were not probed"};
   if (!cg.mounted)
     return {row, CapabilityStatus::Unavailable,
@@ -169,9 +111,16 @@ CapabilityVerdict container_row(const KernelFeatures& features) {
                       cg.kill_file ? "" : " (no cgroup.kill: freeze, kill each, thaw)")};
 }
 
-CapabilityVerdict limit_row(CapabilityRow row, std::string_view controller,
-                            const KernelFeatures& features) {
-  auto container = container_row(features);
+CapabilityVerdict container_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                                const NodeConfig&) {
+  return container_verdict(entry.row, features);
+}
+
+CapabilityVerdict limit_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                            const NodeConfig&) {
+  const CapabilityRow row = entry.row;
+  const std::string_view controller = entry.controller;
+  auto container = container_verdict(CapabilityRow::CgroupContainer, features);
   if (container.status != CapabilityStatus::Enforced) {
     return {row, CapabilityStatus::Unavailable, "no cgroup v2 container: " + container.reason};
   }
@@ -198,9 +147,10 @@ std::string why_no_namespace(const KernelFeatures& features) {
 
 // net.egress-allowlist: Landlock's port rule (ABI 4) and seccomp, and what keeps the module to
 // the proxy's address, per launch mode.
-CapabilityVerdict egress_allowlist_row(const KernelFeatures& features, const NodeConfig& config) {
-  const CapabilityRow row = CapabilityRow::EgressAllowlist;
-  auto landlock = landlock_row(row, features, config);
+CapabilityVerdict egress_allowlist_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                                       const NodeConfig& config) {
+  const CapabilityRow row = entry.row;
+  auto landlock = landlock_row(entry, features, config);
   if (landlock.status != CapabilityStatus::Enforced) return landlock;
   switch (egress_confinement(features, config)) {
     case EgressConfinement::Namespace:
@@ -227,7 +177,146 @@ CapabilityVerdict egress_allowlist_row(const KernelFeatures& features, const Nod
               "listens on the proxy's port)"};
 }
 
+CapabilityVerdict gpu_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                          const NodeConfig& config) {
+  const CapabilityRow row = entry.row;
+  auto fs = landlock_row(entry, features, config);
+  if (fs.status != CapabilityStatus::Enforced) return fs;
+  if (features.gpu_device_nodes.empty()) {
+    return {row, CapabilityStatus::Unavailable,
+            "this node has no GPU device node (/dev/dri, /dev/nvidia*, /dev/kfd)"};
+  }
+  std::string nodes;
+  for (const auto& node : features.gpu_device_nodes) nodes += (nodes.empty() ? "" : ", ") + node;
+  return {row, CapabilityStatus::Enforced,
+          landlock::supports(effective_landlock_abi(features, config), landlock::Abi::V5)
+              ? "device nodes " + nodes + "; device ioctls governed (Landlock ABI 5)"
+              : "device nodes " + nodes + "; device ioctls not governed below Landlock ABI 5"};
+}
+
+// The filter refuses setting the bits (docs/seccomp.md); it is loaded wherever the launcher
+// runs a module, so the row needs seccomp filters alone.
+CapabilityVerdict setid_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                            const NodeConfig&) {
+  if (!features.seccomp_filter) {
+    return {entry.row, CapabilityStatus::Unavailable,
+            "needs seccomp filters; this kernel has none"};
+  }
+  return {entry.row, CapabilityStatus::Enforced, std::string(entry.reason)};
+}
+
+// Made by sandbox-run (supervise/module_network.cpp) and by a bare sandbox-exec
+// (apply/egress_relay.cpp) when they run as root.
+CapabilityVerdict netns_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                            const NodeConfig& config) {
+  const std::string why = why_no_namespace(features);
+  if (why.empty()) return {entry.row, CapabilityStatus::Enforced, std::string(entry.reason)};
+  return {entry.row, CapabilityStatus::Unavailable,
+          why + (config.accept_port_only_egress ? "; egress modules run confined by port alone "
+                                                  "(accept_port_only_egress)"
+                                                : "; egress modules are refused "
+                                                  "(accept_port_only_egress is false)")};
+}
+
+using landlock::Abi;
+using Fact = CapabilityFact;
+using Row = CapabilityRow;
+
+// plan_rank: rows every policy needs first, then by the policy's fields. The golden --explain
+// files and the first refusal a policy gets depend on this order.
+constexpr CapabilityEntry kTable[] = {
+    // The page's rows.
+    {Row::Filesystem, "filesystem", "filesystem, net.none, exec_writable deny, GPU",
+     landlock::kFilesystemFloorAbi, Fact::SeccompFilter, "", landlock_row,
+     [](const Policy&, const NodeConfig&) { return true; }, 0, ""},
+    {Row::EgressAllowlist, "net.egress-allowlist",
+     "net.egress-allowlist, no loopback, no link-local", Abi::V4, Fact::NetworkNamespace, "",
+     egress_allowlist_row,
+     [](const Policy& p, const NodeConfig&) { return p.net == NetMode::EgressAllowlist; }, 2, ""},
+    {Row::Ipc, "ipc", "IPC", Abi::V6, Fact::SeccompFilter, "", landlock_row,
+     [](const Policy& p, const NodeConfig&) { return p.ipc_isolation == IpcIsolation::Required; },
+     4, ""},
+    {Row::EgressAny, "net.egress-any", "net.egress-any", Abi::Unsupported, Fact::None, "",
+     never_row, [](const Policy& p, const NodeConfig&) { return p.net == NetMode::EgressAny; }, 3,
+     "Landlock filters ports, not addresses, so loopback and link-local cannot be refused"},
+    {Row::StatHiding, "stat-hiding", "hiding which files exist", Abi::Unsupported, Fact::None, "",
+     not_promised_row, nullptr, 0, "Landlock does not restrict stat"},
+    // Rows the project adds (docs/report.md, "Rows").
+    {Row::GpuDevices, "devices.gpu", "GPU device nodes (/dev/dri, /dev/nvidia*, /dev/kfd)",
+     landlock::kFilesystemFloorAbi, Fact::GpuDeviceNodes, "", gpu_row,
+     [](const Policy& p, const NodeConfig&) { return p.gpu == GpuMode::Compute; }, 5, ""},
+    {Row::SetidFiles, "setid-files", "no setuid or setgid files (as systemd's RestrictSUIDSGID=)",
+     Abi::Unsupported, Fact::SeccompFilter, "", setid_row,
+     [](const Policy&, const NodeConfig&) { return true; }, 1,
+     "the seccomp filter refuses the setuid and setgid bits in chmod, fchmod, fchmodat, "
+     "fchmodat2, open, openat, creat, mkdir, mkdirat, mknod and mknodat (openat2: ENOSYS)"},
+    {Row::CgroupContainer, "container.cgroup",
+     "process container: cgroup v2 leaf (else process group only)", Abi::Unsupported,
+     Fact::CgroupContainer, "", container_row, nullptr, 0, ""},
+    {Row::LimitCpu, "limit.cpu", "hard limit: cpu.max", Abi::Unsupported, Fact::CgroupController,
+     "cpu", limit_row,
+     [](const Policy& p, const NodeConfig& c) { return c.hard_limits && p.reservations.cpu; }, 6,
+     ""},
+    {Row::LimitMemory, "limit.memory", "hard limit: memory.max", Abi::Unsupported,
+     Fact::CgroupController, "memory", limit_row,
+     [](const Policy& p, const NodeConfig& c) {
+       return c.hard_limits && p.reservations.memory_bytes;
+     },
+     7, ""},
+    // pids.max comes from the node, not the policy: with hard_limits it is required too.
+    {Row::LimitPids, "limit.pids", "hard limit: pids.max", Abi::Unsupported, Fact::CgroupController,
+     "pids", limit_row,
+     [](const Policy&, const NodeConfig& c) { return c.hard_limits && c.pids_max; }, 8, ""},
+    {Row::EgressNetns, "egress.netns", "egress confinement: network namespace (else port only)",
+     Abi::Unsupported, Fact::NetworkNamespace, "", netns_row, nullptr, 0,
+     "sandbox-run and sandbox-exec give each egress-allowlist module a network namespace "
+     "holding only loopback, the proxy reachable inside it"},
+    // Known limits, documented in docs/launcher.md.
+    {Row::ExecWritableScope, "known-limit.exec-writable",
+     "exec_writable deny also stops interpreters, ld.so, mmap(PROT_EXEC) and memfd",
+     Abi::Unsupported, Fact::None, "", not_promised_row, nullptr, 0,
+     "exec_writable deny refuses execve of written files; interpreters, the dynamic loader, "
+     "mmap(PROT_EXEC) and memfd still run code the module wrote"},
+    // Per launch mode: whose files a module can change the metadata of.
+    {Row::MetadataCalls, "known-limit.metadata",
+     "chmod, chown, utimes and xattrs governed outside the writable directories", Abi::Unsupported,
+     Fact::None, "", not_promised_row, nullptr, 0,
+     "Landlock does not govern chmod, chown, utimes or xattrs. Started as root, every module "
+     "runs as the same module user: a module can change the mode, times and xattrs of another "
+     "module's files, and of none of its operator's. Started unprivileged, a module runs as its "
+     "operator: it can change those of any file of the operator's it can name (not read or "
+     "write them outside its policy); sandbox-run keeps its own state out of reach (policies "
+     "naming it or the node configuration refused, run records trusted only as the operator "
+     "wrote them, a state directory made writable repaired)"},
+    {Row::BrokerSockets, "known-limit.broker-sockets",
+     "the broker grant reaches the broker's socket alone", Abi::Unsupported, Fact::None, "",
+     not_promised_row, nullptr, 0,
+     "Landlock does not govern connect to pathname unix sockets: with the broker grant a module "
+     "reaches any socket its user may write to"},
+};
+
 }  // namespace
+
+std::span<const CapabilityEntry> capability_table() { return kTable; }
+
+const CapabilityEntry& capability_entry(CapabilityRow row) {
+  for (const auto& entry : kTable) {
+    if (entry.row == row) return entry;
+  }
+  return kTable[0];  // unreachable: every row has an entry (a unit test walks them)
+}
+
+std::string_view row_key(CapabilityRow row) { return capability_entry(row).key; }
+std::string_view row_title(CapabilityRow row) { return capability_entry(row).title; }
+
+const std::vector<CapabilityRow>& all_rows() {
+  static const std::vector<CapabilityRow> rows = [] {
+    std::vector<CapabilityRow> out;
+    for (const auto& entry : kTable) out.push_back(entry.row);
+    return out;
+  }();
+  return rows;
+}
 
 EgressConfinement egress_confinement(const KernelFeatures& features, const NodeConfig& config) {
   if (why_no_namespace(features).empty()) return EgressConfinement::Namespace;
@@ -240,88 +329,8 @@ bool row_is_met(CapabilityStatus status) {
 
 CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& features,
                                       const NodeConfig& config) {
-  switch (row) {
-    case CapabilityRow::Filesystem:
-    case CapabilityRow::Ipc:
-      return landlock_row(row, features, config);
-    case CapabilityRow::EgressAllowlist:
-      return egress_allowlist_row(features, config);
-    case CapabilityRow::EgressAny:
-      return {
-          row, CapabilityStatus::Unavailable,
-          "Landlock filters ports, not addresses, so loopback and link-local cannot be refused"};
-    case CapabilityRow::StatHiding:
-      return {row, CapabilityStatus::NotPromised, "Landlock does not restrict stat"};
-    case CapabilityRow::GpuDevices: {
-      auto fs = landlock_row(CapabilityRow::Filesystem, features, config);
-      if (fs.status != CapabilityStatus::Enforced) return {row, fs.status, fs.reason};
-      if (features.gpu_device_nodes.empty()) {
-        return {row, CapabilityStatus::Unavailable,
-                "this node has no GPU device node (/dev/dri, /dev/nvidia*, /dev/kfd)"};
-      }
-      std::string nodes;
-      for (const auto& node : features.gpu_device_nodes)
-        nodes += (nodes.empty() ? "" : ", ") + node;
-      return {row, CapabilityStatus::Enforced,
-              effective_landlock_abi(features, config) >= 5
-                  ? "device nodes " + nodes + "; device ioctls governed (Landlock ABI 5)"
-                  : "device nodes " + nodes + "; device ioctls not governed below Landlock ABI 5"};
-    }
-    case CapabilityRow::SetidFiles:
-      // The filter refuses setting the bits (docs/seccomp.md); it is loaded wherever the
-      // launcher runs a module, so the row needs seccomp filters alone.
-      if (!features.seccomp_filter) {
-        return {row, CapabilityStatus::Unavailable, "needs seccomp filters; this kernel has none"};
-      }
-      return {row, CapabilityStatus::Enforced,
-              "the seccomp filter refuses the setuid and setgid bits in chmod, fchmod, fchmodat, "
-              "fchmodat2, open, openat, creat, mkdir, mkdirat, mknod and mknodat (openat2: "
-              "ENOSYS)"};
-    case CapabilityRow::CgroupContainer:
-      return container_row(features);
-    case CapabilityRow::LimitCpu:
-      return limit_row(row, "cpu", features);
-    case CapabilityRow::LimitMemory:
-      return limit_row(row, "memory", features);
-    case CapabilityRow::LimitPids:
-      return limit_row(row, "pids", features);
-    case CapabilityRow::EgressNetns: {
-      // Made by sandbox-run (supervise/module_network.cpp) and by a bare sandbox-exec
-      // (apply/egress_relay.cpp) when they run as root.
-      const std::string why = why_no_namespace(features);
-      if (why.empty()) {
-        return {row, CapabilityStatus::Enforced,
-                "sandbox-run and sandbox-exec give each egress-allowlist module a network "
-                "namespace holding only loopback, the proxy reachable inside it"};
-      }
-      return {row, CapabilityStatus::Unavailable,
-              why + (config.accept_port_only_egress
-                         ? "; egress modules run confined by port alone "
-                           "(accept_port_only_egress)"
-                         : "; egress modules are refused (accept_port_only_egress is false)")};
-    }
-    case CapabilityRow::ExecWritableScope:
-      return {
-          row, CapabilityStatus::NotPromised,
-          "exec_writable deny refuses execve of written files; interpreters, the dynamic loader, "
-          "mmap(PROT_EXEC) and memfd still run code the module wrote"};
-    case CapabilityRow::MetadataCalls:
-      // Per launch mode: whose files a module can change the metadata of.
-      return {row, CapabilityStatus::NotPromised,
-              "Landlock does not govern chmod, chown, utimes or xattrs. Started as root, every "
-              "module runs as the same module user: a module can change the mode, times and "
-              "xattrs of another module's files, and of none of its operator's. Started "
-              "unprivileged, a module runs as its operator: it can change those of any file of "
-              "the operator's it can name (not read or write them outside its policy); "
-              "sandbox-run keeps its own state out of reach (policies naming it or the node "
-              "configuration refused, run records trusted only as the operator wrote them, a "
-              "state directory made writable repaired)"};
-    case CapabilityRow::BrokerSockets:
-      return {row, CapabilityStatus::NotPromised,
-              "Landlock does not govern connect to pathname unix sockets: with the broker grant a "
-              "module reaches any socket its user may write to"};
-  }
-  return {row, CapabilityStatus::Unavailable, "unknown row"};
+  const CapabilityEntry& entry = capability_entry(row);
+  return entry.evaluate(entry, features, config);
 }
 
 std::vector<CapabilityVerdict> evaluate_capabilities(const KernelFeatures& features,
@@ -332,16 +341,15 @@ std::vector<CapabilityVerdict> evaluate_capabilities(const KernelFeatures& featu
 }
 
 std::vector<CapabilityRow> rows_needed_by(const Policy& policy, const NodeConfig& config) {
-  std::vector<CapabilityRow> rows{CapabilityRow::Filesystem, CapabilityRow::SetidFiles};
-  if (policy.net == NetMode::EgressAllowlist) rows.push_back(CapabilityRow::EgressAllowlist);
-  if (policy.net == NetMode::EgressAny) rows.push_back(CapabilityRow::EgressAny);
-  if (policy.ipc_isolation == IpcIsolation::Required) rows.push_back(CapabilityRow::Ipc);
-  if (policy.gpu == GpuMode::Compute) rows.push_back(CapabilityRow::GpuDevices);
-  if (config.hard_limits && policy.reservations.cpu) rows.push_back(CapabilityRow::LimitCpu);
-  if (config.hard_limits && policy.reservations.memory_bytes)
-    rows.push_back(CapabilityRow::LimitMemory);
-  // pids.max comes from the node, not the policy: with hard_limits it is required too.
-  if (config.hard_limits && config.pids_max) rows.push_back(CapabilityRow::LimitPids);
+  std::vector<const CapabilityEntry*> needed;
+  for (const auto& entry : kTable) {
+    if (entry.needed_by != nullptr && entry.needed_by(policy, config)) needed.push_back(&entry);
+  }
+  std::sort(needed.begin(), needed.end(), [](const CapabilityEntry* a, const CapabilityEntry* b) {
+    return a->plan_rank < b->plan_rank;
+  });
+  std::vector<CapabilityRow> rows;
+  for (const auto* entry : needed) rows.push_back(entry->row);
   return rows;
 }
 

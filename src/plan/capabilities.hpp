@@ -1,8 +1,10 @@
-// The capability table: the rows of the page's "Enforcement report" and the rows contract.md
-// adds, and what each needs. The plan refuses a policy with the same evaluation the report
-// prints, so the launcher, sandbox-check and the report can never disagree.
+// The capability table: the rows of the page's "Enforcement report"
+// (https://docs.codonic.dev/oarbank/spec/sandbox-linux) and the rows the project adds
+// (docs/report.md, "Rows"), and what each needs. The plan refuses a policy with the same evaluation
+// the report prints, so the launcher, sandbox-check and the report can never disagree.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "probe/kernel_features.hpp"
+#include "sys/landlock_abi.hpp"
 
 namespace oarbank {
 
@@ -20,7 +23,7 @@ enum class CapabilityRow {
   Ipc,              // "IPC"
   EgressAny,        // "net.egress-any"
   StatHiding,       // "hiding which files exist"
-  // Rows contract.md adds.
+  // Rows the project adds (docs/report.md, "Rows").
   GpuDevices,       // the GPU part of the filesystem row: device nodes must exist
   SetidFiles,       // issue 10: no setuid or setgid files (seccomp, as RestrictSUIDSGID=)
   CgroupContainer,  // process container: a cgroup v2 leaf
@@ -40,9 +43,9 @@ enum class CapabilityRow {
 // does not place them there.
 enum class CapabilityStatus { Enforced, Unavailable, NotPromised, PortOnly };
 
-// How an egress-allowlist module is kept to the proxy, in every launch mode (contract.md,
-// "Egress only through the proxy"). One answer for the launcher, sandbox-run, sandbox-check
-// and the report.
+// How an egress-allowlist module is kept to the proxy, in every launch mode (docs/launcher.md,
+// "Egress: the module's own network namespace"). One answer for the launcher, sandbox-run,
+// sandbox-check and the report.
 enum class EgressConfinement {
   Namespace,  // root: the module's own network namespace, only loopback, the proxy inside it
   PortOnly,   // not root (or no namespaces), accepted by the node: Landlock's port rule alone
@@ -59,6 +62,41 @@ struct CapabilityVerdict {
   std::string reason;  // "needs Landlock ABI 4 (Linux 6.7); this kernel has ABI 3"
 };
 
+// What a row needs of this node besides a Landlock ABI: the probed fact that decides it.
+enum class CapabilityFact {
+  None,              // Landlock alone, or nothing on the node (a known limit, net.egress-any)
+  SeccompFilter,     // seccomp(2) filters
+  GpuDeviceNodes,    // a GPU device node exists
+  CgroupContainer,   // a delegated cgroup v2 leaf parent with cgroup.kill or cgroup.freeze
+  CgroupController,  // that, and the entry's controller enabled there
+  NetworkNamespace,  // the agent can give a module a network namespace of its own
+};
+
+struct CapabilityEntry;
+using CapabilityEvaluator = CapabilityVerdict (*)(const CapabilityEntry& entry,
+                                                  const KernelFeatures& features,
+                                                  const NodeConfig& config);
+using CapabilityNeed = bool (*)(const Policy& policy, const NodeConfig& config);
+
+// One row of the capability table: everything about the row lives here. The plan's refusal,
+// the report (table, JSON, NFD labels) and sandbox-check all read these entries.
+struct CapabilityEntry {
+  CapabilityRow row;
+  std::string_view key;    // the id: --json's "row", the NFD label's suffix, sandbox-check's
+  std::string_view title;  // the page's wording
+  landlock::Abi landlock;  // the Landlock ABI it needs; Unsupported: Landlock does not decide it
+  CapabilityFact fact;     // the fact it needs besides
+  std::string_view controller;  // CgroupController: the controller ("cpu", ...)
+  CapabilityEvaluator evaluate;
+  CapabilityNeed needed_by;  // which policies rely on it; nullptr: none (the report's alone)
+  int plan_rank;             // where a plan lists it among the rows it relies on (--explain)
+  std::string_view reason;   // what holds on every node: a known limit, or the row when met
+};
+
+// The table, in the report's order (the page's rows, then the project's, then known limits).
+std::span<const CapabilityEntry> capability_table();
+const CapabilityEntry& capability_entry(CapabilityRow row);
+
 std::string_view row_key(CapabilityRow row);    // "filesystem", "net.egress-allowlist", ...
 std::string_view row_title(CapabilityRow row);  // the page's wording
 std::string_view to_string(CapabilityStatus status);
@@ -73,10 +111,11 @@ std::vector<CapabilityVerdict> evaluate_capabilities(const KernelFeatures& featu
 CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& features,
                                       const NodeConfig& config);
 
-// The rows a policy relies on (contract.md, "The report"): filesystem and setid-files always;
-// its net mode's row; IPC when ipc_isolation is required; GPU when devices.gpu is compute; each
-// hard limit when it has that reservation and the node turns reservations into hard limits;
-// pids.max whenever the node has hard_limits and a pids_max.
+// The rows a policy relies on (docs/report.md, "Rows"), each entry's needed_by, in plan_rank
+// order: filesystem and setid-files always; its net mode's row; IPC when ipc_isolation is
+// required; GPU when devices.gpu is compute; each hard limit when it has that reservation and
+// the node turns reservations into hard limits; pids.max whenever the node has hard_limits and
+// a pids_max.
 std::vector<CapabilityRow> rows_needed_by(const Policy& policy, const NodeConfig& config);
 
 }  // namespace oarbank

@@ -39,20 +39,21 @@ std::vector<std::string> names(std::uint64_t bits,
 }  // namespace
 
 std::uint64_t fs_rights_for_abi(int abi) {
-  if (abi < 1) return 0;
+  if (!supports(abi, Abi::V1)) return 0;
   std::uint64_t rights = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1;  // ABI 1: bits 0 to 12
-  if (abi >= 2) rights |= LANDLOCK_ACCESS_FS_REFER;
-  if (abi >= 3) rights |= LANDLOCK_ACCESS_FS_TRUNCATE;
-  if (abi >= 5) rights |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
+  if (supports(abi, Abi::V2)) rights |= LANDLOCK_ACCESS_FS_REFER;
+  if (supports(abi, Abi::V3)) rights |= LANDLOCK_ACCESS_FS_TRUNCATE;
+  if (supports(abi, Abi::V5)) rights |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
   return rights;
 }
 
 std::uint64_t net_rights_for_abi(int abi) {
-  return abi >= 4 ? (LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP) : 0;
+  return supports(abi, Abi::V4) ? (LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP)
+                                : 0;
 }
 
 std::uint64_t scopes_for_abi(int abi) {
-  return abi >= 6 ? (LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL) : 0;
+  return supports(abi, Abi::V6) ? (LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL) : 0;
 }
 
 std::uint64_t file_rights() {
@@ -71,26 +72,5 @@ std::uint64_t device_rw_rights() {
 std::vector<std::string> fs_right_names(std::uint64_t rights) { return names(rights, kFsRights); }
 std::vector<std::string> net_right_names(std::uint64_t rights) { return names(rights, kNetRights); }
 std::vector<std::string> scope_names(std::uint64_t scopes) { return names(scopes, kScopes); }
-
-const char* linux_release_for_abi(int abi) {
-  switch (abi) {
-    case 1:
-      return "Linux 5.13";
-    case 2:
-      return "Linux 5.19";
-    case 3:
-      return "Linux 6.2";
-    case 4:
-      return "Linux 6.7";
-    case 5:
-      return "Linux 6.10";
-    case 6:
-      return "Linux 6.12";
-    case 7:
-      return "Linux 6.15";
-    default:
-      return "Linux ?";
-  }
-}
 
 }  // namespace oarbank::landlock

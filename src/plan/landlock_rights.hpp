@@ -9,9 +9,8 @@
 
 namespace oarbank::landlock {
 
-// kNewestKnownAbi: sys/landlock_abi.hpp.
 // Below ABI 3 (Linux 6.2) truncate(2) is not governed: the filesystem row is unavailable.
-inline constexpr int kFilesystemFloorAbi = 3;
+inline constexpr Abi kFilesystemFloorAbi = Abi::V3;
 
 // Every filesystem right the given ABI can handle.
 std::uint64_t fs_rights_for_abi(int abi);
@@ -31,8 +30,5 @@ std::uint64_t device_rw_rights();
 std::vector<std::string> fs_right_names(std::uint64_t rights);
 std::vector<std::string> net_right_names(std::uint64_t rights);
 std::vector<std::string> scope_names(std::uint64_t scopes);
-
-// "Linux 6.7" for ABI 4, and so on.
-const char* linux_release_for_abi(int abi);
 
 }  // namespace oarbank::landlock

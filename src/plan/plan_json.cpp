@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/landlock_rights.hpp"
+#include "plan/launch_steps.hpp"
 
 namespace oarbank {
 
@@ -91,13 +92,19 @@ json explain_plan(const Plan& plan, const Policy& policy, const KernelFeatures& 
                          {"status", to_string(verdict.status)},
                          {"reason", verdict.reason}});
   }
+  // The launcher's steps, in the order launch() runs them (plan/launch_steps.hpp). The exec
+  // step has always been "execve" here; everywhere else (the status channel) it is "exec".
+  json steps = json::array();
+  for (const auto& step : launcher_steps()) {
+    steps.push_back(step.step == LaunchStep::Exec ? std::string_view("execve") : step.name);
+  }
   json fds = json::array({0, 1, 2});
   for (int fd : plan.keep_fds) fds.push_back(fd);
   json out{
       {"policy", policy_to_json(policy)},
       {"node", node_config_to_json(config)},
       {"kernel", kernel_features_to_json(features, config)},
-      {"steps", {"identity", "no_new_privs", "landlock", "seccomp", "execve"}},
+      {"steps", steps},
       {"landlock",
        {{"abi", plan.landlock.abi},
         {"handled_access_fs", landlock::fs_right_names(plan.landlock.handled_fs)},

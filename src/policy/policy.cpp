@@ -15,9 +15,9 @@
 namespace oarbank {
 
 PolicyError::PolicyError(std::string pointer, std::string problem)
-    : std::runtime_error((pointer.empty() ? std::string("(document)") : printable(pointer)) + ": " +
-                         printable(problem)),
-      pointer_(std::move(pointer)),
+    : Error(ErrorKind::InvalidPolicy, std::nullopt, pointer,
+            (pointer.empty() ? std::string("(document)") : printable(pointer)) + ": " +
+                printable(problem)),
       problem_(std::move(problem)) {}
 
 std::string_view to_string(NetMode mode) {

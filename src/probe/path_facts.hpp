@@ -10,12 +10,17 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "probe/path_oracle.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace oarbank {
+
+// "/" or "/a/b": absolute, with no empty, "." or ".." component and no trailing "/". Such a
+// path, opened through no symbolic link, names where it leads: its own canonical form.
+[[nodiscard]] bool is_plain_absolute_path(std::string_view path);
 
 class OpenedPaths : public PathOracle {
  public:

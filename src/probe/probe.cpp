@@ -21,7 +21,7 @@ namespace {
 
 void probe_landlock(KernelFeatures& features) {
   int abi = landlock::create_ruleset(nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
-  if (abi >= 1) {
+  if (landlock::supports(abi, landlock::Abi::V1)) {  // else -1 and errno
     features.landlock = LandlockState::Present;
     features.landlock_abi = abi;
   } else if (errno == EOPNOTSUPP) {

@@ -11,10 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 
+#include "sys/error.hpp"
 #include "sys/unique_fd.hpp"
 
 extern char** environ;
@@ -23,6 +25,15 @@ namespace oarbank {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The verification could not be set up (the project's convention, sys/error.hpp): an Error of
+// kind Internal (exit 70: fail closed), with the errno of the call that failed.
+Error setup_error(const std::string& what) {
+  const int err = errno;
+  return Error(ErrorKind::Internal, std::nullopt, std::string(),
+               "verification setup failed: " + what + (err != 0 ? ": " + errno_text(err) : ""),
+               err);
+}
 
 struct ProbeResult {
   int exit_code = -1;
@@ -47,7 +58,7 @@ Listener listen_tcp(std::uint32_t host = INADDR_LOOPBACK, int port = 0) {
   if (!l.fd.valid() || ::bind(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
       ::listen(l.fd.get(), 8) != 0 ||
       ::getsockname(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    throw std::runtime_error("cannot listen on 127.0.0.1 for the egress probe");
+    throw setup_error("cannot listen on 127.0.0.1 for the egress probe");
   }
   l.port = ntohs(addr.sin_port);
   return l;
@@ -62,7 +73,7 @@ UniqueFd listen_abstract(const std::string& name) {
   const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
   if (!fd.valid() || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
       ::listen(fd.get(), 8) != 0) {
-    throw std::runtime_error("cannot listen on an abstract unix socket for the IPC probe");
+    throw setup_error("cannot listen on an abstract unix socket for the IPC probe");
   }
   return fd;
 }
@@ -88,7 +99,7 @@ class VerifyTree {
  public:
   VerifyTree(const NodeConfig& config, int proxy_port) {
     char pattern[] = "/tmp/oarbank-verify-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+    if (::mkdtemp(pattern) == nullptr) throw setup_error("mkdtemp");
     root_ = pattern;
     ::chmod(root_.c_str(), 0755);
     fs::create_directories(root_ / "bundle");
@@ -97,7 +108,7 @@ class VerifyTree {
     // The module is this very binary, copied where the module user can execute it.
     char self[4096];
     ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) throw std::runtime_error("cannot read /proc/self/exe");
+    if (n <= 0) throw setup_error("cannot read /proc/self/exe");
     self[n] = '\0';
     self_ = self;
     fs::copy_file(self_, agent(), fs::copy_options::overwrite_existing);
@@ -106,7 +117,7 @@ class VerifyTree {
     fs::permissions(root_ / "outside" / "secret", fs::perms(0644));
     if (::geteuid() == 0 &&
         ::chown((root_ / "work").c_str(), config.module_uid, config.module_gid) != 0) {
-      throw std::runtime_error("cannot chown the probe's work directory");
+      throw setup_error("cannot chown the probe's work directory");
     }
     // Whatever the umask: a work directory others can write is refused (the directory rule).
     fs::permissions(root_ / "work", fs::perms(0755));
@@ -143,7 +154,7 @@ class VerifyTree {
     for (auto& a : argv) cargv.push_back(a.data());
     cargv.push_back(nullptr);
     int pipefd[2];
-    if (::pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+    if (::pipe2(pipefd, O_CLOEXEC) != 0) throw setup_error("pipe2");
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
@@ -261,7 +272,7 @@ std::vector<RowVerification> verify_report(const Report& report, const NodeConfi
         elsewhere = listen_tcp(0x7f000002, proxy.port);
         checks.push_back(
             {{"connect", std::to_string(proxy.port), "127.0.0.2"}, "errno ECONNREFUSED"});
-      } catch (const std::runtime_error&) {
+      } catch (const Error&) {
         // 127.0.0.2 cannot be bound here: the other probes still run.
       }
     }

@@ -11,12 +11,16 @@
 #include <csignal>
 #include <sstream>
 
-#include "probe/cgroup_facts.hpp"
+#include "plan/launch_steps.hpp"
 #include "policy/module_id.hpp"
+#include "probe/cgroup_facts.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"
 
 namespace oarbank {
+
+CgroupDirOps cgroup_dir_ops{::mkdir, ::rmdir};
+
 namespace {
 
 // Returns 0 or the errno of the write: cgroup files report a refused value on write().
@@ -131,31 +135,30 @@ void enable_controllers(const CgroupPlace& place, const LeafLimits& limits) {
     if (contains(enabled, controller)) continue;
     if (!contains(available, controller)) {
       if (!limits.required) continue;  // pids.max without hard_limits: best effort
-      throw Error(ErrorKind::Unenforceable,
-                  "step cgroup failed: the node requires hard limits, and the " + controller +
-                      " controller is not available in " + place.parent +
-                      " (cgroup.controllers); on a hybrid layout it is bound to cgroup v1");
+      throw step_error(LaunchStep::Cgroup,
+                       "the node requires hard limits, and the " + controller +
+                           " controller is not available in " + place.parent +
+                           " (cgroup.controllers); on a hybrid layout it is bound to cgroup v1",
+                       0, ErrorKind::Unenforceable);
     }
     to_enable.push_back(controller);
   }
   if (to_enable.empty()) return;
   if (place.parent_is_own && !place.parent_is_root) {
     const std::string supervisor = place.parent + "/" + std::string(kSupervisorLeaf);
-    if (::mkdir(supervisor.c_str(), 0755) != 0 && errno != EEXIST) {
-      throw Error(ErrorKind::StepFailed,
-                  "step cgroup failed: mkdir " + supervisor + ": " + errno_text(errno));
+    if (cgroup_dir_ops.make(supervisor.c_str(), 0755) != 0 && errno != EEXIST) {
+      throw step_error(LaunchStep::Cgroup, "mkdir " + supervisor, errno);
     }
     if (int err = write_file(supervisor + "/cgroup.procs", "0")) {
-      throw Error(ErrorKind::StepFailed, "step cgroup failed: moving the agent into " + supervisor +
-                                             ": " + errno_text(err));
+      throw step_error(LaunchStep::Cgroup, "moving the agent into " + supervisor, err);
     }
   }
   for (const auto& controller : to_enable) {
     if (int err = write_file(place.parent + "/cgroup.subtree_control", "+" + controller)) {
       // EBUSY: the parent holds processes of its own (not ours to move).
-      throw Error(ErrorKind::StepFailed, "step cgroup failed: enabling " + controller + " in " +
-                                             place.parent +
-                                             "/cgroup.subtree_control: " + errno_text(err));
+      throw step_error(LaunchStep::Cgroup,
+                       "enabling " + controller + " in " + place.parent + "/cgroup.subtree_control",
+                       err);
     }
   }
 }
@@ -165,12 +168,12 @@ void write_limit(const std::string& leaf, const std::string& file, const std::st
   const std::string path = leaf + "/" + file;
   if (!file_exists(path)) {
     if (!required) return;
-    throw Error(ErrorKind::Unenforceable,
-                "step cgroup failed: the node requires hard limits, and " + path + " is missing");
+    throw step_error(LaunchStep::Cgroup,
+                     "the node requires hard limits, and " + path + " is missing", 0,
+                     ErrorKind::Unenforceable);
   }
   if (int err = write_file(path, value)) {
-    throw Error(ErrorKind::StepFailed,
-                "step cgroup failed: writing " + value + " to " + path + ": " + errno_text(err));
+    throw step_error(LaunchStep::Cgroup, "writing " + value + " to " + path, err);
   }
 }
 
@@ -180,21 +183,20 @@ CgroupLeaf CgroupLeaf::create(const CgroupPlace& place, const std::string& leaf_
                               const LeafLimits& limits) {
   enable_controllers(place, limits);
   const std::string path = place.parent + "/" + leaf_name;
-  if (::mkdir(path.c_str(), 0755) != 0) {
+  if (cgroup_dir_ops.make(path.c_str(), 0755) != 0) {
     // A dead run's leaf was removed by RunState::claim (its record names it): one that is
     // still there belongs to no run of ours, and is not ours to kill.
     if (errno == EEXIST) {
-      throw Error(ErrorKind::Busy,
-                  "step cgroup failed: " + path + " exists and no run of this agent owns it");
+      throw step_error(LaunchStep::Cgroup, path + " exists and no run of this agent owns it", 0,
+                       ErrorKind::Busy);
     }
-    throw Error(ErrorKind::StepFailed,
-                "step cgroup failed: mkdir " + path + ": " + errno_text(errno));
+    throw step_error(LaunchStep::Cgroup, "mkdir " + path, errno);
   }
   UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir.valid()) {
     int err = errno;
-    ::rmdir(path.c_str());
-    throw Error(ErrorKind::StepFailed, "step cgroup failed: open " + path + ": " + errno_text(err));
+    cgroup_dir_ops.remove(path.c_str());
+    throw step_error(LaunchStep::Cgroup, "open " + path, err);
   }
   CgroupLeaf leaf(path, std::move(dir));
   // The destructor removes the leaf if a limit cannot be written.
@@ -245,7 +247,7 @@ bool remove_cgroup(const std::string& path, int timeout_ms) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     kill_cgroup(path, timeout_ms);
-    if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return true;
+    if (cgroup_dir_ops.remove(path.c_str()) == 0 || errno == ENOENT) return true;
     // EBUSY: a process was still exiting, or a child cgroup exists (a module cannot make one:
     // it has no write access to the cgroup file system).
     if (errno != EBUSY || Clock::now() >= deadline) return false;

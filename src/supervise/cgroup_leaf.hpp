@@ -1,8 +1,11 @@
-// One cgroup v2 leaf per module (sandbox-linux.md, "Process container"): where it is made,
-// the controllers and limits it gets, and how it is torn down (cgroup.kill, else freeze,
-// kill each, thaw). Every function here takes paths, so the stale-run cleanup and
-// sandbox-ctl act on a leaf that another sandbox-run made.
+// One cgroup v2 leaf per module ("Process container" of
+// https://docs.codonic.dev/oarbank/spec/sandbox-linux): where it is made, the controllers and
+// limits it gets, and how it is torn down (cgroup.kill, else freeze, kill each, thaw). Every
+// function here takes paths, so the stale-run cleanup and sandbox-ctl act on a leaf that another
+// sandbox-run made.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <optional>
@@ -52,6 +55,16 @@ class CgroupLeaf {
   std::string path_;
   UniqueFd dir_;
 };
+
+// Test seam: how a leaf directory is made and removed. On cgroup2, mkdir fills the new leaf
+// with the kernel's interface files and rmdir takes them with it; a unit test plays the
+// kernel's part on a prepared directory tree (tests/unit/cgroup_leaf_test.cpp). Production:
+// ::mkdir and ::rmdir. Each answers as they do (0, or -1 and errno).
+struct CgroupDirOps {
+  int (*make)(const char* path, mode_t mode);
+  int (*remove)(const char* path);
+};
+extern CgroupDirOps cgroup_dir_ops;
 
 // Kills every process in the leaf at `path` (cgroup.kill, Linux 5.14; else freeze, SIGKILL
 // each, thaw) and waits up to `timeout_ms` for cgroup.events to say "populated 0".

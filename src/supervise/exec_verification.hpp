@@ -1,5 +1,6 @@
-// The parent's check of sandbox-linux.md, "Verification" (pure): after the module's exec,
-// /proc/<pid>/status must show what only the launcher sets before the exec.
+// The parent's check of "Verification" (https://docs.codonic.dev/oarbank/spec/sandbox-linux;
+// pure): after the module's exec, /proc/<pid>/status must show what only the launcher sets
+// before the exec.
 #pragma once
 
 #include <cstdint>

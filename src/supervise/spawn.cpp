@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "plan/launch_steps.hpp"
+#include "plan/status_line.hpp"
 #include "sys/error.hpp"
 
 #ifndef CLONE_INTO_CGROUP
@@ -62,25 +64,29 @@ namespace {
   ::setpgid(0, 0);
   if (join_cgroup_procs_fd >= 0) {
     if (::write(join_cgroup_procs_fd, "0", 1) != 1) {
-      const char message[] = "70\tstep cgroup failed: joining the leaf (cgroup.procs)\n";
-      [[maybe_unused]] auto n = ::write(request.status_write_fd, message, sizeof message - 1);
-      ::_exit(kExitSoftware);
+      // Built at compile time: this child may share its parent's memory, so no allocation.
+      static constexpr auto kLine =
+          step_failure_status_line(exit_code_for(ErrorKind::StepFailed), LaunchStep::Cgroup,
+                                   "joining the leaf (cgroup.procs)");
+      [[maybe_unused]] auto n = ::write(request.status_write_fd, kLine.data(), kLine.size);
+      ::_exit(exit_code_for(ErrorKind::StepFailed));
     }
   }
   if (request.terminal_fd >= 0) {
     // Fail closed: a descriptor left as it was would be the operator's terminal.
     for (int fd = 0; fd < 3; ++fd) {
       if ((request.terminal_fds & (1U << fd)) != 0 && ::dup2(request.terminal_fd, fd) != fd) {
-        const char message[] = "70\tstep terminal failed: dup2 of the module's pty\n";
-        [[maybe_unused]] auto n = ::write(request.status_write_fd, message, sizeof message - 1);
-        ::_exit(kExitSoftware);
+        static constexpr auto kLine = step_failure_status_line(
+            exit_code_for(ErrorKind::StepFailed), LaunchStep::Terminal, "dup2 of the module's pty");
+        [[maybe_unused]] auto n = ::write(request.status_write_fd, kLine.data(), kLine.size);
+        ::_exit(exit_code_for(ErrorKind::StepFailed));
       }
     }
     ::tcsetpgrp(request.terminal_fd, ::getpgrp());
   }
   if (request.child_mask != nullptr) ::sigprocmask(SIG_SETMASK, request.child_mask, nullptr);
   request.child_main(request.context);
-  ::_exit(kExitSoftware);
+  ::_exit(exit_code_for(ErrorKind::Internal));  // child_main execs or exits: fail closed
 }
 
 }  // namespace
@@ -113,15 +119,13 @@ Spawned spawn_launcher(const SpawnRequest& request) {
   void* stack = ::mmap(nullptr, kChildStack, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) {
-    throw Error(ErrorKind::StepFailed, "step spawn failed: mmap of the child's stack: " +
-                                           errno_text(errno));
+    throw step_error(LaunchStep::Spawn, "mmap of the child's stack", errno);
   }
   args.flags |= CLONE_VM | CLONE_VFORK;
   args.stack = reinterpret_cast<std::uintptr_t>(stack);
   args.stack_size = kChildStack;
   long pid = oarbank_clone3_on_stack(
-      &args, sizeof args,
-      [](void* raw) { run_child(*static_cast<const SpawnRequest*>(raw), -1); },
+      &args, sizeof args, [](void* raw) { run_child(*static_cast<const SpawnRequest*>(raw), -1); },
       const_cast<SpawnRequest*>(&request));
   ::munmap(stack, kChildStack);
   if (pid < 0) {
@@ -140,25 +144,24 @@ Spawned spawn_launcher(const SpawnRequest& request) {
     // EINVAL: no CLONE_INTO_CGROUP (before 5.7). Anything else is a real failure.
     int err = errno;
     if (err != ENOSYS && err != E2BIG && err != EINVAL) {
-      throw Error(ErrorKind::StepFailed, "step spawn failed: clone3: " + errno_text(err));
+      throw step_error(LaunchStep::Spawn, "clone3", err);
     }
     UniqueFd procs;
     if (request.cgroup_dir_fd >= 0) {
       procs.reset(::openat(request.cgroup_dir_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC));
       if (!procs.valid()) {
-        throw Error(ErrorKind::StepFailed,
-                    "step cgroup failed: open cgroup.procs of the leaf: " + errno_text(errno));
+        throw step_error(LaunchStep::Cgroup, "open cgroup.procs of the leaf", errno);
       }
     }
     pid_t child = ::fork();
-    if (child < 0) throw Error(ErrorKind::StepFailed, "step spawn failed: fork: " + errno_text(errno));
+    if (child < 0) throw step_error(LaunchStep::Spawn, "fork", errno);
     if (child == 0) run_child(request, procs.get());
     spawned.pid = child;
     spawned.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
     if (!spawned.pidfd.valid()) {
       int open_err = errno;
       ::kill(child, SIGKILL);
-      throw Error(ErrorKind::StepFailed, "step spawn failed: pidfd_open: " + errno_text(open_err));
+      throw step_error(LaunchStep::Spawn, "pidfd_open", open_err);
     }
   }
   // Both sides set the group, so that it is set before either goes on (the classic race).

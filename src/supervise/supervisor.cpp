@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "plan/launch_steps.hpp"
+#include "plan/status_line.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/spawn.hpp"
 #include "supervise/terminal_front.hpp"
@@ -127,23 +129,15 @@ void kill_and_reap_children() {
   }
 }
 
+// The status channel's text, parsed by plan/status_line.hpp.
 struct StatusChannel {
   std::string text;
-  bool exec_happened() const { return text.find("exec\n") != std::string::npos; }
+  bool exec_happened() const { return parse_status_channel(text).exec; }
   // The launcher's "CODE<TAB>LINE" when it reported a failure.
   std::optional<std::pair<int, std::string>> failure() const {
-    std::istringstream lines(text);
-    for (std::string line; std::getline(lines, line);) {
-      auto tab = line.find('\t');
-      if (tab == std::string::npos || tab == 0 || tab > 3) continue;
-      int code = 0;
-      for (std::size_t i = 0; i < tab; ++i) {
-        if (line[i] < '0' || line[i] > '9') return std::make_pair(kExitSoftware, line);
-        code = code * 10 + (line[i] - '0');
-      }
-      return std::make_pair(code, line.substr(tab + 1));
-    }
-    return std::nullopt;
+    StatusReport report = parse_status_channel(text);
+    if (!report.code) return std::nullopt;
+    return std::make_pair(*report.code, std::move(report.line));
   }
 };
 
@@ -157,28 +151,54 @@ int status_to_exit_code(int wstatus, RunResult& result) {
   return 128 + result.module_signal;
 }
 
-}  // namespace
+// One run's supervision, as its phases (plan/launch_steps.hpp): spawn, await-exec, verify,
+// wait, teardown, each a method that supervise() calls in order.
+class Supervision {
+ public:
+  // Signals through a signalfd, the timer, the status channel. Throws Error(StepFailed).
+  Supervision(SupervisedLaunch& launch, RunState& state);
+  ~Supervision() { ::sigprocmask(SIG_SETMASK, &original_, nullptr); }
+  Supervision(const Supervision&) = delete;
+  Supervision& operator=(const Supervision&) = delete;
 
-RunResult supervise(SupervisedLaunch& launch, RunState& state) {
-  RunResult result;
-  const auto started = Clock::now();
-  // On a terminal, this process becomes the supervisor half of sandbox-run: the front (the
-  // pid the shell knows) relays the terminal and never returns from here (terminal_front.hpp).
-  std::optional<SupervisorTerminal> terminal;
-  if (auto operator_terminal = find_operator_terminal()) {
-    terminal = split_front(*operator_terminal);
-    // The record names the supervising process (sandbox-ctl status, the liveness check of a
-    // later start): after the split that is this one, not the front.
-    RunRecord record = state.record();
-    record.supervisor_pid = ::getpid();
-    record.supervisor_start_time = process_start_time(::getpid());
-    state.write(record);
-  }
+  void spawn();
+  bool await_exec();  // true: the module's exec happened
+  bool verify();      // true: /proc/<pid>/status is as required
+  void wait();
+  void teardown();
+  [[nodiscard]] const RunResult& result() const { return result_; }
+
+ private:
+  void begin_stop(int sig);
+  void on_child();
+  void on_signal();
+  void on_timer();
+  void on_control();
+  void reap_module();
+
+  SupervisedLaunch& launch_;
+  RunState& state_;
+  RunResult result_;
+  Clock::time_point started_ = Clock::now();
+  sigset_t original_{};
+  UniqueFd signal_fd_, timer_fd_, status_read_, status_write_;
+  Spawned child_;
+  std::optional<Container> container_;
+  enum class Timer { None, Timeout, Grace } timer_ = Timer::None;
+  bool stopping_ = false;
+  bool verified_ = false;
+  bool reaped_ = false;
+  int module_wstatus_ = 0;
+  int control_fd_ = -1;
+  bool torn_down_ = false;
+};
+
+Supervision::Supervision(SupervisedLaunch& launch, RunState& state)
+    : launch_(launch), state_(state) {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-
   // Signals arrive through a signalfd, so that the loop below sees them in order with the
   // child's exit; the launcher gets the mask this process started with.
-  sigset_t handled, original;
+  sigset_t handled;
   ::sigemptyset(&handled);
   for (int sig : kStopSignals) ::sigaddset(&handled, sig);
   ::sigaddset(&handled, SIGCHLD);
@@ -188,161 +208,166 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   sigset_t blocked = handled;
   // Handing the module's pty to the module's group is a tcsetpgrp from outside that group.
   ::sigaddset(&blocked, SIGTTOU);
-  ::sigprocmask(SIG_BLOCK, &blocked, &original);
-  UniqueFd signal_fd(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
-  UniqueFd timer_fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  ::sigprocmask(SIG_BLOCK, &blocked, &original_);
+  signal_fd_ = UniqueFd(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
+  timer_fd_ = UniqueFd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
   int channel[2];
-  if (!signal_fd.valid() || !timer_fd.valid() || ::pipe2(channel, O_CLOEXEC) != 0) {
-    ::sigprocmask(SIG_SETMASK, &original, nullptr);
-    throw Error(ErrorKind::StepFailed, "step spawn failed: signalfd, timerfd or pipe2: " +
-                                           errno_text(errno));
+  if (!signal_fd_.valid() || !timer_fd_.valid() || ::pipe2(channel, O_CLOEXEC) != 0) {
+    const int err = errno;
+    ::sigprocmask(SIG_SETMASK, &original_, nullptr);
+    throw Error(
+        ErrorKind::StepFailed,
+        step_failed_message(LaunchStep::Spawn, "signalfd, timerfd or pipe2: " + errno_text(err)));
   }
-  UniqueFd status_read(channel[0]);
-  UniqueFd status_write(channel[1]);
+  status_read_ = UniqueFd(channel[0]);
+  status_write_ = UniqueFd(channel[1]);
+  if (launch_.terminal != nullptr) control_fd_ = launch_.terminal->control.get();
+}
 
+// spawn: the launcher's child, in its group and leaf (spawn.hpp).
+void Supervision::spawn() {
   // The child records itself (its pid, as module and group leader, and its start time)
   // before anything else, so that from its first instruction on a killed sandbox-run leaves a
   // record naming it: in a leaf it would be found anyway, in a process group only it would
   // not. This process cannot do it in time: CLONE_VFORK suspends it until the child's exec.
-  const std::string record_prefix = state.child_record_prefix();
+  const std::string record_prefix = state_.child_record_prefix();
   struct ChildContext {
     SupervisedLaunch* launch;
     int status_fd;
     int record_fd;
     const std::string* record_prefix;
-  } context{&launch, status_write.get(), state.fd(), &record_prefix};
-  SpawnRequest request{.cgroup_dir_fd = launch.leaf ? launch.leaf->dir_fd() : -1,
-                       .status_write_fd = status_write.get(),
-                       .terminal_fd = terminal ? terminal->slave.get() : -1,
-                       .terminal_fds = terminal ? terminal->operator_terminal.fds : 0U,
-                       .child_mask = &original,
-                       .child_main =
-                           [](void* raw) {
-                             auto* c = static_cast<ChildContext*>(raw);
-                             if (record_self_as_module(c->record_fd, c->record_prefix->data(),
-                                                       c->record_prefix->size()) != 0) {
-                               static constexpr char kLine[] =
-                                   "70\tstep run-state failed: the module's process could not "
-                                   "record itself in its run record\n";
-                               [[maybe_unused]] auto n =
-                                   ::write(c->status_fd, kLine, sizeof kLine - 1);
-                               ::_exit(kExitSoftware);
-                             }
-                             c->launch->launcher(c->launch->launcher_context, c->status_fd);
-                           },
-                       .context = &context};
-  Spawned child;
-  try {
-    child = spawn_launcher(request);
-  } catch (...) {
-    ::sigprocmask(SIG_SETMASK, &original, nullptr);
-    throw;
-  }
-  status_write.reset();
-  if (launch.after_spawn) launch.after_spawn(child.pid);
-  const pid_t group = child.pid;
-  Container container(launch.leaf, group, child.pidfd.get());
-  // (The child has recorded itself in `state` already.)
+  } context{&launch_, status_write_.get(), state_.fd(), &record_prefix};
+  SupervisorTerminal* terminal = launch_.terminal;
+  SpawnRequest request{
+      .cgroup_dir_fd = launch_.leaf ? launch_.leaf->dir_fd() : -1,
+      .status_write_fd = status_write_.get(),
+      .terminal_fd = terminal != nullptr ? terminal->slave.get() : -1,
+      .terminal_fds = terminal != nullptr ? terminal->operator_terminal.fds : 0U,
+      .child_mask = launch_.launcher_mask != nullptr ? launch_.launcher_mask : &original_,
+      .child_main =
+          [](void* raw) {
+            auto* c = static_cast<ChildContext*>(raw);
+            if (record_self_as_module(c->record_fd, c->record_prefix->data(),
+                                      c->record_prefix->size()) != 0) {
+              static constexpr auto kLine = step_failure_status_line(
+                  exit_code_for(ErrorKind::StepFailed), LaunchStep::RunState,
+                  "the module's process could not record itself in its run record");
+              [[maybe_unused]] auto n = ::write(c->status_fd, kLine.data(), kLine.size);
+              ::_exit(exit_code_for(ErrorKind::StepFailed));
+            }
+            c->launch->launcher(c->launch->launcher_context, c->status_fd);
+          },
+      .context = &context};
+  child_ = spawn_launcher(request);
+  status_write_.reset();
+  container_.emplace(launch_.leaf, child_.pid, child_.pidfd.get());  // torn down from here on
+  if (launch_.after_spawn) launch_.after_spawn(child_.pid);
+  // (The child has recorded itself in `state_` already.)
   // The pty's foreground is the module's group (the child set it too, before its steps).
-  if (terminal) ::tcsetpgrp(terminal->slave.get(), group);
-
-  enum class Timer { None, Timeout, Grace } timer = Timer::None;
-  if (launch.timeout_seconds) {
-    arm_timer(timer_fd.get(), *launch.timeout_seconds);
-    timer = Timer::Timeout;
+  if (terminal != nullptr) ::tcsetpgrp(terminal->slave.get(), child_.pid);
+  if (launch_.timeout_seconds) {
+    arm_timer(timer_fd_.get(), *launch_.timeout_seconds);
+    timer_ = Timer::Timeout;
   }
-  bool stopping = false;
-  bool verified = false;
-  bool reaped = false;
-  int module_wstatus = 0;
-  auto begin_stop = [&](int sig) {
-    if (stopping || !verified) {
-      container.kill_all();  // a second request, or the module has not been verified yet
-      return;
-    }
-    stopping = true;
-    container.signal_all(sig);
-    // A stopped or frozen module acts on the signal only once continued: it is, now, so that
-    // --timeout ends it on time and not only --kill-after later.
-    container.resume();
-    arm_timer(timer_fd.get(), launch.kill_after_seconds);
-    timer = Timer::Grace;
-  };
-  // After the verification: reap every child, the module's status kept. Only a subreaper
-  // (no cgroup) has other children: orphans of the module, which would pile up as zombies.
-  auto on_child = [&]() {
-    if (!verified) return;  // the module's zombie is what the verification reads
-    int wstatus = 0;
-    for (pid_t pid; (pid = ::waitpid(-1, &wstatus, WNOHANG | WUNTRACED)) > 0;) {
-      if (pid != child.pid) continue;
-      if (WIFSTOPPED(wstatus)) {
-        // Stopped, not ended: freeze the rest of it, and let the shell see its job stop (the
-        // front stops itself). This process keeps its timers.
-        container.stop();
-        if (terminal) {
-          const char message = front_message::kModuleStopped;
-          ::send(terminal->control.get(), &message, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-        }
-      } else {
-        module_wstatus = wstatus;
-        reaped = true;
-      }
-    }
-  };
-  auto on_signal = [&]() {
-    signalfd_siginfo info{};
-    while (::read(signal_fd.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-      if (info.ssi_signo == SIGCHLD) {
-        on_child();
-        continue;
-      }
-      if (info.ssi_signo == SIGCONT) {
-        container.resume();
-        continue;
-      }
-      if (result.stop_signal == 0) result.stop_signal = static_cast<int>(info.ssi_signo);
-      begin_stop(info.ssi_signo == SIGHUP ? SIGTERM : static_cast<int>(info.ssi_signo));
-    }
-  };
-  auto on_timer = [&]() {
-    std::uint64_t expirations = 0;
-    if (::read(timer_fd.get(), &expirations, sizeof expirations) <= 0) return;
-    if (timer == Timer::Timeout) {
-      result.timed_out = true;
-      begin_stop(SIGTERM);
-    } else if (timer == Timer::Grace) {
-      container.kill_all();
-      timer = Timer::None;
-    }
-  };
+}
 
-  // The front (on a terminal): its job was stopped or continued, or it is gone (SIGKILL): then
-  // the operator's terminal is given its settings back from here and the run is ended.
-  int control_fd = terminal ? terminal->control.get() : -1;
-  auto on_control = [&]() {
-    char message = 0;
-    ssize_t n = ::recv(control_fd, &message, 1, MSG_DONTWAIT);
-    if (n == 1) {
-      if (message == front_message::kStopped) container.stop();
-      if (message == front_message::kContinued) container.resume();
-      return;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-    control_fd = -1;
-    if (terminal->operator_settings) {
-      ::tcsetattr(terminal->operator_terminal.settings_fd, TCSANOW, &*terminal->operator_settings);
-    }
-    container.kill_all();
-  };
+void Supervision::begin_stop(int sig) {
+  if (stopping_ || !verified_) {
+    container_->kill_all();  // a second request, or the module has not been verified yet
+    return;
+  }
+  stopping_ = true;
+  container_->signal_all(sig);
+  // A stopped or frozen module acts on the signal only once continued: it is, now, so that
+  // --timeout ends it on time and not only --kill-after later.
+  container_->resume();
+  arm_timer(timer_fd_.get(), launch_.kill_after_seconds);
+  timer_ = Timer::Grace;
+}
 
-  // 1. The status channel: the launcher's failure, or "exec" and then end of file when the
-  // module's exec closed it (close-on-exec).
+// After the verification: reap every child, the module's status kept. Only a subreaper
+// (no cgroup) has other children: orphans of the module, which would pile up as zombies.
+void Supervision::on_child() {
+  if (!verified_) return;  // the module's zombie is what the verification reads
+  int wstatus = 0;
+  for (pid_t pid; (pid = ::waitpid(-1, &wstatus, WNOHANG | WUNTRACED)) > 0;) {
+    if (pid != child_.pid) continue;
+    if (WIFSTOPPED(wstatus)) {
+      // Stopped, not ended: freeze the rest of it, and let the shell see its job stop (the
+      // front stops itself). This process keeps its timers.
+      container_->stop();
+      if (launch_.terminal != nullptr) {
+        const char message = front_message::kModuleStopped;
+        ::send(launch_.terminal->control.get(), &message, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      }
+    } else {
+      module_wstatus_ = wstatus;
+      reaped_ = true;
+    }
+  }
+}
+
+void Supervision::on_signal() {
+  signalfd_siginfo info{};
+  while (::read(signal_fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+    if (info.ssi_signo == SIGCHLD) {
+      on_child();
+      continue;
+    }
+    if (info.ssi_signo == SIGCONT) {
+      container_->resume();
+      continue;
+    }
+    if (result_.stop_signal == 0) result_.stop_signal = static_cast<int>(info.ssi_signo);
+    begin_stop(info.ssi_signo == SIGHUP ? SIGTERM : static_cast<int>(info.ssi_signo));
+  }
+}
+
+void Supervision::on_timer() {
+  std::uint64_t expirations = 0;
+  if (::read(timer_fd_.get(), &expirations, sizeof expirations) <= 0) return;
+  if (timer_ == Timer::Timeout) {
+    result_.timed_out = true;
+    begin_stop(SIGTERM);
+  } else if (timer_ == Timer::Grace) {
+    container_->kill_all();
+    timer_ = Timer::None;
+  }
+}
+
+// The front (on a terminal): its job was stopped or continued, or it is gone (SIGKILL): then
+// the operator's terminal is given its settings back from here and the run is ended.
+void Supervision::on_control() {
+  char message = 0;
+  ssize_t n = ::recv(control_fd_, &message, 1, MSG_DONTWAIT);
+  if (n == 1) {
+    if (message == front_message::kStopped) container_->stop();
+    if (message == front_message::kContinued) container_->resume();
+    return;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  control_fd_ = -1;
+  SupervisorTerminal& terminal = *launch_.terminal;
+  if (terminal.operator_settings) {
+    ::tcsetattr(terminal.operator_terminal.settings_fd, TCSANOW, &*terminal.operator_settings);
+  }
+  container_->kill_all();
+}
+
+void Supervision::reap_module() {
+  if (reaped_) return;
+  if (::waitpid(child_.pid, &module_wstatus_, 0) == child_.pid) reaped_ = true;
+}
+
+// await-exec: the status channel, the launcher's failure, or "exec" and then end of file
+// when the module's exec closed it (close-on-exec).
+bool Supervision::await_exec() {
   StatusChannel channel_text;
   for (;;) {
-    pollfd fds[] = {{status_read.get(), POLLIN, 0},
-                    {signal_fd.get(), POLLIN, 0},
-                    {timer_fd.get(), POLLIN, 0},
-                    {control_fd, POLLIN, 0}};
+    pollfd fds[] = {{status_read_.get(), POLLIN, 0},
+                    {signal_fd_.get(), POLLIN, 0},
+                    {timer_fd_.get(), POLLIN, 0},
+                    {control_fd_, POLLIN, 0}};
     if (::poll(fds, 4, -1) < 0) {
       if (errno == EINTR) continue;
       break;
@@ -352,7 +377,7 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     if (fds[3].revents != 0) on_control();
     if (fds[0].revents != 0) {
       char buffer[512];
-      ssize_t n = ::read(status_read.get(), buffer, sizeof buffer);
+      ssize_t n = ::read(status_read_.get(), buffer, sizeof buffer);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       if (channel_text.text.size() < kMaxStatusBytes) {
@@ -360,101 +385,123 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
       }
     }
   }
-  status_read.reset();
-
-  auto reap_module = [&]() {
-    if (reaped) return;
-    if (::waitpid(child.pid, &module_wstatus, 0) == child.pid) reaped = true;
-  };
+  status_read_.reset();
 
   if (auto failure = channel_text.failure()) {
     reap_module();
-    result.end = RunEnd::LauncherFailed;
-    result.exit_code = failure->first;
-    result.launcher_line = failure->second;
-  } else if (!channel_text.exec_happened() && (result.stop_signal != 0 || result.timed_out)) {
+    result_.end = RunEnd::LauncherFailed;
+    result_.exit_code = failure->first;
+    result_.launcher_line = failure->second;
+    return false;
+  }
+  if (!channel_text.exec_happened() && (result_.stop_signal != 0 || result_.timed_out)) {
     // Stopped (a stop signal, --timeout) while the launcher was still starting, so the
     // launcher was killed before its exec: the run ends as the stop says, not as a launcher
     // failure. 128+N for signal N, as a stopped module's run; 124 for the timeout.
     reap_module();
-    status_to_exit_code(module_wstatus, result);
-    result.end = RunEnd::Signaled;
-    result.exit_code = result.timed_out ? kExitTimedOut : 128 + result.stop_signal;
-  } else if (!channel_text.exec_happened()) {
-    reap_module();
-    result.end = RunEnd::LauncherFailed;
-    result.exit_code = kExitSoftware;
-    RunResult scratch;
-    int code = status_to_exit_code(module_wstatus, scratch);
-    result.launcher_line = "the launcher ended before the module's exec (" +
-                           (scratch.module_signal != 0
-                                ? "signal " + std::to_string(scratch.module_signal)
-                                : "exit status " + std::to_string(code)) +
-                           ")";
-  } else {
-    // 2. Verification: the exec happened (the module may even have exited already: a zombie
-    // keeps its status until it is reaped, which is done only below).
-    const ProcStatus status =
-        parse_proc_status(read_text_file("/proc/" + std::to_string(child.pid) + "/status"));
-    if (auto problem = exec_verification_problem(status, launch.expected)) {
-      container.kill_all();
-      reap_module();
-      result.end = RunEnd::VerificationFailed;
-      result.exit_code = kExitSoftware;
-      result.verification_problem = *problem;
-    } else {
-      verified = true;
-      // A stop or exit whose SIGCHLD came before this point was left for now (the zombie
-      // was still to be verified): look once, as waitpid still reports it.
-      on_child();
-    }
+    status_to_exit_code(module_wstatus_, result_);
+    result_.end = RunEnd::Signaled;
+    result_.exit_code = result_.timed_out ? kExitTimedOut : 128 + result_.stop_signal;
+    return false;
   }
+  if (!channel_text.exec_happened()) {
+    reap_module();
+    result_.end = RunEnd::LauncherFailed;
+    result_.exit_code = exit_code_for(ErrorKind::StepFailed);
+    RunResult scratch;
+    int code = status_to_exit_code(module_wstatus_, scratch);
+    result_.launcher_line =
+        "the launcher ended before the module's exec (" +
+        (scratch.module_signal != 0 ? "signal " + std::to_string(scratch.module_signal)
+                                    : "exit status " + std::to_string(code)) +
+        ")";
+    return false;
+  }
+  return true;
+}
 
-  // 3. Wait for the module, serving signals, the timeout and the grace period.
-  while (verified && !reaped) {
-    pollfd fds[] = {{child.pidfd.get(), POLLIN, 0},
-                    {signal_fd.get(), POLLIN, 0},
-                    {timer_fd.get(), POLLIN, 0},
-                    {control_fd, POLLIN, 0}};
+// verify: the exec happened (the module may even have exited already: a zombie keeps its
+// status until it is reaped, which is done only after this).
+bool Supervision::verify() {
+  const ProcStatus status =
+      parse_proc_status(read_text_file("/proc/" + std::to_string(child_.pid) + "/status"));
+  if (auto problem = exec_verification_problem(status, launch_.expected)) {
+    container_->kill_all();
+    reap_module();
+    result_.end = RunEnd::VerificationFailed;
+    result_.exit_code = exit_code_for(ErrorKind::StepFailed);
+    result_.verification_problem = *problem;
+    return false;
+  }
+  verified_ = true;
+  // A stop or exit whose SIGCHLD came before this point was left for now (the zombie was
+  // still to be verified): look once, as waitpid still reports it.
+  on_child();
+  return true;
+}
+
+// wait: for the module, serving signals, the timeout and the grace period.
+void Supervision::wait() {
+  while (!reaped_) {
+    pollfd fds[] = {{child_.pidfd.get(), POLLIN, 0},
+                    {signal_fd_.get(), POLLIN, 0},
+                    {timer_fd_.get(), POLLIN, 0},
+                    {control_fd_, POLLIN, 0}};
     if (::poll(fds, 4, -1) < 0 && errno != EINTR) break;
     if (fds[1].revents != 0) on_signal();
     if (fds[2].revents != 0) on_timer();
     if (fds[3].revents != 0) on_control();
     if (fds[0].revents != 0) on_child();  // the pidfd: the module exited
   }
-  if (verified) {
-    result.exit_code = status_to_exit_code(module_wstatus, result);
-    result.end = result.module_signal != 0 ? RunEnd::Signaled : RunEnd::Exited;
-    if (result.timed_out) result.exit_code = kExitTimedOut;
-  }
+  result_.exit_code = status_to_exit_code(module_wstatus_, result_);
+  result_.end = result_.module_signal != 0 ? RunEnd::Signaled : RunEnd::Exited;
+  if (result_.timed_out) result_.exit_code = kExitTimedOut;
+}
 
-  // 4. Tear down: whatever the module left running dies with it.
-  if (launch.leaf) {
-    const std::string& leaf = launch.leaf->path();
-    container.kill_all();
-    result.oom_kills = read_cgroup_key(leaf + "/memory.events", "oom_kill").value_or(0);
-    result.cpu_usec = read_cgroup_key(leaf + "/cpu.stat", "usage_usec");
-    result.memory_peak_bytes = read_cgroup_number(leaf + "/memory.peak");
-    launch.leaf->destroy();
+// teardown: whatever the module left running dies with it. Once, on every path after spawn.
+void Supervision::teardown() {
+  if (torn_down_ || !container_) return;  // once; nothing to tear down before the spawn
+  torn_down_ = true;
+  if (launch_.leaf) {
+    const std::string& leaf = launch_.leaf->path();
+    container_->kill_all();
+    result_.oom_kills = read_cgroup_key(leaf + "/memory.events", "oom_kill").value_or(0);
+    result_.cpu_usec = read_cgroup_key(leaf + "/cpu.stat", "usage_usec");
+    result_.memory_peak_bytes = read_cgroup_number(leaf + "/memory.peak");
+    launch_.leaf->destroy();
   } else {
-    signal_process_group(child.pidfd.get(), group, SIGKILL);
+    signal_process_group(child_.pidfd.get(), child_.pid, SIGKILL);
   }
   kill_and_reap_children();
   // A front stopped with its module is continued, to end with the run (a job the shell shows
   // as stopped until now, e.g. when --timeout ended the stopped module). kEnded first: the
   // front reads it before acting on a kModuleStopped it has not read yet.
-  if (terminal && control_fd >= 0 && ::getppid() == terminal->front) {  // the front lives
-    const char message = front_message::kEnded;
+  SupervisorTerminal* terminal = launch_.terminal;
+  if (terminal != nullptr && control_fd_ >= 0 && ::getppid() == terminal->front) {
+    const char message = front_message::kEnded;  // the front lives
     ::send(terminal->control.get(), &message, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     ::kill(terminal->front, SIGCONT);
   }
-  ::sigprocmask(SIG_SETMASK, &original, nullptr);
-  result.duration_seconds =
-      std::chrono::duration<double>(Clock::now() - started).count();
-  return result;
+  result_.cgroup_container = launch_.leaf.has_value();
+  result_.duration_seconds = std::chrono::duration<double>(Clock::now() - started_).count();
 }
 
-std::string run_result_to_json(const RunResult& r, const SupervisedLaunch& launch) {
+}  // namespace
+
+RunResult supervise(SupervisedLaunch& launch, RunState& state) {
+  Supervision run(launch, state);
+  try {
+    run.spawn();
+    if (run.await_exec() && run.verify()) run.wait();
+  } catch (...) {
+    run.teardown();  // the container dies with the run, whatever failed in this process
+    throw;
+  }
+  run.teardown();
+  return run.result();
+}
+
+std::string run_result_to_json(const RunResult& r, const std::string& id) {
   const char* end = "exited";
   switch (r.end) {
     case RunEnd::Exited:
@@ -472,23 +519,34 @@ std::string run_result_to_json(const RunResult& r, const SupervisedLaunch& launc
   }
   auto optional = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   nlohmann::json j{
-      {"id", launch.id},
+      {"id", id},
       {"end", end},
       {"exit_code", r.exit_code},
       {"module_exit_status",
        r.module_status >= 0 ? nlohmann::json(r.module_status) : nlohmann::json(nullptr)},
-      {"module_signal", r.module_signal != 0 ? nlohmann::json(r.module_signal) : nlohmann::json(nullptr)},
+      {"module_signal",
+       r.module_signal != 0 ? nlohmann::json(r.module_signal) : nlohmann::json(nullptr)},
       {"timed_out", r.timed_out},
       {"stop_signal", r.stop_signal != 0 ? nlohmann::json(r.stop_signal) : nlohmann::json(nullptr)},
       {"oom_killed", r.oom_kills > 0},
-      {"container", launch.leaf ? "cgroup" : "process-group"},
-      {"launcher_error", r.launcher_line.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.launcher_line)},
-      {"verification_error",
-       r.verification_problem.empty() ? nlohmann::json(nullptr)
-                                      : nlohmann::json(r.verification_problem)},
+      {"container", r.cgroup_container ? "cgroup" : "process-group"},
+      {"launcher_error",
+       r.launcher_line.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.launcher_line)},
+      {"verification_error", r.verification_problem.empty()
+                                 ? nlohmann::json(nullptr)
+                                 : nlohmann::json(r.verification_problem)},
       {"cpu_usec", optional(r.cpu_usec)},
       {"memory_peak_bytes", optional(r.memory_peak_bytes)},
       {"duration_seconds", r.duration_seconds}};
+  return j.dump() + "\n";
+}
+
+std::string not_started_result_json(const std::string& id, int exit_code,
+                                    const std::string& error) {
+  nlohmann::json j{{"id", id.empty() ? nlohmann::json(nullptr) : nlohmann::json(id)},
+                   {"end", "not-started"},
+                   {"exit_code", exit_code},
+                   {"error", error}};
   return j.dump() + "\n";
 }
 

@@ -1,9 +1,12 @@
-// sandbox-run's parent side (sandbox-linux.md, "Verification" and "Process container"):
-// spawn the launcher in its container, read its status channel, verify /proc/<pid>/status
-// once the module's exec has happened, wait, and tear the container down however the run
-// ends. The command line and the choice of container are cmd_sandbox_run.cpp's.
+// sandbox-run's parent side ("Verification" and "Process container" of
+// https://docs.codonic.dev/oarbank/spec/sandbox-linux), as its phases (plan/launch_steps.hpp):
+// spawn the launcher in its container, await its exec on the status channel, verify
+// /proc/<pid>/status once the module's exec has happened, wait, and tear the container down
+// however the run ends. What the container is made of (the leaf, the terminal, the proxy) is
+// made and released by the module run (module_run.hpp).
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -18,19 +21,25 @@
 
 namespace oarbank {
 
+struct SupervisorTerminal;
+
 struct SupervisedLaunch {
   std::string id;
   // The launcher's steps, run in the child (sandbox-exec's launch(), prepared in this
   // process): given the status channel's write end, it execs the module or _exits.
   void (*launcher)(void* context, int status_fd) = nullptr;
   void* launcher_context = nullptr;
-  std::optional<CgroupLeaf> leaf;      // none: the process group (and subreaper) only
+  std::optional<CgroupLeaf> leaf;  // none: the process group (and subreaper) only
+  // On a terminal, the supervisor's half of the split (terminal_front.hpp); else null.
+  SupervisorTerminal* terminal = nullptr;
+  // The signal mask the launcher starts with; null: this process's when supervise() starts.
+  const sigset_t* launcher_mask = nullptr;
   // Called with the child's pid once it exists (the egress proxy's thread starts here: the
   // child must be cloned from a process with a single thread).
   std::function<void(pid_t)> after_spawn;
   ExecExpectation expected;
   std::optional<double> timeout_seconds;
-  double kill_after_seconds = 10;      // from SIGTERM to SIGKILL at a stop
+  double kill_after_seconds = 10;  // from SIGTERM to SIGKILL at a stop
 };
 
 enum class RunEnd {
@@ -42,22 +51,30 @@ enum class RunEnd {
 
 struct RunResult {
   RunEnd end = RunEnd::Exited;
-  int exit_code = 0;        // what sandbox-run exits with
-  int module_status = -1;   // the module's exit status, when it exited
-  int module_signal = 0;    // the signal that ended it, when one did
+  int exit_code = 0;       // what sandbox-run exits with
+  int module_status = -1;  // the module's exit status, when it exited
+  int module_signal = 0;   // the signal that ended it, when one did
   bool timed_out = false;
-  int stop_signal = 0;      // SIGINT/SIGTERM/SIGHUP that asked sandbox-run to stop
+  int stop_signal = 0;          // SIGINT/SIGTERM/SIGHUP that asked sandbox-run to stop
   std::uint64_t oom_kills = 0;  // memory.events oom_kill of the leaf
   std::string launcher_line;    // what the launcher said when it failed
   std::string verification_problem;
   std::optional<std::uint64_t> cpu_usec, memory_peak_bytes;
+  bool cgroup_container = false;  // the module ran in a leaf (else its process group only)
   double duration_seconds = 0;
 };
 
-// Runs the launch to its end. `state` receives the module's pid once spawned. Throws
-// Error(StepFailed) only before the launcher runs (nothing is left behind then).
+// Runs the launch to its end: the phases spawn, await-exec, verify, wait and teardown, the
+// teardown on every path once spawned. `state` receives the module's pid once spawned.
+// Throws Error(StepFailed) when the spawn fails (nothing runs then); whatever else throws
+// here does so after the teardown (nothing of the module is left either).
 RunResult supervise(SupervisedLaunch& launch, RunState& state);
 
-std::string run_result_to_json(const RunResult& result, const SupervisedLaunch& launch);
+// --result's JSON line for module `id`.
+std::string run_result_to_json(const RunResult& result, const std::string& id);
+// --result's JSON line for a run refused before its launcher started (`id` empty: none was
+// chosen yet): its exit code and the line printed.
+std::string not_started_result_json(const std::string& id, int exit_code,
+                                    const std::string& error);
 
 }  // namespace oarbank

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <string>
 
+#include "plan/launch_steps.hpp"
 #include "sys/error.hpp"
 
 #ifndef TIOCGPTPEER
@@ -41,8 +42,7 @@ PtyPair open_module_pty(int settings_fd) {
   PtyPair pair;
   pair.master.reset(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (!pair.master.valid() || ::unlockpt(pair.master.get()) != 0) {
-    throw Error(ErrorKind::StepFailed,
-                "step terminal failed: posix_openpt or unlockpt: " + errno_text(errno));
+    throw step_error(LaunchStep::Terminal, "posix_openpt or unlockpt", errno);
   }
   pair.slave.reset(::ioctl(pair.master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (!pair.slave.valid() && (errno == EINVAL || errno == ENOTTY)) {
@@ -52,8 +52,7 @@ PtyPair open_module_pty(int settings_fd) {
     }
   }
   if (!pair.slave.valid()) {
-    throw Error(ErrorKind::StepFailed,
-                "step terminal failed: opening the pty's slave: " + errno_text(errno));
+    throw step_error(LaunchStep::Terminal, "opening the pty's slave", errno);
   }
   termios settings{};
   if (::tcgetattr(settings_fd, &settings) == 0) {

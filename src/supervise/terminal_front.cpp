@@ -347,7 +347,7 @@ SupervisorTerminal split_front(const OperatorTerminal& terminal) {
       std::string line =
           "oarbank-agent sandbox-run: step terminal failed: signalfd: " + errno_text(errno) + "\n";
       [[maybe_unused]] auto n = ::write(2, line.data(), line.size());
-      ::_exit(kExitSoftware);
+      ::_exit(exit_code_for(ErrorKind::StepFailed));
     }
     Front(terminal, pty.master.get(), front_end.get(), signals, supervisor).run();
   }

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "plan/launch_steps.hpp"
 #include "probe/writable_path_rule.hpp"
 #include "sys/error.hpp"
 #include "sys/safe_open.hpp"
@@ -15,7 +16,7 @@ namespace oarbank {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, int err) {
-  throw Error(ErrorKind::StepFailed, "step directories failed: " + what + ": " + errno_text(err));
+  throw step_error(LaunchStep::Directories, what, err);
 }
 
 }  // namespace
@@ -43,11 +44,12 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
       std::string root_list;
       for (const auto& root : roots) root_list += (root_list.empty() ? "" : ", ") + root;
       if (!writable_root_for(dir, roots)) {
-        throw Error(ErrorKind::Unenforceable,
-                    "step directories failed: " + dir +
-                        " does not exist, and sandbox-run creates missing directories only below "
-                        "the node's writable_roots (" +
-                        root_list + ")");
+        throw step_error(LaunchStep::Directories,
+                         dir +
+                             " does not exist, and sandbox-run creates missing directories only "
+                             "below the node's writable_roots (" +
+                             root_list + ")",
+                         0, ErrorKind::Unenforceable);
       }
       // Walk from "/" one component at a time, never through a symbolic link (openat2
       // RESOLVE_NO_SYMLINKS): a parent in a world-writable place (/tmp) cannot redirect where
@@ -59,7 +61,7 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
         if (::fstat(fd, &existing) != 0) fail("fstat " + component, errno);
         if (auto problem = writable_path_problem(
                 component, PathOwnership{existing.st_uid, existing.st_mode, existing.st_nlink}, last, dir, uid)) {
-          throw Error(ErrorKind::StepFailed, "step directories failed: " + *problem);
+          throw step_error(LaunchStep::Directories, *problem);
         }
       };
       UniqueFd at(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -89,8 +91,7 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
         }
         if (!next.valid()) {
           if (errno == ELOOP) {
-            throw Error(ErrorKind::StepFailed,
-                        "step directories failed: " + writable_path_symlink_problem(sofar, dir));
+            throw step_error(LaunchStep::Directories, writable_path_symlink_problem(sofar, dir));
           }
           fail("open " + sofar + (errno == ENOTDIR ? " (not a directory)" : ""), errno);
         }

@@ -1,5 +1,6 @@
-// contract.md, "No root": sandbox-run makes a policy's work, temp and data directories, when
-// they do not exist yet, owned by the module user (mode 0700), so the module can use them.
+// docs/sandbox-run.md, "What a run does, in order" (Directories): sandbox-run makes a policy's
+// work, temp and data directories, when they do not exist yet, owned by the module user (mode
+// 0700), so the module, which never runs as root, can use them.
 #pragma once
 
 #include <sys/types.h>

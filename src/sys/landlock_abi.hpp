@@ -45,10 +45,49 @@
 
 namespace oarbank::landlock {
 
-// The newest Landlock ABI this build knows; a newer kernel is used at this ABI. Here, with the
-// kernel interface's constants (which stop at this ABI), so that the node configuration can
-// bound its cap without depending on the plan.
-inline constexpr int kNewestKnownAbi = 7;
+// The Landlock ABIs by name, each with the first Linux release that answers it to
+// LANDLOCK_CREATE_RULESET_VERSION (as rust-landlock's compat.rs names them). The kernel's ABI
+// is a plain number (features.landlock_abi, the plan's abi): compare it with supports(), never
+// with a literal.
+enum class Abi : int {
+  Unsupported = 0,  // no Landlock: not built (ENOSYS) or not enabled at boot (EOPNOTSUPP)
+  V1 = 1,           // Linux 5.13: filesystem access rights
+  V2 = 2,           // Linux 5.19: refer (link and rename across directories)
+  V3 = 3,           // Linux 6.2: truncate
+  V4 = 4,           // Linux 6.7: TCP bind and connect by port
+  V5 = 5,           // Linux 6.10: ioctl on character and block devices
+  V6 = 6,           // Linux 6.12: scopes (abstract unix sockets, signals)
+  V7 = 7,           // Linux 6.15: restrict_self's audit logging flags
+};
+// The newest ABI this build knows; a newer kernel is used at this ABI.
+inline constexpr Abi kNewestKnownAbi = Abi::V7;
+
+constexpr int number(Abi abi) { return static_cast<int>(abi); }
+// True when a kernel (or a plan) at ABI `abi` has what `needed` brought.
+constexpr bool supports(int abi, Abi needed) { return abi >= number(needed); }
+
+// "Linux 6.7" for ABI 4, and so on; "Linux ?" for a number this build does not know.
+constexpr const char* linux_release(int abi) {
+  switch (abi) {
+    case number(Abi::V1):
+      return "Linux 5.13";
+    case number(Abi::V2):
+      return "Linux 5.19";
+    case number(Abi::V3):
+      return "Linux 6.2";
+    case number(Abi::V4):
+      return "Linux 6.7";
+    case number(Abi::V5):
+      return "Linux 6.10";
+    case number(Abi::V6):
+      return "Linux 6.12";
+    case number(Abi::V7):
+      return "Linux 6.15";
+    default:
+      return "Linux ?";
+  }
+}
+constexpr const char* linux_release(Abi abi) { return linux_release(number(abi)); }
 
 // LANDLOCK_RULE_NET_PORT (ABI 4) is an enumerator of the kernel's enum landlock_rule_type,
 // which Debian 12's header lacks; its value is fixed by the kernel ABI.
@@ -64,8 +103,8 @@ struct RulesetAttr {
   std::uint64_t scoped = 0;              // ABI 6
 };
 inline constexpr std::size_t ruleset_attr_size(int abi) {
-  if (abi >= 6) return sizeof(RulesetAttr);
-  if (abi >= 4) return offsetof(RulesetAttr, scoped);
+  if (supports(abi, Abi::V6)) return sizeof(RulesetAttr);
+  if (supports(abi, Abi::V4)) return offsetof(RulesetAttr, scoped);
   return offsetof(RulesetAttr, handled_access_net);
 }
 

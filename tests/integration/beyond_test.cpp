@@ -1,5 +1,6 @@
-// contract.md, "Beyond the page": no root, only its own descriptors, no terminal injection,
-// a clean environment. Run under the same node caps as the mapping rows.
+// Beyond the page (docs/launcher.md, "The steps, in order" and "What the module gets"): no
+// root, only its own descriptors, no terminal injection, a clean environment. Run under the same
+// node caps as the mapping rows.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>

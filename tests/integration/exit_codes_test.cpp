@@ -1,4 +1,4 @@
-// The launcher's own exit codes (contract.md, "Commands"): 64 usage error or invalid policy,
+// The launcher's own exit codes (docs/launcher.md, "Exit codes"): 64 usage error or invalid policy,
 // 70 a step cannot be applied in full (or the node cannot enforce the policy), 71 the exec
 // failed, 78 invalid node configuration. Every failure is one line on stderr, runs nothing
 // and leaves nothing behind.
@@ -696,6 +696,28 @@ TEST_F(StatusChannel, NamesTheLaunchersFailureWithItsCode) {
   const std::string exec_failed = channel_of(tree.write_json("p2.json", base_policy()), {tree.path("bundle/nope")}, r);
   EXPECT_TRUE(r.exited(71)) << r.describe();
   EXPECT_TRUE(exec_failed.starts_with("exec\n71\t")) << exec_failed;
+}
+
+// The launcher's first step (plan/launch_steps.hpp's descriptors) refuses to pass the channel
+// on: its line names the step, on stderr and on the channel alike, and nothing runs.
+TEST_F(StatusChannel, AKeptChannelIsRefusedByTheDescriptorsStep) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string fd = std::to_string(fds[1]);
+  RunResult r =
+      agent({"sandbox-exec", "--config", config_path, "--status-fd", fd, "--keep-fd", fd,
+             tree.write_json("p.json", base_policy()), "--", tree.probe(), "write", marker()});
+  ::close(fds[1]);
+  std::string text;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;)
+    text.append(buffer, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  const std::string line = "oarbank-agent sandbox-exec: step descriptors failed: --keep-fd " + fd +
+                           " is the status channel";
+  expect_launcher_failure(r, 70, {line});
+  EXPECT_EQ(text, "70\t" + line + ": " + "EBADF (Bad file descriptor)\n");
+  expect_nothing_ran();
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// sandbox-linux.md, "Mapping": each row, checked from inside the real sandboxed payload, for
-// the thing the row allows and the things it forbids. Every suite runs under the node caps
-// landlock_abi_max = 3, 4, 5, 6 and uncapped.
+// "Mapping" of https://docs.codonic.dev/oarbank/spec/sandbox-linux: each row, checked from inside
+// the real sandboxed payload, for the thing the row allows and the things it forbids. Every suite
+// runs under the node caps landlock_abi_max = 3, 4, 5, 6 and uncapped.
 #include <linux/sched.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -357,9 +357,9 @@ TEST_P(EgressAllowlist, ConnectToTheProxyPortAlone) {
 }
 
 TEST_P(EgressAllowlist, LandlockRuleIsAPortNotAnAddress) {
-  // The page's mechanism alone lets the proxy's port through on any address (contract.md,
-  // "Egress only through the proxy": as root the launcher adds a network namespace for that,
-  // sandbox_run_test.cpp's ...ThroughItsRelay). Here 127.0.0.2 has nothing listening: the
+  // The page's mechanism alone lets the proxy's port through on any address (docs/launcher.md,
+  // "Egress: the module's own network namespace": as root the launcher adds a network namespace for
+  // that, sandbox_run_test.cpp's ...ThroughItsRelay). Here 127.0.0.2 has nothing listening: the
   // connect passes Landlock and the kernel refuses it.
   const auto p = egress_policy();
   if (!runs_or_refused(p, "net.egress-allowlist", 4)) return;
@@ -550,7 +550,8 @@ TEST_P(Children, SysVAndPosixIpcRefused) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// contract.md "No way around the filter": another syscall ABI, and numbers past the ceiling.
+// No way around the filter (docs/seccomp.md, "Refusals, and the other routes to the same
+// effect"): another syscall ABI, and numbers past the ceiling.
 // ---------------------------------------------------------------------------------------------
 class SyscallAbi : public CapTest {};
 

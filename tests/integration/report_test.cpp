@@ -57,7 +57,8 @@ TEST(Report, NfdFileIsOneValidLabelPerRow) {
     ++labels;
   }
   EXPECT_GE(labels, 6U);
-  // The filesystem row needs Landlock ABI 3 (sandbox-linux.md, "Capability").
+  // The filesystem row needs Landlock ABI 3 ("Enforcement report" of
+  // https://docs.codonic.dev/oarbank/spec/sandbox-linux).
   const std::string filesystem = kernel_landlock_abi() >= 3 ? "enforced" : "unavailable";
   EXPECT_NE(result.out.find("oarbank-sandbox.filesystem=" + filesystem + "\n"), std::string::npos)
       << result.out;

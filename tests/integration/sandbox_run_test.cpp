@@ -595,6 +595,81 @@ TEST_F(SandboxRun, MakesWorkAndTempForTheModuleUser) {
   EXPECT_FALSE(exists(tree.path("jobs/8")));
 }
 
+// Issue 11: what a run made is released in reverse order however the run fails
+// (src/supervise/module_run.hpp): a failure at the proxy (after the record, the leaf, the
+// directories and, as root, the network namespace were made), at the launcher's exec, and at
+// the verification (a launcher that skips seccomp) each leave no created directory, leaf or
+// record behind; a module that ran keeps the directories made for it.
+TEST_F(SandboxRun, AFailureAtALateStepReleasesEverythingTheRunMade) {
+  auto p = egress_policy();
+  const std::string fifo = tree.path("proxy-log.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  if (running_as_root()) {
+    p["work"] = tree.path("jobs/late-1/work");
+    RunResult r = run({"--proxy-log", fifo}, payload({"write", tree.path("jobs/late-1/work/x")}),
+                      tree.write_json("late-1.json", p));
+    EXPECT_TRUE(r.exited(64)) << r.describe();
+    EXPECT_NE(r.err.find("--proxy-log " + fifo), std::string::npos) << r.describe();
+    EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
+    EXPECT_FALSE(exists(tree.path("jobs/late-1"))) << "the directories made were left";
+    expect_nothing_left();
+  }
+  p = base_policy();
+  p["work"] = tree.path("jobs/late-2/work");
+  RunResult r = run({}, {tree.path("bundle/no-such-program")}, tree.write_json("late-2.json", p));
+  EXPECT_TRUE(r.exited(71)) << r.describe();
+  EXPECT_FALSE(exists(tree.path("jobs/late-2"))) << "the directories made were left";
+  expect_nothing_left();
+
+  p["work"] = tree.path("jobs/late-3/work");
+  RunOptions o;
+  o.env = env();
+  o.env.push_back("OARBANK_TEST_SKIP_STEP=seccomp");
+  o.timeout = 20s;
+  std::vector<std::string> argv =
+      run_argv({}, payload({"sleep-forever"}), tree.write_json("late-3.json", p));
+  argv[0] = OARBANK_SKIPSTEP_BINARY;
+  r = run_command(argv, o);
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_NE(r.err.find("verification failed"), std::string::npos) << r.describe();
+  EXPECT_FALSE(exists(tree.path("jobs/late-3"))) << "the directories made were left";
+  expect_nothing_left();
+
+  // The control: the module ran, its directory stays (its data), nothing else does.
+  p["work"] = tree.path("jobs/late-4/work");
+  r = run({}, payload({"write", tree.path("jobs/late-4/work/x")}),
+          tree.write_json("late-4.json", p));
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_TRUE(exists(tree.path("jobs/late-4/work/x")));
+  expect_nothing_left();
+}
+
+// Issue 11: a stop signal that arrives while the run's world is being made ends the run at the
+// next step, with what was made released: 128+N, one line, the module never started, no
+// directory made for it, nothing left. (Here the signal is pending when sandbox-run starts,
+// so the run stops after its first step, the record; without the check, the supervisor read it
+// only after the spawn, and the directories stayed.)
+TEST_F(SandboxRun, AStopSignalBeforeTheSpawnEndsTheRunWithNothingLeft) {
+  auto p = base_policy();
+  p["work"] = tree.path("jobs/stopped/work");
+  std::vector<std::string> argv =
+      run_argv({"--result", result_path()}, payload({"write", tree.path("jobs/stopped/work/x")}),
+               tree.write_json("stopped.json", p));
+  argv.insert(argv.begin(), {tree.probe(), "exec-signal-pending", std::to_string(SIGTERM)});
+  RunOptions o;
+  o.env = env();
+  o.timeout = 20s;
+  RunResult r = run_command(argv, o);
+  EXPECT_TRUE(r.exited(128 + SIGTERM)) << r.describe();
+  EXPECT_NE(r.err.find("stopped by SIGTERM before the module was started"), std::string::npos)
+      << r.describe();
+  EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
+  EXPECT_EQ(result()["end"], "signaled");
+  EXPECT_EQ(result()["stop_signal"], SIGTERM);
+  EXPECT_FALSE(exists(tree.path("jobs/stopped"))) << "a directory was made for a stopped run";
+  expect_nothing_left();
+}
+
 // --- Egress: the module's own network namespace, the proxy inside it (issue 5) -------------
 
 std::string ask_proxy(int port, const std::string& request);  // below, with egress-proxy

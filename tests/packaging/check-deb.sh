@@ -48,6 +48,9 @@ listed() {
     END {exit !found}' <<<"$listing"
 }
 check "/usr/bin/oarbank-agent, 0755 root" listed usr/bin/oarbank-agent -rwxr-xr-x
+# Issue 11: every line but a plain sandbox-exec or sandbox-run, which the agent execs.
+check "its companion oarbank-agent-full, 0755 root" \
+  listed usr/lib/oarbank-agent/oarbank-agent-full -rwxr-xr-x
 check "the unit in /usr/lib/systemd/system" \
   listed "usr/lib/systemd/system/oarbank-agent@.service" -rw-r--r--
 check "the slice in /usr/lib/systemd/system" listed usr/lib/systemd/system/oarbank.slice -rw-r--r--
@@ -97,13 +100,16 @@ unit=$root/usr/lib/systemd/system/oarbank-agent@.service
 # "statically linked" or "static-pie linked", never "dynamically linked".
 is_static() {
   local kind
-  kind=$(file -b "$agent")
+  kind=$(file -b "$1")
   [[ $kind == *"statically linked"* || $kind == *"static-pie linked"* ]] || {
     echo "$kind"
     return 1
   }
 }
-check "the binary is static" is_static
+check "the binary is static" is_static "$agent"
+check "oarbank-agent-full is static" is_static "$root/usr/lib/oarbank-agent/oarbank-agent-full"
+# The report below runs through it: the agent finds it in ../lib/oarbank-agent.
+check "oarbank-agent --version, through oarbank-agent-full" "$agent" --version
 # shellcheck disable=SC2016 # systemd's ${VAR} and $VAR, literally
 exec_start='ExecStart=/usr/bin/oarbank-agent sandbox-run --id %i ${OARBANK_POLICY} -- $OARBANK_ARGV'
 check "the unit runs the packaged binary" grep -qxF "$exec_start" "$unit"

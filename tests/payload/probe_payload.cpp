@@ -803,6 +803,22 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     std::fflush(stdout);
     return 0;
   }
+  if (cmd == "exec-signal-pending" && need(2)) {
+    // Blocks signal A[0] (a number), sends it to itself and execs A[1] with the arguments
+    // after it: the program starts with that signal pending (execve keeps it), as if it had
+    // arrived during its first instructions.
+    const int sig = std::atoi(a[0].c_str());
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_BLOCK, &set, nullptr);
+    raise(sig);
+    std::vector<char*> args;
+    for (std::size_t i = 1; i < a.size(); ++i) args.push_back(const_cast<char*>(a[i].c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    return report(-1);
+  }
   return usage();
 }
 

@@ -332,8 +332,9 @@ TEST(PlanOverlap, SeparateTreesAreFine) {
       (void)make_plan(filesystem_policy(), features_with_abi(7), NodeConfig{}, paths, request()));
 }
 
-// contract.md, "Egress only through the proxy": per launch mode, what keeps an egress module
-// to the proxy, and the one table that says so to the launcher, sandbox-check and the report.
+// docs/launcher.md, "Egress: the module's own network namespace": per launch mode, what keeps an
+// egress module to the proxy, and the one table that says so to the launcher, sandbox-check and the
+// report.
 TEST(PlanEgressConfinement, NamespaceAsRootElsePortOnlyOnlyWhereTheNodeAcceptsIt) {
   FakePaths paths;
   const Policy policy = parse_policy(

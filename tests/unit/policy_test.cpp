@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 using namespace std::string_literals;
 
-// contract.md, "The Policy", verbatim.
+// The example of docs/policy.md, verbatim.
 constexpr std::string_view kExamplePolicy = R"({
   "version": 1,
   "bundle": "/srv/oarbank/modules/resize-1.4.2",

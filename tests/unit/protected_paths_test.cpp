@@ -1,13 +1,8 @@
-// sandbox-run's own files against a policy's paths (plan/protected_paths.hpp), and the run
-// record's JSON (supervise/run_state.hpp): the pure parts of issue 10.
+// sandbox-run's own files against a policy's paths (plan/protected_paths.hpp): a pure part of
+// issue 10. The run record's JSON has its tests in run_state_test.cpp.
 #include "plan/protected_paths.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <cstdio>
-
-#include "supervise/run_state.hpp"
 
 namespace oarbank {
 namespace {
@@ -54,53 +49,6 @@ TEST(ProtectedPaths, TheLineNamesThePolicyPathTheProtectedPathAndHow) {
   EXPECT_EQ(protected_path_problem(policy_paths(policy), config),
             "the policy's runtime path /etc/oarbank contains the node configuration "
             "/etc/oarbank/agent.json");
-}
-
-TEST(RunRecord, RoundTripsAndRefusesWhatIsNotARecord) {
-  RunRecord r{.id = "m1",
-              .supervisor_pid = 10,
-              .supervisor_start_time = 11,
-              .module_pid = 12,
-              .module_start_time = 13,
-              .process_group = 12,
-              .cgroup = "/sys/fs/cgroup/x/oarbank-m1",
-              .netns = true,
-              .phase = "running",
-              .started_at = 14};
-  auto back = run_record_from_json(run_record_to_json(r));
-  ASSERT_TRUE(back);
-  EXPECT_EQ(back->id, "m1");
-  EXPECT_EQ(back->supervisor_start_time, 11U);
-  EXPECT_EQ(back->module_pid, 12);
-  EXPECT_EQ(back->cgroup, r.cgroup);
-  EXPECT_TRUE(back->netns);
-  EXPECT_EQ(back->phase, "running");
-  EXPECT_FALSE(run_record_from_json(""));
-  EXPECT_FALSE(run_record_from_json("[]"));
-  EXPECT_FALSE(run_record_from_json(R"({"id":"m1"})"));
-}
-
-TEST(RunRecord, TheChildRecordsItselfAsAWholeRecord) {
-  // What the spawned child writes before anything else: the prefix the supervisor made, with
-  // its own pid (module and group leader) and start time, cut to length.
-  FILE* file = std::tmpfile();
-  ASSERT_NE(file, nullptr);
-  const int fd = ::fileno(file);
-  const std::string longer(300, 'x');
-  ASSERT_EQ(::pwrite(fd, longer.data(), longer.size(), 0), 300);
-  const std::string prefix =
-      R"({"cgroup":null,"container":"process-group","id":"m","netns":false,"phase":"running",)"
-      R"("started_at":0,"supervisor_pid":1,"supervisor_start_time":2,)";
-  ASSERT_EQ(record_self_as_module(fd, prefix.data(), prefix.size()), 0);
-  std::string text(4096, '\0');
-  text.resize(static_cast<std::size_t>(::pread(fd, text.data(), text.size(), 0)));
-  auto record = run_record_from_json(text);
-  ASSERT_TRUE(record) << text;
-  EXPECT_EQ(record->module_pid, ::getpid());
-  EXPECT_EQ(record->process_group, ::getpid());
-  EXPECT_EQ(record->module_start_time, process_start_time(::getpid()));
-  EXPECT_NE(record->module_start_time, 0U);
-  std::fclose(file);
 }
 
 }  // namespace

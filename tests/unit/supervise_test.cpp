@@ -1,12 +1,10 @@
-// The pure parts of sandbox-run: module ids, the verification of /proc/<pid>/status, and the
-// limits a leaf is given.
+// The pure parts of sandbox-run: module ids and the verification of /proc/<pid>/status. Where
+// a leaf goes and the limits it is given: cgroup_leaf_test.cpp.
 #include <gtest/gtest.h>
 
-#include "plan/cgroup_limits.hpp"
-#include "probe/cgroup_facts.hpp"
+#include "policy/module_id.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/exec_verification.hpp"
-#include "policy/module_id.hpp"
 
 namespace oarbank {
 namespace {
@@ -112,57 +110,6 @@ TEST(ExecVerification, AnUnprivilegedLaunchKeepsItsBoundingSetAndGroups) {
                                       user_launch)
                 .value_or(""),
             "CapEff: 0000000000000001 (expected 0)");
-}
-
-TEST(LeafParent, OwnCgroupLessTheSupervisorLeafElseTheConfiguredOne) {
-  NodeConfig own;
-  const std::string unit = "/system.slice/system-oarbank\\x2dagent.slice/oarbank-agent@job.service";
-  EXPECT_EQ(leaf_parent_cgroup(own, unit), unit);
-  // After sandbox-run moved itself into its supervisor leaf, the leaves are that leaf's siblings.
-  EXPECT_EQ(leaf_parent_cgroup(own, unit + "/oarbank-supervisor"), unit);
-  EXPECT_EQ(leaf_parent_cgroup(own, "/"), "");
-  EXPECT_EQ(leaf_parent_cgroup(own, "/oarbank-supervisor"), "");
-  NodeConfig configured;
-  configured.cgroup_parent = "/oarbank.slice";
-  EXPECT_EQ(leaf_parent_cgroup(configured, unit + "/oarbank-supervisor"), "/oarbank.slice");
-}
-
-Policy reserved(std::optional<double> cpu, std::optional<std::uint64_t> memory) {
-  Policy p;
-  p.bundle = "/srv/m";
-  p.reservations.cpu = cpu;
-  p.reservations.memory_bytes = memory;
-  return p;
-}
-
-TEST(LeafLimits, ReservationsBecomeLimitsOnlyUnderHardLimits) {
-  NodeConfig soft;
-  auto limits = make_leaf_limits(reserved(1.5, 512ULL << 20), soft);
-  EXPECT_EQ(limits.cpu_max, std::nullopt);
-  EXPECT_EQ(limits.memory_max, std::nullopt);
-  EXPECT_EQ(limits.pids_max, 1024U);
-  EXPECT_FALSE(limits.required);
-  EXPECT_EQ(limits.controllers, std::vector<std::string>{"pids"});
-
-  NodeConfig hard;
-  hard.hard_limits = true;
-  limits = make_leaf_limits(reserved(1.5, 512ULL << 20), hard);
-  EXPECT_EQ(limits.cpu_max, "150000 100000");
-  EXPECT_EQ(limits.memory_max, 512ULL << 20);
-  EXPECT_TRUE(limits.required);
-  EXPECT_EQ(limits.controllers, (std::vector<std::string>{"cpu", "memory", "pids"}));
-}
-
-TEST(LeafLimits, CpuQuotaHasTheKernelsFloor) {
-  NodeConfig hard;
-  hard.hard_limits = true;
-  hard.pids_max = std::nullopt;
-  auto limits = make_leaf_limits(reserved(0.001, std::nullopt), hard);
-  EXPECT_EQ(limits.cpu_max, "1000 100000");  // cpu.max refuses a quota under 1 ms
-  EXPECT_EQ(limits.controllers, std::vector<std::string>{"cpu"});
-  EXPECT_EQ(make_leaf_limits(reserved(0.25, std::nullopt), hard).cpu_max, "25000 100000");
-  EXPECT_EQ(make_leaf_limits(reserved(std::nullopt, std::nullopt), hard).controllers,
-            std::vector<std::string>{});
 }
 
 }  // namespace

@@ -37,8 +37,12 @@ cases=("$@")
 ((${#cases[@]})) || cases=("${all_cases[@]}")
 
 agent="$build_dir/oarbank-agent"
+# Issue 11: the agent execs oarbank-agent-full, beside it, for every line but a plain
+# sandbox-exec or sandbox-run (help, --explain, sandbox-report, ...): the guest gets both.
+agent_full="$build_dir/oarbank-agent-full"
 payload="$build_dir/tests/oarbank-probe-payload"
 [[ -x $agent ]] || die "$agent is missing (ninja -C $build_dir oarbank-agent)"
+[[ -x $agent_full ]] || die "$agent_full is missing (ninja -C $build_dir oarbank-agent)"
 [[ -x $payload ]] || die "$payload is missing (ninja -C $build_dir oarbank-probe-payload)"
 # The integration suite has the agent's and the payload's absolute paths baked in; the guest
 # gets both at their own paths, so the suite must be the one built with them.
@@ -70,10 +74,10 @@ cc -static -O2 -o "$helper" "$here/landlock-abi.c" || die "cannot build $here/la
 
 # The files for the guest: the binaries at their own paths, and for a dynamic build the
 # libraries and loader ldd names (at their own paths too).
-files=(--file "$agent" --file "$payload" --file "$helper:/oarbank-vm/landlock-abi")
+files=(--file "$agent" --file "$agent_full" --file "$payload" --file "$helper:/oarbank-vm/landlock-abi")
 [[ -z $suite ]] || files+=(--file "$suite" --file "$skipstep" --file "$here/guest-suite.sh:/oarbank-vm/guest-suite.sh")
 declare -A libs=()
-for bin in "$agent" "$payload" ${suite:+"$suite" "$skipstep"}; do
+for bin in "$agent" "$agent_full" "$payload" ${suite:+"$suite" "$skipstep"}; do
   if readelf -l "$bin" 2>/dev/null | grep -q INTERP; then
     while read -r lib; do libs[$lib]=1; done < <(ldd "$bin" | grep -o '/[^ ]*' || true)
   fi

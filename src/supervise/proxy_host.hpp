@@ -12,7 +12,7 @@
 #include "proxy/proxy_server.hpp"
 #include "sys/unique_fd.hpp"
 
-namespace oarbank::cli {
+namespace oarbank {
 
 // How the log reaches stderr when no log file is given (issue 16).
 enum class StderrLogForm {
@@ -47,4 +47,4 @@ class ProxyHost {
   std::thread thread_;
 };
 
-}  // namespace oarbank::cli
+}  // namespace oarbank

@@ -1,4 +1,4 @@
-#include "cli/proxy_host.hpp"
+#include "supervise/proxy_host.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,12 +6,14 @@
 #include <atomic>
 #include <memory>
 #include <stdexcept>
+#include <system_error>
 
+#include "plan/launch_steps.hpp"
 #include "proxy/proxy_summary.hpp"
 #include "sys/error.hpp"
 #include "sys/safe_open.hpp"
 
-namespace oarbank::cli {
+namespace oarbank {
 
 ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>& log_path,
                      const std::string& log_option, StderrLogForm stderr_form,
@@ -52,7 +54,17 @@ ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>&
     server_ = std::make_unique<proxy::ProxyServer>(std::move(settings));
     server_->add_module(id, policy.egress, listener.release(), std::move(peer_check));
   } catch (const std::invalid_argument& e) {
+    // The proxy library answers in standard exceptions (its own tests name them); here, at
+    // its edge, they become the project's Error (sys/error.hpp): invalid settings are the
+    // node's configuration, anything else is the proxy step failing (fail closed).
     throw Error(ErrorKind::Config, std::string("egress proxy: ") + e.what());
+  } catch (const std::system_error& e) {
+    const int err = e.code().category() == std::generic_category() ? e.code().value() : 0;
+    throw Error(ErrorKind::StepFailed, LaunchStep::Proxy, std::string(),
+                step_failed_message(LaunchStep::Proxy, std::string("egress proxy: ") + e.what()),
+                err);
+  } catch (const std::runtime_error& e) {
+    throw step_error(LaunchStep::Proxy, std::string("egress proxy: ") + e.what());
   }
 }
 
@@ -71,4 +83,4 @@ void ProxyHost::stop() noexcept {
   if (server_) server_->stop();
 }
 
-}  // namespace oarbank::cli
+}  // namespace oarbank

@@ -7,7 +7,6 @@
 #include <memory>
 
 #include "apply/launch.hpp"
-#include "cli/exec_args.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/plan.hpp"
@@ -15,7 +14,7 @@
 #include "probe/path_facts.hpp"
 #include "probe/probe.hpp"
 
-namespace oarbank::cli {
+namespace oarbank {
 
 struct PreparedExec {
   NodeConfig config;
@@ -26,9 +25,11 @@ struct PreparedExec {
   PreparedLaunch launch;  // points into `plan`: this value never moves (held by unique_ptr)
 };
 
-// The module's command and what the caller passes it (--setenv, --keep-fd), checked: throws
-// Error(Usage).
-LaunchRequest make_launch_request(const ExecArgs& options);
+// The module's command and what the caller passes it (--setenv NAME=VALUE, --keep-fd N),
+// checked: throws Error(Usage) naming the option.
+LaunchRequest make_launch_request(const std::vector<std::string>& argv,
+                                  const std::vector<std::string>& setenv,
+                                  const std::vector<int>& keep_fds);
 
 // What a launch of this policy must probe: only what its rows depend on, so that the launch
 // of a module that is not an egress module does not pay for the network namespace probe.
@@ -43,4 +44,4 @@ std::unique_ptr<PreparedExec> prepare_exec(const LaunchRequest& request, const N
                                            const Policy& policy, KernelFeatures features,
                                            bool explain_only = false);
 
-}  // namespace oarbank::cli
+}  // namespace oarbank

@@ -1,4 +1,4 @@
-#include "cli/prepared_exec.hpp"
+#include "apply/prepared_exec.hpp"
 
 #include <unistd.h>
 
@@ -6,19 +6,21 @@
 #include "probe/probe.hpp"
 #include "sys/error.hpp"
 
-namespace oarbank::cli {
+namespace oarbank {
 
-LaunchRequest make_launch_request(const ExecArgs& options) {
+LaunchRequest make_launch_request(const std::vector<std::string>& argv,
+                                  const std::vector<std::string>& setenv,
+                                  const std::vector<int>& keep_fds) {
   LaunchRequest request;
-  request.argv = options.argv;
-  for (const auto& entry : options.setenv) {
+  request.argv = argv;
+  for (const auto& entry : setenv) {
     auto eq = entry.find('=');
     if (eq == std::string::npos || eq == 0 || entry.find('\n') != std::string::npos) {
       throw Error(ErrorKind::Usage, "--setenv " + entry + ": expected NAME=VALUE");
     }
     request.setenv.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
   }
-  for (int fd : options.keep_fds) {
+  for (int fd : keep_fds) {
     if (fd < 3)
       throw Error(ErrorKind::Usage,
                   "--keep-fd " + std::to_string(fd) + ": 0, 1 and 2 are always kept");
@@ -67,4 +69,4 @@ std::unique_ptr<PreparedExec> prepare_exec(const LaunchRequest& request, const N
   return prepared;
 }
 
-}  // namespace oarbank::cli
+}  // namespace oarbank

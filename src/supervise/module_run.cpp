@@ -1,0 +1,416 @@
+#include "supervise/module_run.hpp"
+
+#include <limits.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <utility>
+
+#include "apply/prepared_exec.hpp"
+#include "plan/cgroup_limits.hpp"
+#include "plan/launch_steps.hpp"
+#include "plan/protected_paths.hpp"
+#include "policy/module_id.hpp"
+#include "probe/probe.hpp"
+#include "probe/proc_status.hpp"
+#include "supervise/cgroup_leaf.hpp"
+#include "supervise/proxy_host.hpp"
+#include "supervise/terminal_front.hpp"
+#include "supervise/writable_dirs.hpp"
+#include "sys/error.hpp"
+#include "sys/landlock_abi.hpp"
+#include "sys/text_file.hpp"
+
+namespace oarbank {
+namespace {
+
+// Filters this process already runs under (a container runtime's), from /proc/self/status.
+int own_seccomp_filters() {
+  return parse_proc_status(read_text_file("/proc/self/status")).seccomp_filters.value_or(0);
+}
+
+// The configuration file sandbox-run reads (load_node_config's order), absolute.
+std::string effective_config_path(const std::optional<std::string>& explicit_path) {
+  std::string path = kDefaultConfigPath;
+  if (explicit_path) {
+    path = *explicit_path;
+  } else if (const char* env = std::getenv(kConfigEnvVar); env != nullptr && *env != '\0') {
+    path = env;
+  }
+  if (!path.empty() && path[0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof cwd) != nullptr) path = std::string(cwd) + "/" + path;
+  }
+  return path;
+}
+
+// A path as written and as the kernel resolves it (symbolic links followed as far as the
+// path exists), for protected_path_problem: a link to the state directory is the directory.
+std::vector<std::string> path_forms(const std::string& path) {
+  std::vector<std::string> forms{path};
+  std::string head = normalize_path(path), tail;
+  for (;;) {
+    if (char* real = ::realpath(head.c_str(), nullptr)) {
+      forms.push_back(std::string(real) + tail);
+      std::free(real);
+      break;
+    }
+    if (head == "/") break;
+    const auto slash = head.rfind('/');
+    tail = head.substr(slash) + tail;
+    head = slash == 0 ? "/" : head.substr(0, slash);
+  }
+  return forms;
+}
+
+// What asks sandbox-run to stop (the supervisor's kStopSignals).
+sigset_t stop_signals() {
+  sigset_t set;
+  ::sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::sigaddset(&set, sig);
+  return set;
+}
+
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", s);
+  return text;
+}
+
+}  // namespace
+
+std::string generate_module_id() {
+  unsigned char bytes[8];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    throw Error(ErrorKind::StepFailed, "getrandom: " + errno_text(errno));
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id = "run-";
+  for (unsigned char b : bytes) {
+    id += kHex[b >> 4];
+    id += kHex[b & 15];
+  }
+  return id;
+}
+
+// In the child, inside the module's container: sandbox-exec's own steps on what the parent
+// prepared (apply/launch.cpp), ending in the module's exec.
+void ModuleRun::launch_in_child(void* context, int status_fd) {
+  auto* child = static_cast<ChildLaunch*>(context);
+  set_launch_status_fd(status_fd);
+  if (child->netns_fd >= 0) {
+    if (int err = join_network_namespace(child->netns_fd); err != 0) {
+      std::string line =
+          "oarbank-agent sandbox-run: " +
+          step_failed_message(LaunchStep::Network,
+                              "setns(the module's network namespace): " + errno_text(err));
+      std::fprintf(stderr, "%s\n", line.c_str());
+      report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
+      ::_exit(exit_code_for(ErrorKind::StepFailed));
+    }
+  }
+  launch(child->prepared->plan, child->prepared->launch, "oarbank-agent sandbox-run");
+}
+
+ModuleRun::ModuleRun(ModuleRunRequest request) : request_(std::move(request)) {
+  if (!request_.say) request_.say = [](const std::string&) {};
+}
+
+ModuleRun::~ModuleRun() {
+  try {
+    held_.release_above(0);  // newest first, while the members its releases use live
+  } catch (...) {  // NOLINT(bugprone-empty-catch): every release ran; nothing is left to undo
+  }
+  restore_signal_mask();
+}
+
+void ModuleRun::finish() {
+  held_.release_above(0);
+  restore_signal_mask();
+}
+
+int ModuleRun::stop_requested() const {
+  const sigset_t stops = stop_signals();
+  const timespec now{0, 0};
+  const int sig = ::sigtimedwait(&stops, nullptr, &now);
+  return sig > 0 ? sig : 0;
+}
+
+// The run was asked to stop before its module was spawned: all but the record is released
+// here, as at the end of a run; the result says so as a stop during the run would (128+N).
+RunResult ModuleRun::stopped_before_spawn(int sig) {
+  RunResult result;
+  result.end = RunEnd::Signaled;
+  result.stop_signal = sig;
+  result.exit_code = 128 + sig;
+  result.cgroup_container = launch_.leaf.has_value();
+  request_.say(std::string("stopped by SIG") + sigabbrev_np(sig) +
+               " before the module was started: nothing of the run is left");
+  held_.release_above(1);
+  return result;
+}
+
+// A stop signal that arrives once the run is over (while --result is written) asks to end
+// what already ended: consumed, so that the mask's return does not kill this process now.
+void ModuleRun::restore_signal_mask() {
+  if (!mask_held_) return;
+  while (stop_requested() != 0) {
+  }
+  ::sigprocmask(SIG_SETMASK, &caller_mask_, nullptr);
+  mask_held_ = false;
+}
+
+RunResult ModuleRun::run() {
+  // A module id names a path component (the leaf, the record): never trusted unchecked.
+  if (auto problem = module_id_problem(request_.id)) {
+    throw Error(ErrorKind::Usage, "module id " + request_.id + ": " + *problem);
+  }
+  const sigset_t stops = stop_signals();
+  ::sigprocmask(SIG_BLOCK, &stops, &caller_mask_);
+  mask_held_ = true;
+  root_ = ::geteuid() == 0;
+  egress_ = request_.policy.net == NetMode::EgressAllowlist;
+  const Policy& policy = request_.policy;
+  const NodeConfig& config = request_.config;
+  claim_record();
+
+  launch_.id = request_.id;
+  launch_.timeout_seconds = request_.timeout_seconds;
+  launch_.kill_after_seconds = request_.kill_after_seconds;
+  launch_.expected = root_ ? ExecExpectation{config.module_uid, config.module_gid, true}
+                           : ExecExpectation{::getuid(), ::getgid(), false};
+  launch_.expected.inherited_seccomp_filters = own_seccomp_filters();
+  if (int sig = stop_requested()) return stopped_before_spawn(sig);
+  make_container();
+  if (int sig = stop_requested()) return stopped_before_spawn(sig);
+
+  // How an egress module is kept to the proxy (plan/capabilities.cpp, one answer with the
+  // report and sandbox-check): probed once, here, for the plan too.
+  KernelFeatures features = probe_kernel(config, launch_probe_scope(policy, config));
+  const EgressConfinement confinement = egress_confinement(features, config);
+  namespace_confinement_ = egress_ && confinement == EgressConfinement::Namespace;
+  // Port only (not root, accepted by the node): the module gets a listener of its own on
+  // proxy_listen's address, on a port the kernel picks, so that the proxy knows whose
+  // allowlist applies by the listener and modules run side by side. Its plan (Landlock's
+  // port rule, the proxy variables) names that port. Inside a namespace of its own (root),
+  // the configured port is the module's alone anyway. Refused: the plan says so (70).
+  module_config_ = config;
+  if (egress_ && confinement == EgressConfinement::PortOnly) {
+    network_.listener = listen_on(config.proxy_host, 0);
+    held_.push(LaunchStep::Network, [this] { network_ = ModuleNetwork{}; });
+    module_config_.proxy_port = listening_port(network_.listener.get());
+  }
+  make_directories();
+  if (int sig = stop_requested()) return stopped_before_spawn(sig);
+
+  // Everything the launch can fail at softly, here in the parent: a failure is one line and
+  // an exit code, with what was made released.
+  prepared_ = prepare_exec(request_.launch, module_config_, policy, std::move(features));
+  // Started unprivileged, the module runs as this very user: only Landlock's signal scoping
+  // (ABI 6) keeps it from killing or stopping its supervisor, and the container with it.
+  if (!root_ && (prepared_->plan.landlock.scoped & LANDLOCK_SCOPE_SIGNAL) == 0) {
+    throw Error(ErrorKind::Unenforceable,
+                step_failed_message(
+                    LaunchStep::Container,
+                    "sandbox-run started unprivileged runs the module as the same user, and "
+                    "without Landlock signal scoping (ABI 6; this node uses " +
+                        std::to_string(prepared_->plan.landlock.abi) +
+                        ") the module could signal sandbox-run and leave its container; run it as "
+                        "root"));
+  }
+  for (void (ModuleRun::*step)() :
+       {&ModuleRun::make_network, &ModuleRun::make_proxy, &ModuleRun::make_terminal}) {
+    if (int sig = stop_requested()) return stopped_before_spawn(sig);
+    (this->*step)();
+  }
+  // A stop signal from here on is the supervisor's (its signalfd reads what is pending).
+
+  child_.prepared = prepared_.get();
+  child_.netns_fd = network_.netns.get();
+  launch_.launcher = &launch_in_child;
+  launch_.launcher_context = &child_;
+  launch_.terminal = terminal_.get();
+  launch_.launcher_mask = &caller_mask_;
+  const RunResult result = supervise(launch_, *state_);
+
+  // The module ran (its exec was verified, or it was stopped on the way): what it was given
+  // to write in is its data now. A launch that failed leaves nothing made for it.
+  if (directories_ && (result.end == RunEnd::Exited || result.end == RunEnd::Signaled)) {
+    held_.keep(*directories_);
+  }
+  say_how_it_ended(result);
+  held_.release_above(1);  // all but the record: the proxy stops, every tunnel closes with it
+  return result;
+}
+
+// The id's record, before anything is made: the intent that a later start or sandbox-ctl
+// reads if this run is killed (run_state.hpp).
+void ModuleRun::claim_record() {
+  const std::string state_dir = run_state_dir();
+  // sandbox-run's own files are out of the module's reach, whatever the policy names.
+  const std::vector<NamedPath> protect = {
+      {"the run state directory", path_forms(state_dir)},
+      {"the node configuration", path_forms(effective_config_path(request_.config_path))}};
+  std::vector<NamedPath> named = policy_paths(request_.policy);
+  for (auto& path : named) path.forms = path_forms(path.forms.front());
+  if (auto problem = protected_path_problem(named, protect)) {
+    throw Error(ErrorKind::Unenforceable, step_failed_message(LaunchStep::RunState, *problem) +
+                                              ": a module must not reach sandbox-run's own "
+                                              "files");
+  }
+  std::string repaired;
+  open_state_dir(state_dir, true, &repaired);
+  if (!repaired.empty()) {
+    request_.say("the run state directory was writable by others (" + repaired +
+                 "): repaired; records written meanwhile are not trusted");
+  }
+  clean_stale_runs(state_dir);
+  place_ = find_cgroup_place(request_.config, why_not_);
+  // The intent, before anything is made: a sandbox-run killed from here on leaves a record
+  // that names the leaf (made or not yet), so the next start or sandbox-ctl removes it.
+  state_.emplace(RunState::claim(
+      state_dir,
+      RunRecord{.id = request_.id,
+                .supervisor_pid = ::getpid(),
+                .supervisor_start_time = process_start_time(::getpid()),
+                .cgroup = place_ ? place_->parent + "/" + leaf_name_for(request_.id) : "",
+                .netns = egress_ && root_,
+                .started_at = static_cast<std::int64_t>(std::time(nullptr))}));
+  held_.push(LaunchStep::RunState, [this] { state_->finish(); });
+  // Issue 16: an operator at a terminal learns the id (a generated one too) sandbox-ctl
+  // takes; a supervisor reading stderr from a pipe gets no extra line.
+  if (::isatty(STDERR_FILENO) == 1) {
+    request_.say("module id " + request_.id + " (sandbox-ctl status|freeze|thaw|kill " +
+                 request_.id + ")");
+  }
+}
+
+// The leaf, else the process group (the supervisor's; nothing to make for it).
+void ModuleRun::make_container() {
+  limits_ = make_leaf_limits(request_.policy, request_.config);
+  if (!place_) {
+    if (limits_.required && !limits_.controllers.empty()) {
+      throw Error(ErrorKind::Unenforceable,
+                  step_failed_message(LaunchStep::Cgroup,
+                                      "the node requires hard limits, and there is no cgroup v2 "
+                                      "container here: " +
+                                          why_not_));
+    }
+    request_.say("no cgroup v2 container (" + why_not_ +
+                 "): the container is a process group only");
+    return;
+  }
+  try {
+    launch_.leaf = CgroupLeaf::create(*place_, leaf_name_for(request_.id), limits_);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Busy) {
+      // A cgroup of that name that is not ours: the record must not name it.
+      RunRecord record = state_->record();
+      record.cgroup.clear();
+      state_->write(record);
+    }
+    throw;
+  }
+  // Killed and removed (a second time after the supervisor's teardown: nothing left to do).
+  held_.push(LaunchStep::Cgroup, [this] { launch_.leaf.reset(); });
+}
+
+// contract.md, "No root": the policy's missing directories, the module user's.
+void ModuleRun::make_directories() {
+  const Policy& policy = request_.policy;
+  std::vector<std::string> writable;
+  if (policy.work) writable.push_back(*policy.work);
+  writable.insert(writable.end(), policy.data.begin(), policy.data.end());
+  if (policy.temp) writable.push_back(*policy.temp);
+  auto created = make_writable_dirs(writable, request_.config.writable_roots, launch_.expected.uid,
+                                    launch_.expected.gid, root_);
+  if (created.empty()) return;
+  directories_ = held_.push(LaunchStep::Directories,
+                            [created = std::move(created)] { remove_created_dirs(created); });
+}
+
+// Egress under namespace confinement (root): the proxy's listener inside the module's own
+// network namespace, which the child joins. (Port only: the listener was made before the
+// plan, which names its port.)
+void ModuleRun::make_network() {
+  if (!namespace_confinement_) return;
+  network_ = make_module_network(request_.config.proxy_host, request_.config.proxy_port);
+  held_.push(LaunchStep::Network, [this] { network_ = ModuleNetwork{}; });
+}
+
+// The proxy for this module, on the listener above. Its thread starts once the child exists
+// (the child must be cloned from a process with one thread).
+void ModuleRun::make_proxy() {
+  if (!egress_) return;
+  proxy::PeerCheck peer_check;
+  if (!namespace_confinement_) {
+    // The module's processes, for the port-only listener's peer check: its leaf, else its
+    // process group (known once spawned; the proxy's thread starts after that). Any local
+    // process can reach this port: admit the module's own connections alone.
+    members_ = ModuleProcesses{launch_.leaf ? launch_.leaf->path() : std::string(), 0};
+    peer_check = [this](int fd) { return peer_outside_module(fd, members_); };
+  }
+  // Issue 16: on a terminal, without --proxy-log, the JSON lines would land among the
+  // module's own output: one line per refusal instead (docs/sandbox-run.md).
+  const StderrLogForm form =
+      ::isatty(STDERR_FILENO) == 1 ? StderrLogForm::Summary : StderrLogForm::Json;
+  proxy_ = std::make_unique<ProxyHost>(request_.config, request_.proxy_log, "--proxy-log", form,
+                                       request_.id, request_.policy, std::move(network_.listener),
+                                       std::move(peer_check));
+  held_.push(LaunchStep::Proxy, [this] { proxy_.reset(); });
+  launch_.after_spawn = [this](pid_t module_pid) {
+    members_.process_group = module_pid;  // the child leads a process group of its own
+    proxy_->start_thread();
+  };
+}
+
+// On a terminal, this process becomes the supervisor half of sandbox-run: the front (the pid
+// the shell knows) relays the terminal and never returns from here (terminal_front.hpp).
+void ModuleRun::make_terminal() {
+  auto operator_terminal = find_operator_terminal();
+  if (!operator_terminal) return;
+  terminal_ = std::make_unique<SupervisorTerminal>(split_front(*operator_terminal));
+  held_.push(LaunchStep::Terminal, [this] { terminal_.reset(); });
+  // The record names the supervising process (sandbox-ctl status, the liveness check of a
+  // later start): after the split that is this one, not the front.
+  RunRecord record = state_->record();
+  record.supervisor_pid = ::getpid();
+  record.supervisor_start_time = process_start_time(::getpid());
+  state_->write(record);
+}
+
+void ModuleRun::say_how_it_ended(const RunResult& result) {
+  switch (result.end) {
+    case RunEnd::LauncherFailed:
+      // The launcher printed its own line, unless it died without one.
+      if (result.launcher_line.find("the launcher ended") == 0) request_.say(result.launcher_line);
+      break;
+    case RunEnd::VerificationFailed:
+      request_.say("verification failed: after the exec, /proc/<pid>/status shows " +
+                   result.verification_problem +
+                   "; the module was killed and its container torn down");
+      break;
+    case RunEnd::Exited:
+    case RunEnd::Signaled:
+      break;
+  }
+  if (result.oom_kills > 0) {
+    request_.say("the module was killed by the OOM killer (memory.max " +
+                 std::to_string(limits_.memory_max.value_or(0)) + " bytes; " +
+                 std::to_string(result.oom_kills) + " process(es) killed)");
+  }
+  if (result.timed_out) {
+    request_.say("the module ran past --timeout " + seconds_text(*request_.timeout_seconds) +
+                 " s and was stopped");
+  }
+}
+
+std::string ModuleRun::result_json(const RunResult& result) const {
+  return run_result_to_json(result, request_.id);
+}
+
+}  // namespace oarbank

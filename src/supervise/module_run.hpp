@@ -1,0 +1,119 @@
+// One sandbox-run, from its parsed request to its end (sandbox-linux.md, "Verification" and
+// "Process container"; docs/sandbox-run.md, "What a run does, in order"). The module run makes
+// the module's world, one step at a time (plan/launch_steps.hpp): the run record, the leaf or
+// process-group container, the created directories, the network namespace or the module's own
+// proxy port, the proxy, the terminal; then the supervisor spawns the launcher in it and runs
+// its phases (supervisor.hpp). Each thing made is pushed on a release stack as it is made
+// (release_stack.hpp) and released in reverse order, once, however the run ends: an exception
+// before the launcher runs, a launcher or verification failure, the module's exit, a stop
+// signal, --timeout. Issue 12's per-module user, mounts and IPC are further entries there.
+//
+// SIGINT, SIGTERM, SIGHUP and SIGQUIT are held (blocked) from the start of the run: one that
+// arrives while the world is being made ends the run at the next step, everything made
+// released, with 128+N (as a stop during the module's run does), instead of killing
+// sandbox-run half-way with its directories and namespace left behind. From the spawn on, the
+// supervisor serves them (signalfd); the launcher starts with the caller's mask.
+#pragma once
+
+#include <signal.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "apply/launch.hpp"
+#include "apply/module_network.hpp"
+#include "config/node_config.hpp"
+#include "oarbank/policy.hpp"
+#include "plan/cgroup_limits.hpp"
+#include "supervise/cgroup_leaf.hpp"
+#include "supervise/peer_process.hpp"
+#include "supervise/release_stack.hpp"
+#include "supervise/run_state.hpp"
+#include "supervise/supervisor.hpp"
+
+namespace oarbank {
+
+struct PreparedExec;
+class ProxyHost;
+struct SupervisorTerminal;
+
+struct ModuleRunRequest {
+  std::string id;  // module_id_problem() must accept it (the caller words the refusal)
+  Policy policy;
+  NodeConfig config;
+  // --config as given (nothing: $OARBANK_AGENT_CONFIG, else the default): the file read, kept
+  // out of the module's reach with the run state directory.
+  std::optional<std::string> config_path;
+  LaunchRequest launch;  // the module's argv, --setenv, --keep-fd (make_launch_request)
+  std::optional<double> timeout_seconds;
+  double kill_after_seconds = 10;
+  std::optional<std::string> proxy_log;  // --proxy-log; nothing: stderr
+  // Prints one line of sandbox-run's own on stderr (notes on the way, how the run ended).
+  std::function<void(const std::string&)> say;
+};
+
+// A generated module id: "run-" and 16 hex digits from getrandom. Throws Error(StepFailed).
+std::string generate_module_id();
+
+class ModuleRun {
+ public:
+  explicit ModuleRun(ModuleRunRequest request);
+  ~ModuleRun();  // releases whatever is still held, newest first
+  ModuleRun(const ModuleRun&) = delete;
+  ModuleRun& operator=(const ModuleRun&) = delete;
+
+  // Once. Makes the world, runs the module in it to its end, and releases all of it but the run
+  // record (finish() releases that, after the caller wrote --result). Throws what
+  // run_guarded maps (Error, PolicyError, ConfigError) only before the launcher runs, with
+  // everything made so far released. A stop signal before the spawn: RunEnd::Signaled,
+  // 128+N, nothing started.
+  RunResult run();
+  // How the run ended, as --result's JSON line.
+  [[nodiscard]] std::string result_json(const RunResult& result) const;
+  // Removes the run record: the last release. Then the caller's signal mask is back.
+  void finish();
+
+ private:
+  void claim_record();
+  void make_container();
+  void make_directories();
+  void make_network();
+  void make_proxy();
+  void make_terminal();
+  void say_how_it_ended(const RunResult& result);
+  // A stop signal that arrived since the last step (consumed), else 0.
+  int stop_requested() const;
+  RunResult stopped_before_spawn(int sig);
+  void restore_signal_mask();
+  // The child's entry point (SupervisedLaunch::launcher), given `child_`.
+  [[noreturn]] static void launch_in_child(void* context, int status_fd);
+
+  ModuleRunRequest request_;
+  sigset_t caller_mask_{};  // the mask before run(): the launcher's, and restored at the end
+  bool mask_held_ = false;
+  bool root_ = false;
+  bool egress_ = false;
+  std::optional<CgroupPlace> place_;  // where the leaf goes; nothing: why_not_
+  std::string why_not_;
+  std::optional<RunState> state_;
+  SupervisedLaunch launch_;
+  LeafLimits limits_;
+  NodeConfig module_config_;  // the node's, with the module's own proxy port (port only)
+  std::optional<std::size_t> directories_;  // their place on the stack
+  std::unique_ptr<PreparedExec> prepared_;
+  bool namespace_confinement_ = false;
+  ModuleNetwork network_;
+  ModuleProcesses members_;
+  std::unique_ptr<ProxyHost> proxy_;
+  std::unique_ptr<SupervisorTerminal> terminal_;
+  struct ChildLaunch {
+    PreparedExec* prepared = nullptr;
+    int netns_fd = -1;
+  } child_;
+  ReleaseStack held_;  // last: released before the members its releases use are destroyed
+};
+
+}  // namespace oarbank

@@ -1,0 +1,100 @@
+// probe/path_facts: kind() and canonical() on a prepared directory tree. Issue 11: a plain path
+// reached through no symbolic link is its own canonical form without asking /proc; a path
+// through a link is still resolved to where it leads.
+#include "probe/path_facts.hpp"
+
+#include <gtest/gtest.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace oarbank {
+namespace {
+
+TEST(PlainAbsolutePath, OnlyAbsolutePathsWithNamedComponents) {
+  EXPECT_TRUE(is_plain_absolute_path("/"));
+  EXPECT_TRUE(is_plain_absolute_path("/usr"));
+  EXPECT_TRUE(is_plain_absolute_path("/usr/lib/x86_64-linux-gnu"));
+  EXPECT_TRUE(is_plain_absolute_path("/a/.hidden/..b"));
+  EXPECT_FALSE(is_plain_absolute_path(""));
+  EXPECT_FALSE(is_plain_absolute_path("usr/lib"));
+  EXPECT_FALSE(is_plain_absolute_path("/usr/"));
+  EXPECT_FALSE(is_plain_absolute_path("//usr"));
+  EXPECT_FALSE(is_plain_absolute_path("/usr//lib"));
+  EXPECT_FALSE(is_plain_absolute_path("/usr/./lib"));
+  EXPECT_FALSE(is_plain_absolute_path("/usr/../etc"));
+  EXPECT_FALSE(is_plain_absolute_path("/usr/.."));
+  EXPECT_FALSE(is_plain_absolute_path("/."));
+}
+
+class PathFactsTree : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char templ[] = "/tmp/oarbank-path-facts.XXXXXX";
+    ASSERT_NE(::mkdtemp(templ), nullptr);
+    char real[PATH_MAX];
+    ASSERT_NE(::realpath(templ, real), nullptr);  // the tree's own path through no link
+    root_ = real;
+    std::filesystem::create_directory(root_ + "/real");
+    std::ofstream(root_ + "/real/file") << "x";
+    std::filesystem::create_directory_symlink("real", root_ + "/link");
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  std::string root_;
+};
+
+TEST_F(PathFactsTree, APlainPathThroughNoLinkIsItsOwnCanonicalForm) {
+  OpenedPaths paths;
+  EXPECT_EQ(paths.kind(root_ + "/real"), PathKind::Directory);
+  EXPECT_EQ(paths.canonical(root_ + "/real"), root_ + "/real");
+  EXPECT_EQ(paths.kind(root_ + "/real/file"), PathKind::File);
+  EXPECT_EQ(paths.canonical(root_ + "/real/file"), root_ + "/real/file");
+  EXPECT_GE(paths.fd(root_ + "/real/file"), 0);
+}
+
+TEST_F(PathFactsTree, APathThroughALinkIsResolvedToWhereItLeads) {
+  OpenedPaths paths;
+  EXPECT_EQ(paths.kind(root_ + "/link"), PathKind::Directory);
+  EXPECT_EQ(paths.canonical(root_ + "/link"), root_ + "/real");
+  EXPECT_EQ(paths.kind(root_ + "/link/file"), PathKind::File);
+  EXPECT_EQ(paths.canonical(root_ + "/link/file"), root_ + "/real/file");
+}
+
+TEST_F(PathFactsTree, APathThatIsNotPlainIsResolved) {
+  OpenedPaths paths;
+  const std::string dotted = root_ + "/real/../real/./file";
+  EXPECT_EQ(paths.kind(dotted), PathKind::File);
+  EXPECT_EQ(paths.canonical(dotted), root_ + "/real/file");
+}
+
+TEST_F(PathFactsTree, AMissingPathIsMissing) {
+  OpenedPaths paths;
+  EXPECT_EQ(paths.kind(root_ + "/none"), PathKind::Missing);
+  EXPECT_EQ(paths.kind(root_ + "/link/none"), PathKind::Missing);
+  EXPECT_EQ(paths.fd(root_ + "/none"), -1);
+}
+
+TEST_F(PathFactsTree, AWritablePathIsItsOwnCanonicalForm) {
+  OpenedPaths paths;
+  // As its owner (this test's user) would run it: the directory rule accepts a 0700 directory
+  // of the module user's own.
+  std::filesystem::permissions(root_ + "/real", std::filesystem::perms::owner_all);
+  std::filesystem::permissions(
+      root_, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                 std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                 std::filesystem::perms::others_exec);
+  try {
+    paths.open_writable({root_ + "/real"}, ::geteuid());
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "the directory rule refuses this machine's /tmp: " << e.what();
+  }
+  EXPECT_EQ(paths.kind(root_ + "/real"), PathKind::Directory);
+  EXPECT_EQ(paths.canonical(root_ + "/real"), root_ + "/real");
+}
+
+}  // namespace
+}  // namespace oarbank
