@@ -164,7 +164,9 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
     step_failed(program, "landlock", "landlock_restrict_self", err);
   }
   prepared.ruleset.reset();
-  if (int err = launch_test_skips("seccomp") ? 0 : load_seccomp_filter(plan.filter); err != 0) {
+  if (int err = launch_test_skips("seccomp") ? 0 : load_seccomp_filter(
+                                      plan.filter, plan.seccomp_notify ? g_status_fd : -1);
+      err != 0) {
     step_failed(program, "seccomp", "seccomp(SECCOMP_SET_MODE_FILTER, " + plan.filter.name() + ")",
                 err);
   }

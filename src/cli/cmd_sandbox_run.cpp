@@ -26,6 +26,8 @@
 #include "probe/probe.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/cgroup_leaf.hpp"
+#include "cli/denial_report.hpp"
+#include "supervise/run_denials.hpp"
 #include "supervise/module_id.hpp"
 #include "supervise/module_network.hpp"
 #include "supervise/peer_process.hpp"
@@ -329,6 +331,10 @@ int run_sandbox_run(const RunArgs& options) {
     }
     launch.launcher = &launch_in_child;
     launch.launcher_context = &child;
+    // Issue 14: the filter's refusals go to the supervisor, which answers and records them.
+    RunDenials denials(prepared->plan.filter);
+    denials.prepare(prepared->plan);
+    launch.seccomp_listener = denials.seccomp_listener();
 
     const RunResult result = supervise(launch, state);
     switch (result.end) {
@@ -359,8 +365,10 @@ int run_sandbox_run(const RunArgs& options) {
                                 " s and was stopped");
     }
     proxy.reset();  // stops the proxy: every tunnel of the module closes with it
+    report_denials(kCommand, denials, result.exit_code != 0 || options.denials);
     if (options.result_path) {
-      write_result_file(result_fd.get(), *options.result_path, run_result_to_json(result, launch));
+      write_result_file(result_fd.get(), *options.result_path,
+                        with_denials(run_result_to_json(result, launch), denials));
       result_written = true;
     }
     state.finish();
@@ -432,6 +440,9 @@ Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
   sub->add_option("--proxy-log", options->proxy_log,
                   "Append the egress proxy's JSON log lines to FILE (default: stderr; on a "
                   "terminal, one line per refusal instead)");
+  sub->add_flag("--denials", options->denials,
+                "Print what the sandbox refused the module on stderr even when it succeeds "
+                "(always printed when it fails)");
   sub->add_flag("--explain", options->exec.explain,
                 "Print the compiled plan as JSON and run nothing");
   return [options, &command] {

@@ -67,6 +67,9 @@ struct IdentityPlan {
 struct Plan {
   LandlockPlan landlock;
   seccomp::FilterVariant filter;
+  // sandbox-run only: the filter hands its refusals to the supervisor (SECCOMP_RET_USER_NOTIF),
+  // which answers each with the rule's errno and records it (docs/denials.md). Same refusals.
+  bool seccomp_notify = false;
   IdentityPlan identity;
   std::vector<std::string> environment;  // NAME=VALUE
   std::vector<std::string> argv;

@@ -192,9 +192,11 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   UniqueFd signal_fd(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
   UniqueFd timer_fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
   int channel[2];
-  if (!signal_fd.valid() || !timer_fd.valid() || ::pipe2(channel, O_CLOEXEC) != 0) {
+  if (!signal_fd.valid() || !timer_fd.valid() || 
+      // A unix socket, not a pipe: the launcher may send the seccomp listener on it (issue 14).
+      ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
     ::sigprocmask(SIG_SETMASK, &original, nullptr);
-    throw Error(ErrorKind::StepFailed, "step spawn failed: signalfd, timerfd or pipe2: " +
+    throw Error(ErrorKind::StepFailed, "step spawn failed: signalfd, timerfd or socketpair: " +
                                            errno_text(errno));
   }
   UniqueFd status_read(channel[0]);
@@ -338,6 +340,7 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   // 1. The status channel: the launcher's failure, or "exec" and then end of file when the
   // module's exec closed it (close-on-exec).
   StatusChannel channel_text;
+  UniqueFd listener;  // the module's seccomp listener, when the launcher sent one
   for (;;) {
     pollfd fds[] = {{status_read.get(), POLLIN, 0},
                     {signal_fd.get(), POLLIN, 0},
@@ -352,7 +355,7 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     if (fds[3].revents != 0) on_control();
     if (fds[0].revents != 0) {
       char buffer[512];
-      ssize_t n = ::read(status_read.get(), buffer, sizeof buffer);
+      ssize_t n = read_status_channel(status_read.get(), buffer, sizeof buffer, listener);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       if (channel_text.text.size() < kMaxStatusBytes) {
@@ -361,6 +364,9 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     }
   }
   status_read.reset();
+  if (listener.valid() && launch.seccomp_listener != nullptr) {
+    launch.seccomp_listener->start(std::move(listener));
+  }
 
   auto reap_module = [&]() {
     if (reaped) return;
@@ -440,6 +446,7 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
     signal_process_group(child.pidfd.get(), group, SIGKILL);
   }
   kill_and_reap_children();
+  if (launch.seccomp_listener != nullptr) launch.seccomp_listener->stop();
   // A front stopped with its module is continued, to end with the run (a job the shell shows
   // as stopped until now, e.g. when --timeout ended the stopped module). kEnded first: the
   // front reads it before acting on a kModuleStopped it has not read yet.
