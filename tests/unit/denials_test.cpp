@@ -1,0 +1,168 @@
+// Issue 14: the notifying filter variants, the supervisor's interpreter of the errno programs,
+// the advice for each refusal, and the bounded table of denials (docs/denials.md).
+#include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#include <cerrno>
+
+#include "apply/seccomp_programs.hpp"
+#include "plan/denial_advice.hpp"
+#include "plan/seccomp_compile.hpp"
+#include "plan/seccomp_eval.hpp"
+#include "supervise/denial_table.hpp"
+
+namespace oarbank {
+namespace {
+
+using seccomp::FilterVariant;
+using seccomp::kVariantCount;
+using seccomp::variant_from_index;
+
+seccomp_data call(int nr, std::array<std::uint64_t, 6> args = {}) {
+  seccomp_data data{};
+  data.nr = nr;
+  data.arch = AUDIT_ARCH_X86_64;
+  for (std::size_t i = 0; i < 6; ++i) data.args[i] = args[i];
+  return data;
+}
+
+std::uint32_t run(const seccomp::Program& program, const seccomp_data& data) {
+  return seccomp::evaluate(program.instructions, program.length, data);
+}
+
+TEST(DenialPrograms, TheNotifyingProgramsAreWhatLibseccompCompilesNow) {
+  for (int i = 0; i < kVariantCount; ++i) {
+    auto program = seccomp::compile(variant_from_index(i), seccomp::Refusal::Notify);
+    ASSERT_EQ(program.size(), seccomp::kNotifyPrograms[i].length) << i;
+    for (std::size_t n = 0; n < program.size(); ++n) {
+      EXPECT_EQ(program[n].code, seccomp::kNotifyPrograms[i].instructions[n].code);
+      EXPECT_EQ(program[n].k, seccomp::kNotifyPrograms[i].instructions[n].k);
+    }
+  }
+}
+
+// Every call a rule refuses, with arguments that satisfy the rule: the notifying program hands
+// it to the supervisor exactly when the errno program answers an errno other than ENOSYS; the
+// ENOSYS refusals stay in the kernel; the supervisor's matcher finds the rule with that errno.
+TEST(DenialPrograms, NotifiedExactlyWhereTheErrnoProgramRefusesWithoutENOSYS) {
+  for (int i = 0; i < kVariantCount; ++i) {
+    const FilterVariant variant = variant_from_index(i);
+    SCOPED_TRACE(variant.name());
+    for (const auto& rule : seccomp::rules_for(variant)) {
+      std::array<std::uint64_t, 6> args{};
+      for (const auto& check : rule.args) {
+        args[check.arg] = check.op == seccomp::Compare::Greater ? check.value + 1 : check.value;
+      }
+      const seccomp_data data = call(seccomp::syscall_number(rule), args);
+      const std::uint32_t errno_verdict = run(seccomp::kPrograms[i], data);
+      const std::uint32_t notify_verdict = run(seccomp::kNotifyPrograms[i], data);
+      ASSERT_EQ(errno_verdict & SECCOMP_RET_ACTION_FULL, SECCOMP_RET_ERRNO) << rule.syscall;
+      const int err = static_cast<int>(errno_verdict & SECCOMP_RET_DATA);
+      if (err == ENOSYS) {
+        EXPECT_EQ(notify_verdict, errno_verdict) << rule.syscall;
+        continue;
+      }
+      EXPECT_EQ(notify_verdict, SECCOMP_RET_USER_NOTIF) << rule.syscall;
+      SeccompCall refused{rule.syscall, args, ""};
+      EXPECT_TRUE(seccomp_refusal_reason(variant, refused, err).has_value()) << rule.syscall;
+    }
+    // Allowed calls stay allowed in both; the ceiling and foreign ABIs are unchanged.
+    for (const auto& data : {call(SYS_getpid), call(SYS_read, {0, 0, 1}),
+                             call(SYS_socketpair, {AF_UNIX, SOCK_STREAM, 0, 0}),
+                             call(SYS_personality, {0xffffffff})}) {
+      EXPECT_EQ(run(seccomp::kNotifyPrograms[i], data), SECCOMP_RET_ALLOW) << data.nr;
+      EXPECT_EQ(run(seccomp::kPrograms[i], data), SECCOMP_RET_ALLOW) << data.nr;
+    }
+    EXPECT_EQ(run(seccomp::kNotifyPrograms[i], call(500)), SECCOMP_RET_ERRNO | ENOSYS);
+    auto i386 = call(20);
+    i386.arch = AUDIT_ARCH_I386;
+    EXPECT_EQ(run(seccomp::kNotifyPrograms[i], i386), SECCOMP_RET_KILL_PROCESS);
+    // personality's hand-written block notifies too.
+    EXPECT_EQ(run(seccomp::kNotifyPrograms[i], call(SYS_personality, {0x400000})),
+              SECCOMP_RET_USER_NOTIF);
+  }
+}
+
+TEST(DenialPrograms, AListenerOfTheModulesOwnIsRefused) {
+  for (int i = 0; i < kVariantCount; ++i) {
+    const auto data = call(SYS_seccomp, {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER});
+    EXPECT_EQ(run(seccomp::kPrograms[i], data), SECCOMP_RET_ERRNO | EPERM);
+    // The kernel reads the flags as 32 bits: the upper half changes nothing.
+    const auto high = call(SYS_seccomp, {1, 0xffffffff00000000ULL | SECCOMP_FILTER_FLAG_NEW_LISTENER});
+    EXPECT_EQ(run(seccomp::kPrograms[i], high), SECCOMP_RET_ERRNO | EPERM);
+    EXPECT_EQ(run(seccomp::kPrograms[i], call(SYS_seccomp, {SECCOMP_SET_MODE_FILTER, 0})),
+              SECCOMP_RET_ALLOW);
+  }
+}
+
+TEST(DenialPrograms, TheInterpreterFailsClosed) {
+  const sock_filter bad[] = {BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 1000)};
+  EXPECT_EQ(seccomp::evaluate(bad, 1, call(0)), SECCOMP_RET_KILL_PROCESS);
+  const sock_filter off_end[] = {BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0)};
+  EXPECT_EQ(seccomp::evaluate(off_end, 1, call(0)), SECCOMP_RET_KILL_PROCESS);
+  const sock_filter far_jump[] = {BPF_JUMP(BPF_JMP | BPF_JA, 7, 0, 0),
+                                  BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  EXPECT_EQ(seccomp::evaluate(far_jump, 2, call(0)), SECCOMP_RET_KILL_PROCESS);
+}
+
+TEST(DenialAdvice, SocketFamiliesNameThePolicyElement) {
+  const FilterVariant none{false, false};
+  auto unix_socket = seccomp_denial(none, {"socket", {AF_UNIX, SOCK_STREAM, 0}, ""}, EAFNOSUPPORT);
+  EXPECT_EQ(unix_socket.object, "AF_UNIX SOCK_STREAM");
+  EXPECT_NE(unix_socket.allowed_by.find("\"broker\": true"), std::string::npos);
+  auto inet = seccomp_denial(none, {"socket", {AF_INET6, SOCK_STREAM, 0}, ""}, EAFNOSUPPORT);
+  EXPECT_NE(inet.allowed_by.find("\"net\": \"egress-allowlist\""), std::string::npos);
+  auto netlink = seccomp_denial(none, {"socket", {AF_NETLINK, SOCK_RAW, 0}, ""}, EAFNOSUPPORT);
+  EXPECT_TRUE(netlink.allowed_by.empty());
+  EXPECT_EQ(netlink.error, "EAFNOSUPPORT");
+  // Under egress-allowlist UDP is refused whatever the policy says.
+  const FilterVariant egress{true, false};
+  auto udp = seccomp_denial(egress, {"socket", {AF_INET, SOCK_DGRAM, 0}, ""}, EPROTONOSUPPORT);
+  EXPECT_TRUE(udp.allowed_by.empty());
+  EXPECT_NE(udp.reason.find("stream sockets only"), std::string::npos);
+  auto pair = seccomp_denial(none, {"socketpair", {AF_UNIX, SOCK_DGRAM, 0}, ""}, EPROTONOSUPPORT);
+  EXPECT_NE(pair.allowed_by.find("broker"), std::string::npos);
+}
+
+TEST(DenialAdvice, OtherRefusalsGiveTheRulesReason) {
+  const FilterVariant none{false, false};
+  auto listen = seccomp_denial(none, {"listen", {3, 1}, ""}, EPERM);
+  EXPECT_EQ(listen.reason, "never listening");
+  EXPECT_TRUE(listen.allowed_by.empty());
+  auto chmod = seccomp_denial(none, {"chmod", {0, 04755}, "/w/prog"}, EPERM);
+  EXPECT_EQ(chmod.object, "/w/prog mode 04755");
+  EXPECT_NE(chmod.reason.find("setuid"), std::string::npos);
+  auto tiocsti = seccomp_denial(none, {"ioctl", {0, 0xffffffff00005412ULL}, ""}, EPERM);
+  EXPECT_EQ(tiocsti.object, "TIOCSTI");
+  auto unknown = seccomp_denial(none, {"getpid", {}, ""}, EPERM);
+  EXPECT_NE(unknown.reason.find("no rule"), std::string::npos);
+  EXPECT_NE(denial_line(listen).find("no policy allows it: never listening"), std::string::npos);
+}
+
+TEST(DenialTable, DeduplicatesAndCountsWhatItDrops) {
+  DenialTable table(2);
+  Denial a{"seccomp", "listen", "", "EPERM", 10, "/bin/x", 1, "", "never listening"};
+  Denial b = a;
+  b.operation = "ptrace";
+  Denial c = a;
+  c.operation = "bpf";
+  table.add(a);
+  table.add(a);
+  a.pid = 11;  // another process of the same executable: the same denial
+  table.add(a);
+  table.add(b);
+  table.add(c);
+  table.add(c);
+  const auto list = table.denials();
+  ASSERT_EQ(list.size(), 2U);
+  EXPECT_EQ(list[0].count, 3U);
+  EXPECT_EQ(list[0].pid, 10);
+  EXPECT_EQ(list[1].operation, "ptrace");
+  EXPECT_EQ(table.dropped(), 2U);
+}
+
+}  // namespace
+}  // namespace oarbank
