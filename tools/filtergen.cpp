@@ -29,8 +29,7 @@ int main(int argc, char** argv) {
         out += fmt::format("const sock_filter k{}Program{}[] = {{\n",
                            refusal == sc::Refusal::Notify ? "Notify" : "", i);
         for (const auto& ins : program) {
-          out += fmt::format("  {{{:#06x}, {}, {}, {:#010x}}},\n", ins.code, ins.jt, ins.jf,
-                             ins.k);
+          out += fmt::format("  {{{:#06x}, {}, {}, {:#010x}}},\n", ins.code, ins.jt, ins.jf, ins.k);
         }
         out += "};\n";
       }
@@ -39,8 +38,8 @@ int main(int argc, char** argv) {
     for (const char* prefix : {"", "Notify"}) {
       out += fmt::format("const Program k{}Programs[kVariantCount] = {{\n", prefix);
       for (int i = 0; i < sc::kVariantCount; ++i) {
-        out += fmt::format("  {{k{0}Program{1}, sizeof k{0}Program{1} / sizeof k{0}Program{1}[0]}},\n",
-                           prefix, i);
+        out += fmt::format(
+            "  {{k{0}Program{1}, sizeof k{0}Program{1} / sizeof k{0}Program{1}[0]}},\n", prefix, i);
       }
       out += "};\n";
     }
@@ -55,7 +54,9 @@ int main(int argc, char** argv) {
     for (const auto& list : sc::allowlists32()) names[list.syscall_number_x86_64] = list.syscall;
     out += "\nconst SyscallName kRuleSyscalls[] = {\n";
     for (const auto& [nr, name] : names) out += fmt::format("  {{{}, \"{}\"}},\n", nr, name);
-    out += "};\nconst std::size_t kRuleSyscallCount = sizeof kRuleSyscalls / sizeof kRuleSyscalls[0];\n";
+    out +=
+        "};\nconst std::size_t kRuleSyscallCount = sizeof kRuleSyscalls / sizeof "
+        "kRuleSyscalls[0];\n";
     out += "\n}  // namespace oarbank::seccomp\n";
     std::ofstream file(argv[1]);
     file << out;

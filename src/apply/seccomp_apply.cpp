@@ -46,8 +46,8 @@ int load_seccomp_filter(const seccomp::FilterVariant& variant, int listener_chan
   if (!notify) return ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) == 0 ? 0 : errno;
   // SECCOMP_FILTER_FLAG_NEW_LISTENER (Linux 5.0) returns the listener. EBUSY: a filter this
   // process already runs under has one (a task's filters may hold one listener in all).
-  const long listener = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                                  SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
+  const long listener =
+      ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
   if (listener < 0) return errno;
   const int err = send_listener(listener_channel_fd, static_cast<int>(listener));
   ::close(static_cast<int>(listener));

@@ -28,9 +28,9 @@ bool holds(const seccomp::ArgCheck& check, const std::array<std::uint64_t, 6>& a
 std::string ioctl_name(std::uint64_t command) {
   const std::uint32_t low = static_cast<std::uint32_t>(command);
   static const std::pair<std::uint32_t, const char*> kNames[] = {
-      {TIOCSTI, "TIOCSTI"},     {TIOCLINUX, "TIOCLINUX"}, {TIOCSPGRP, "TIOCSPGRP"},
-      {TIOCSETD, "TIOCSETD"},   {TIOCCONS, "TIOCCONS"},   {TIOCNOTTY, "TIOCNOTTY"},
-      {TIOCSCTTY, "TIOCSCTTY"}, {TIOCEXCL, "TIOCEXCL"},   {TIOCNXCL, "TIOCNXCL"},
+      {TIOCSTI, "TIOCSTI"},        {TIOCLINUX, "TIOCLINUX"}, {TIOCSPGRP, "TIOCSPGRP"},
+      {TIOCSETD, "TIOCSETD"},      {TIOCCONS, "TIOCCONS"},   {TIOCNOTTY, "TIOCNOTTY"},
+      {TIOCSCTTY, "TIOCSCTTY"},    {TIOCEXCL, "TIOCEXCL"},   {TIOCNXCL, "TIOCNXCL"},
       {TIOCVHANGUP, "TIOCVHANGUP"}};
   for (const auto& [value, name] : kNames) {
     if (value == low) return name;
@@ -97,12 +97,14 @@ std::string describe_object(const SeccompCall& call) {
 
 std::string socket_family_name(std::uint64_t family) {
   static const std::pair<std::uint64_t, const char*> kNames[] = {
-      {AF_UNIX, "AF_UNIX"},         {AF_INET, "AF_INET"},   {AF_INET6, "AF_INET6"},
-      {AF_NETLINK, "AF_NETLINK"},   {AF_PACKET, "AF_PACKET"}, {AF_KEY, "AF_KEY"},
-      {AF_VSOCK, "AF_VSOCK"},       {AF_ALG, "AF_ALG"},     {AF_TIPC, "AF_TIPC"},
-      {AF_BLUETOOTH, "AF_BLUETOOTH"}, {AF_XDP, "AF_XDP"},   {AF_CAN, "AF_CAN"},
-      {AF_RDS, "AF_RDS"},           {AF_APPLETALK, "AF_APPLETALK"}, {AF_X25, "AF_X25"},
-      {AF_AX25, "AF_AX25"}};
+      {AF_UNIX, "AF_UNIX"},     {AF_INET, "AF_INET"},
+      {AF_INET6, "AF_INET6"},   {AF_NETLINK, "AF_NETLINK"},
+      {AF_PACKET, "AF_PACKET"}, {AF_KEY, "AF_KEY"},
+      {AF_VSOCK, "AF_VSOCK"},   {AF_ALG, "AF_ALG"},
+      {AF_TIPC, "AF_TIPC"},     {AF_BLUETOOTH, "AF_BLUETOOTH"},
+      {AF_XDP, "AF_XDP"},       {AF_CAN, "AF_CAN"},
+      {AF_RDS, "AF_RDS"},       {AF_APPLETALK, "AF_APPLETALK"},
+      {AF_X25, "AF_X25"},       {AF_AX25, "AF_AX25"}};
   for (const auto& [value, name] : kNames) {
     if (value == family) return name;
   }
@@ -181,8 +183,9 @@ Denial seccomp_denial(const seccomp::FilterVariant& variant, const SeccompCall& 
           "reaches them through the agent's proxy)";
       d.reason = "IPv4 and IPv6 sockets: net is none";
     } else {
-      d.reason = "only unix (with the broker grant), IPv4 and IPv6 (under egress-allowlist) "
-                 "sockets are ever allowed";
+      d.reason =
+          "only unix (with the broker grant), IPv4 and IPv6 (under egress-allowlist) "
+          "sockets are ever allowed";
     }
   } else if (call.syscall == "socketpair" && err == EPROTONOSUPPORT && a[0] == AF_UNIX &&
              !variant.unix_sockets) {

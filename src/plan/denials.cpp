@@ -11,16 +11,17 @@ std::string Denial::key() const {
 nlohmann::json denials_to_json(const std::vector<Denial>& denials) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& d : denials) {
-    list.push_back(
-        {{"mechanism", d.mechanism},
-         {"operation", d.operation},
-         {"object", d.object},
-         {"error", d.error},
-         {"pid", d.pid > 0 ? nlohmann::json(d.pid) : nlohmann::json(nullptr)},
-         {"executable", d.executable.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.executable)},
-         {"count", d.count},
-         {"allowed_by", d.allowed_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.allowed_by)},
-         {"reason", d.reason}});
+    list.push_back({{"mechanism", d.mechanism},
+                    {"operation", d.operation},
+                    {"object", d.object},
+                    {"error", d.error},
+                    {"pid", d.pid > 0 ? nlohmann::json(d.pid) : nlohmann::json(nullptr)},
+                    {"executable",
+                     d.executable.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.executable)},
+                    {"count", d.count},
+                    {"allowed_by",
+                     d.allowed_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.allowed_by)},
+                    {"reason", d.reason}});
   }
   return list;
 }
@@ -41,8 +42,8 @@ std::string denial_line(const Denial& d) {
     return fmt::format("refused ({}): {}{}{}, {}: {}; {}", d.mechanism, d.operation, object, who,
                        times, d.reason, d.allowed_by);
   }
-  return fmt::format("refused ({}): {}{}{}, {}: no policy allows it: {}", d.mechanism,
-                     d.operation, object, who, times, d.reason);
+  return fmt::format("refused ({}): {}{}{}, {}: no policy allows it: {}", d.mechanism, d.operation,
+                     object, who, times, d.reason);
 }
 
 }  // namespace oarbank

@@ -12,10 +12,10 @@ namespace oarbank {
 struct Denial {
   // "seccomp", "landlock-fs", "landlock-net", "landlock-scope", "proxy".
   std::string mechanism;
-  std::string operation;  // the syscall ("listen"), the Landlock right ("fs.write_file")
-  std::string object;     // what it was tried on, decoded: "AF_NETLINK SOCK_RAW", a path
-  std::string error;      // the errno the module saw ("EPERM"), or the proxy's status
-  std::int64_t pid = 0;   // the first process refused (0: not known)
+  std::string operation;   // the syscall ("listen"), the Landlock right ("fs.write_file")
+  std::string object;      // what it was tried on, decoded: "AF_NETLINK SOCK_RAW", a path
+  std::string error;       // the errno the module saw ("EPERM"), or the proxy's status
+  std::int64_t pid = 0;    // the first process refused (0: not known)
   std::string executable;  // its /proc/PID/exe ("" when not known)
   std::uint64_t count = 1;
   // The policy change that would allow it ("add \"broker\": true"), or "" when no policy can.

@@ -75,8 +75,8 @@ ssize_t read_status_channel(int fd, char* buffer, std::size_t size, UniqueFd& li
       std::memcpy(&received, CMSG_DATA(header) + i * sizeof(int), sizeof(int));
       UniqueFd owned(received);
       // Only the launcher writes here before the exec; still, keep nothing but a listener.
-      if (!listener.valid() && link_target("/proc/self/fd/" + std::to_string(received)) ==
-                                   "anon_inode:seccomp notify") {
+      if (!listener.valid() &&
+          link_target("/proc/self/fd/" + std::to_string(received)) == "anon_inode:seccomp notify") {
         listener = std::move(owned);
       }
     }

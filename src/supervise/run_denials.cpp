@@ -14,8 +14,9 @@ DenialDiagnostics RunDenials::diagnostics() const {
   } else if (!notify_asked_) {
     d.syscalls = "unavailable: the kernel has no seccomp user notification (Linux 5.0)";
   } else {
-    d.syscalls = "unavailable: the module's filter listener was not received (no exec, or no "
-                 "thread to answer it)";
+    d.syscalls =
+        "unavailable: the module's filter listener was not received (no exec, or no "
+        "thread to answer it)";
   }
   d.filesystem = "unavailable: not recorded by this build (Landlock audit, docs/denials.md)";
   d.network = d.filesystem;

@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <thread>
 
 #include "sandbox_fixture.hpp"
@@ -23,14 +25,15 @@ class Denials : public UncappedTest {
     e.push_back("OARBANK_STATE_DIR=" + tree.path("state"));
     return e;
   }
-  std::vector<std::string> argv(const std::string& id, const std::string& result,
+  std::vector<std::string> argv(const std::string& run_id, const std::string& result,
                                 const std::vector<std::string>& options,
                                 const std::vector<std::string>& module,
                                 const nlohmann::json& policy) {
-    std::vector<std::string> a{OARBANK_AGENT_BINARY, "sandbox-run", "--config", config_path,
-                               "--id",               id,            "--result", result};
+    std::vector<std::string> a{OARBANK_AGENT_BINARY, "sandbox-run", "--config",
+                               config_path,          "--id",        run_id,
+                               "--result",           result};
     a.insert(a.end(), options.begin(), options.end());
-    a.push_back(tree.write_json(id + ".json", policy));
+    a.push_back(tree.write_json(run_id + ".json", policy));
     a.emplace_back("--");
     a.push_back(tree.probe());
     a.insert(a.end(), module.begin(), module.end());
@@ -68,10 +71,32 @@ TEST_F(Denials, EachSeccompRefusalIsRecordedOnceWithThePolicyChangeOrWhyNone) {
   // The refused calls answer as under sandbox-exec; the allowed work beside them (a file read,
   // a unix stream pair, getpid through the ioctl path) leaves no record.
   RunResult r = run({},
-                    {"batch", "listen", ",", "socket", "netlink", "raw", ",", "ptrace", ",",
-                     "socket", "unix", "stream", ",", "listen", ",", "read",
-                     tree.path("bundle/bundle.txt"), ",", "socketpair", "unix", ",", "tiocgwinsz",
-                     "0", ",", "exit", "3"},
+                    {"batch",
+                     "listen",
+                     ",",
+                     "socket",
+                     "netlink",
+                     "raw",
+                     ",",
+                     "ptrace",
+                     ",",
+                     "socket",
+                     "unix",
+                     "stream",
+                     ",",
+                     "listen",
+                     ",",
+                     "read",
+                     tree.path("bundle/bundle.txt"),
+                     ",",
+                     "socketpair",
+                     "unix",
+                     ",",
+                     "tiocgwinsz",
+                     "0",
+                     ",",
+                     "exit",
+                     "3"},
                     base_policy());
   ASSERT_TRUE(r.exited(3)) << r.describe();
   EXPECT_EQ(r.out,
@@ -109,8 +134,7 @@ TEST_F(Denials, EachSeccompRefusalIsRecordedOnceWithThePolicyChangeOrWhyNone) {
             std::string::npos);
 
   // The module failed: the summary is on stderr, one line per denial.
-  EXPECT_NE(r.err.find("refused (seccomp): listen by " + tree.probe()), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("refused (seccomp): listen by " + tree.probe()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(", 2 times: no policy allows it: never listening"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("refused (seccomp): socket AF_UNIX SOCK_STREAM"), std::string::npos)
@@ -144,6 +168,58 @@ TEST_F(Denials, UnderEgressTheInetSocketsAreAllowedAndUdpIsNamedWithoutAPolicyCh
   auto inet = the_denial(result()["denials"], "socket", "AF_INET");
   EXPECT_NE(inet["allowed_by"].get<std::string>().find("egress-allowlist"), std::string::npos);
   EXPECT_EQ(inet["object"], "AF_INET SOCK_STREAM");
+
+  // egress-allowlist: a TCP socket is allowed (no record), UDP is refused to every policy.
+  id = unique_name("den");
+  RunResult egress = run({}, {"batch", "socket", "inet", "stream", ",", "socket", "inet", "dgram"},
+                         egress_policy());
+  ASSERT_TRUE(egress.exited(0)) << egress.describe();
+  EXPECT_EQ(egress.out, "ok\nerrno EPROTONOSUPPORT\n");
+  const auto denials = result()["denials"];
+  ASSERT_EQ(denials.size(), 1U) << denials.dump();
+  EXPECT_EQ(denials[0]["object"], "AF_INET SOCK_DGRAM");
+  EXPECT_TRUE(denials[0]["allowed_by"].is_null());
+  EXPECT_NE(denials[0]["reason"].get<std::string>().find("stream sockets only"), std::string::npos);
+}
+
+// The supervisor killed while the module runs: the kernel answers the filter's refusals
+// ENOSYS from then on (the listener is gone), never lets them through.
+TEST_F(Denials, ASupervisorKilledLeavesEveryRefusalARefusal) {
+  const std::string out = tree.path("killed.out");
+  const auto a = argv(id, result_path(), {},
+                      {"batch", "listen", ",", "sleep-ms", "600", ",", "listen", ",", "socket",
+                       "netlink", "raw", ",", "ptrace"},
+                      base_policy());
+  const auto env_strings = env();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, 0);
+    ::dup2(fd, 1);
+    ::dup2(null, 2);
+    exec_in_child(a, env_strings);
+  }
+  auto text = [&] { return exists(out) ? read_file(out) : std::string(); };
+  auto lines = [&] {
+    const std::string t = text();
+    return std::count(t.begin(), t.end(), '\n');
+  };
+  // The first listen answered by the supervisor: it is serving; then it dies.
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (lines() < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  const auto end = std::chrono::steady_clock::now() + 5s;
+  while (lines() < 4 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(text(), "errno EPERM\nerrno ENOSYS\nerrno ENOSYS\nerrno ENOSYS\n");
+  // The next start in this state directory removes what the killed run left.
+  id = unique_name("den");
+  EXPECT_TRUE(run({}, {"true"}, base_policy()).exited(0));
 }
 
 // Two modules refused at the same moment: each result holds its own denials only.

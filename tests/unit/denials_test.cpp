@@ -88,10 +88,12 @@ TEST(DenialPrograms, NotifiedExactlyWhereTheErrnoProgramRefusesWithoutENOSYS) {
 
 TEST(DenialPrograms, AListenerOfTheModulesOwnIsRefused) {
   for (int i = 0; i < kVariantCount; ++i) {
-    const auto data = call(SYS_seccomp, {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER});
+    const auto data =
+        call(SYS_seccomp, {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER});
     EXPECT_EQ(run(seccomp::kPrograms[i], data), SECCOMP_RET_ERRNO | EPERM);
     // The kernel reads the flags as 32 bits: the upper half changes nothing.
-    const auto high = call(SYS_seccomp, {1, 0xffffffff00000000ULL | SECCOMP_FILTER_FLAG_NEW_LISTENER});
+    const auto high =
+        call(SYS_seccomp, {1, 0xffffffff00000000ULL | SECCOMP_FILTER_FLAG_NEW_LISTENER});
     EXPECT_EQ(run(seccomp::kPrograms[i], high), SECCOMP_RET_ERRNO | EPERM);
     EXPECT_EQ(run(seccomp::kPrograms[i], call(SYS_seccomp, {SECCOMP_SET_MODE_FILTER, 0})),
               SECCOMP_RET_ALLOW);
