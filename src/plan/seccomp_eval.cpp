@@ -4,11 +4,16 @@
 
 namespace oarbank::seccomp {
 
-std::uint32_t evaluate(const sock_filter* program, std::size_t length, const seccomp_data& data) {
+std::uint32_t evaluate(const sock_filter* program, std::size_t length, const seccomp_data& data,
+                       std::size_t* steps) {
+  std::size_t ran = 0;
+  if (steps == nullptr) steps = &ran;
+  *steps = 0;
   std::uint32_t acc = 0, x = 0;
   std::uint32_t mem[BPF_MEMWORDS] = {};
   for (std::size_t pc = 0; pc < length; ++pc) {
     const sock_filter& ins = program[pc];
+    ++*steps;
     std::size_t jump = 0;
     switch (ins.code) {
       case BPF_LD | BPF_W | BPF_ABS:

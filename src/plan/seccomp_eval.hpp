@@ -15,6 +15,8 @@ namespace oarbank::seccomp {
 // The program's return value (SECCOMP_RET_*). An instruction a seccomp program may not hold,
 // a jump or load out of range, or running off the end answer SECCOMP_RET_KILL_PROCESS: the
 // caller treats anything but an errno as a refusal it answers EPERM (never "allow").
-std::uint32_t evaluate(const sock_filter* program, std::size_t length, const seccomp_data& data);
+// `steps`, when given, receives how many instructions ran (bench and tests: the cost of a call).
+std::uint32_t evaluate(const sock_filter* program, std::size_t length, const seccomp_data& data,
+                       std::size_t* steps = nullptr);
 
 }  // namespace oarbank::seccomp
