@@ -16,6 +16,7 @@
 #include "apply/seccomp_apply.hpp"
 #include "probe/writable_path_rule.hpp"
 #include "sys/error.hpp"
+#include "sys/landlock_abi.hpp"
 
 namespace oarbank {
 
@@ -160,7 +161,9 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     step_failed(program, "no_new_privs", "prctl(PR_SET_NO_NEW_PRIVS)", errno);
   }
-  if (int err = restrict_self(prepared.ruleset); err != 0) {
+  if (int err = restrict_self(prepared.ruleset,
+                              plan.landlock_log_new_exec ? LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON : 0);
+      err != 0) {
     step_failed(program, "landlock", "landlock_restrict_self", err);
   }
   prepared.ruleset.reset();
