@@ -332,11 +332,18 @@ int run_sandbox_run(const RunArgs& options) {
     launch.launcher = &launch_in_child;
     launch.launcher_context = &child;
     // Issue 14: the filter's refusals go to the supervisor, which answers and records them.
-    RunDenials denials(prepared->plan.filter);
-    denials.prepare(prepared->plan);
+    std::vector<std::string> writable_paths = writable;
+    RunDenials denials(prepared->plan.filter,
+                       LandlockAdviceContext{std::move(writable_paths), policy.exec_writable});
+    denials.prepare(prepared->plan, config.denial_audit);
     launch.seccomp_listener = denials.seccomp_listener();
+    launch.after_spawn = [&denials, then = std::move(launch.after_spawn)](pid_t module_pid) {
+      denials.spawned(module_pid);
+      if (then) then(module_pid);
+    };
 
     const RunResult result = supervise(launch, state);
+    denials.finish();
     switch (result.end) {
       case RunEnd::LauncherFailed:
         // The launcher printed its own line, unless it died without one.

@@ -2,9 +2,11 @@
 
 namespace oarbank {
 
-void RunDenials::prepare(Plan& plan) {
+void RunDenials::prepare(Plan& plan, const std::string& denial_audit) {
   notify_asked_ = seccomp_user_notification_available();
   plan.seccomp_notify = notify_asked_;
+  audit_unavailable_ = audit_.open(denial_audit, plan.landlock.abi);
+  plan.landlock_log_new_exec = audit_.opened();
 }
 
 DenialDiagnostics RunDenials::diagnostics() const {
@@ -18,7 +20,15 @@ DenialDiagnostics RunDenials::diagnostics() const {
         "unavailable: the module's filter listener was not received (no exec, or no "
         "thread to answer it)";
   }
-  d.filesystem = "unavailable: not recorded by this build (Landlock audit, docs/denials.md)";
+  if (audit_.opened()) {
+    d.filesystem = "recorded";
+    if (audit_.lost() > 0) {
+      d.filesystem = "recorded, some lost: the audit socket overflowed " +
+                     std::to_string(audit_.lost()) + " time(s)";
+    }
+  } else {
+    d.filesystem = "unavailable: " + audit_unavailable_;
+  }
   d.network = d.filesystem;
   d.dropped = table_.dropped();
   return d;

@@ -6,6 +6,7 @@
 
 #include "plan/denials.hpp"
 #include "plan/plan.hpp"
+#include "supervise/denial_audit.hpp"
 #include "supervise/denial_listener.hpp"
 #include "supervise/denial_table.hpp"
 
@@ -13,11 +14,18 @@ namespace oarbank {
 
 class RunDenials {
  public:
-  explicit RunDenials(const seccomp::FilterVariant& variant) : seccomp_(variant, table_) {}
+  RunDenials(const seccomp::FilterVariant& variant, LandlockAdviceContext context)
+      : seccomp_(variant, table_), audit_(table_, std::move(context)) {}
 
-  // Chooses the notifying filter for the plan where this kernel has user notification; a
-  // kernel without it keeps the errno filter (the same refusals, unrecorded).
-  void prepare(Plan& plan);
+  // Before the spawn. Chooses the notifying filter for the plan where this kernel has user
+  // notification (a kernel without it keeps the errno filter: the same refusals, unrecorded),
+  // and Landlock's logging after the exec where the audit log can be read (the node's
+  // denial_audit key).
+  void prepare(Plan& plan, const std::string& denial_audit);
+  // After the spawn, with the module's first process (the one that restricts itself).
+  void spawned(pid_t module_pid) noexcept { audit_.start(module_pid); }
+  // After the run (the module's processes are gone): the last records read.
+  void finish() { audit_.stop(); }
   [[nodiscard]] SeccompListener* seccomp_listener() { return &seccomp_; }
   // Adds a denial another reader found (the proxy's refusals).
   void add(const Denial& denial) { table_.add(denial); }
@@ -28,7 +36,9 @@ class RunDenials {
  private:
   DenialTable table_;
   SeccompListener seccomp_;
+  LandlockAuditReader audit_;
   bool notify_asked_ = false;
+  std::string audit_unavailable_ = "not asked";
 };
 
 }  // namespace oarbank
