@@ -16,8 +16,9 @@
 namespace oarbank {
 namespace {
 
-// AUDIT_GET's answer: whether audit is enabled (0 off, 1 on, 2 on and locked), or -errno.
-int audit_enabled(int fd) {
+// AUDIT_GET's answer: the audit status (enabled: 0 off, 1 on, 2 on and locked; lost: records
+// the kernel dropped since boot), or -errno.
+int audit_status_of(int fd, audit_status& status) {
   struct {
     nlmsghdr header;
   } request{};
@@ -29,7 +30,7 @@ int audit_enabled(int fd) {
   alignas(nlmsghdr) char buffer[8192];
   for (int tries = 0; tries < 4; ++tries) {
     const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n < 0) return -errno;
+    if (n < static_cast<ssize_t>(NLMSG_HDRLEN)) return n < 0 ? -errno : -EPROTO;
     const auto* header = reinterpret_cast<const nlmsghdr*>(buffer);
     if (header->nlmsg_type == NLMSG_ERROR) {
       const auto* error = static_cast<const nlmsgerr*>(NLMSG_DATA(header));
@@ -37,11 +38,10 @@ int audit_enabled(int fd) {
       continue;
     }
     if (header->nlmsg_type == AUDIT_GET) {
-      audit_status status{};
-      std::memcpy(
-          &status, NLMSG_DATA(header),
-          std::min(sizeof status, static_cast<std::size_t>(header->nlmsg_len - NLMSG_HDRLEN)));
-      return static_cast<int>(status.enabled);
+      status = audit_status{};
+      std::memcpy(&status, NLMSG_DATA(header),
+                  std::min(sizeof status, static_cast<std::size_t>(n) - NLMSG_HDRLEN));
+      return 0;
     }
   }
   return -EPROTO;
@@ -87,10 +87,11 @@ std::string LandlockAuditReader::open(const std::string& mode, int landlock_abi)
   if (::bind(control.get(), reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
     return "bind(NETLINK_AUDIT): " + errno_text(errno);
   }
-  const int enabled = audit_enabled(control.get());
-  if (enabled < 0)
-    return "the audit state cannot be read (AUDIT_GET: " + errno_text(-enabled) + ")";
-  if (enabled == 0) {
+  audit_status status{};
+  if (int err = audit_status_of(control.get(), status); err < 0) {
+    return "the audit state cannot be read (AUDIT_GET: " + errno_text(-err) + ")";
+  }
+  if (status.enabled == 0) {
     if (mode != "enable") {
       return "audit is disabled on this node (the node's denial_audit: \"enable\" turns it on)";
     }
@@ -114,6 +115,9 @@ std::string LandlockAuditReader::open(const std::string& mode, int landlock_abi)
     ::setsockopt(reader.get(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
   }
   socket_ = std::move(reader);
+  lost_before_ = status.lost;
+  backlog_limit_ = status.backlog_limit;
+  control_ = std::move(control);
   return "";
 }
 
@@ -132,6 +136,11 @@ void LandlockAuditReader::stop() {
   const std::uint64_t one = 1;
   [[maybe_unused]] auto n = ::write(stop_event_.get(), &one, sizeof one);
   thread_.join();
+  audit_status status{};
+  if (control_.valid() && audit_status_of(control_.get(), status) == 0 &&
+      status.lost > lost_before_) {
+    kernel_lost_ = status.lost - lost_before_;
+  }
 }
 
 void LandlockAuditReader::serve(pid_t module_pid) {

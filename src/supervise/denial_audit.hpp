@@ -35,6 +35,10 @@ class LandlockAuditReader {
   void stop();
   [[nodiscard]] bool opened() const { return socket_.valid(); }
   [[nodiscard]] std::uint64_t lost() const { return lost_; }
+  // Records the kernel dropped node-wide while the run was read (audit's "lost" counter: the
+  // backlog of a node without auditd is small), and that backlog's limit.
+  [[nodiscard]] std::uint64_t kernel_lost() const { return kernel_lost_; }
+  [[nodiscard]] std::uint32_t backlog_limit() const { return backlog_limit_; }
 
  private:
   void serve(pid_t module_pid);
@@ -42,6 +46,10 @@ class LandlockAuditReader {
   DenialTable& table_;
   LandlockAdviceContext context_;
   UniqueFd socket_;
+  UniqueFd control_;
+  std::uint32_t lost_before_ = 0;
+  std::uint32_t backlog_limit_ = 0;
+  std::uint64_t kernel_lost_ = 0;
   UniqueFd stop_event_;
   std::thread thread_;
   std::uint64_t lost_ = 0;  // ENOBUFS: the socket's buffer overflowed

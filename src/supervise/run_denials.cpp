@@ -25,6 +25,11 @@ DenialDiagnostics RunDenials::diagnostics() const {
     if (audit_.lost() > 0) {
       d.filesystem = "recorded, some lost: the audit socket overflowed " +
                      std::to_string(audit_.lost()) + " time(s)";
+    } else if (audit_.kernel_lost() > 0) {
+      d.filesystem = "recorded, some may be lost: the kernel dropped " +
+                     std::to_string(audit_.kernel_lost()) +
+                     " audit record(s) node-wide during the run (audit backlog_limit " +
+                     std::to_string(audit_.backlog_limit()) + ")";
     }
   } else {
     d.filesystem = "unavailable: " + audit_unavailable_;
