@@ -206,3 +206,86 @@ TEST(DenialPrograms, AllowedCallsRunNoMoreInstructions) {
 
 }  // namespace
 }  // namespace oarbank
+
+#include "plan/landlock_denial.hpp"
+
+namespace oarbank {
+namespace {
+
+AuditRecord record(int type, const std::string& text) {
+  auto parsed = parse_audit_record(type, text);
+  EXPECT_TRUE(parsed.has_value()) << text;
+  return parsed.value_or(AuditRecord{});
+}
+
+TEST(LandlockAudit, RecordsParseWithQuotedAndHexValues) {
+  auto r = record(kAuditLandlockAccess,
+                  "audit(1796125241.464:203): domain=1544bfdab blockers=fs.read_file "
+                  "path=\"/usr/bin/cat\" dev=\"vda\" ino=247134");
+  EXPECT_EQ(r.serial, "1796125241.464:203");
+  EXPECT_EQ(r.field("domain"), "1544bfdab");
+  EXPECT_EQ(r.field("path"), "/usr/bin/cat");
+  EXPECT_EQ(r.field("ino"), "247134");
+  // audit writes a name with a space as hexadecimal, unquoted.
+  auto hex = record(kAuditLandlockAccess, "audit(1.2:3): blockers=fs.read_file path=2F612062");
+  EXPECT_EQ(hex.field("path"), "/a b");
+  EXPECT_FALSE(parse_audit_record(1423, "no header").has_value());
+}
+
+// Only the domain whose allocation names the module's first pid is this run's: another
+// module's records, even of the same executable, are never taken.
+TEST(LandlockAudit, OnlyTheRunsOwnDomainIsKept) {
+  LandlockAuditEvents events(300, {{"/w"}, false});
+  std::vector<Denial> got;
+  auto feed = [&](int type, const std::string& text) {
+    for (auto& d : events.feed(record(type, text))) got.push_back(d);
+  };
+  // Another module's domain, allocated by pid 400.
+  feed(1423, "audit(1.0:10): domain=bbb blockers=fs.read_file path=\"/x\" dev=\"vda\" ino=1");
+  feed(1424, "audit(1.0:10): domain=bbb status=allocated mode=enforcing pid=400 uid=0 exe=\"/p\"");
+  feed(1300, "audit(1.0:10): arch=c000003e syscall=257 success=no exit=-13 pid=400 exe=\"/p\"");
+  feed(1320, "audit(1.0:10): ");
+  EXPECT_TRUE(got.empty());
+  // Ours: allocated by pid 300; its first denial is in the same event.
+  feed(1423, "audit(1.0:11): domain=aaa blockers=fs.execute path=\"/w/prog\" dev=\"vda\" ino=2");
+  feed(1423, "audit(1.0:12): domain=bbb blockers=fs.read_file path=\"/y\" dev=\"vda\" ino=3");
+  feed(1424, "audit(1.0:11): domain=aaa status=allocated mode=enforcing pid=300 uid=0 exe=\"/p\"");
+  feed(1300, "audit(1.0:11): arch=c000003e syscall=59 success=no exit=-13 pid=301 exe=\"/p\"");
+  feed(1320, "audit(1.0:11): ");
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0].mechanism, "landlock-fs");
+  EXPECT_EQ(got[0].operation, "fs.execute");
+  EXPECT_EQ(got[0].pid, 301);
+  EXPECT_EQ(got[0].allowed_by, "set \"exec_writable\": true");
+  // A later access of ours, with no syscall record, comes out at the flush.
+  feed(1423, "audit(1.0:13): domain=aaa blockers=net.connect_tcp daddr=127.0.0.1 dest=8080");
+  auto rest = events.flush();
+  ASSERT_EQ(rest.size(), 1U);  // bbb's access of event 12 is not ours
+  EXPECT_EQ(rest[0].mechanism, "landlock-net");
+  EXPECT_EQ(rest[0].object, "127.0.0.1:8080");
+  EXPECT_TRUE(rest[0].allowed_by.empty());
+}
+
+TEST(LandlockAudit, AdviceNamesThePolicyElement) {
+  const LandlockAdviceContext context{{"/srv/work"}, false};
+  auto read = landlock_denial(
+      record(1423, "audit(1:1): domain=a blockers=fs.read_file path=\"/srv/cache/x\""), nullptr,
+      context);
+  EXPECT_EQ(read.reason, "read under /srv/cache: not granted");
+  EXPECT_NE(read.allowed_by.find("add /srv/cache to \"data\""), std::string::npos);
+  auto write =
+      landlock_denial(record(1423, "audit(1:1): domain=a blockers=fs.make_reg path=\"/srv/cache\""),
+                      nullptr, context);
+  EXPECT_EQ(write.reason, "write under /srv/cache: not granted");
+  auto exec =
+      landlock_denial(record(1423, "audit(1:1): domain=a blockers=fs.execute path=\"/opt/tool\""),
+                      nullptr, context);
+  EXPECT_NE(exec.allowed_by.find("\"tools\""), std::string::npos);
+  auto bind = landlock_denial(record(1423, "audit(1:1): domain=a blockers=net.bind_tcp src=80"),
+                              nullptr, context);
+  EXPECT_TRUE(bind.allowed_by.empty());
+  EXPECT_EQ(bind.object, "port 80");
+}
+
+}  // namespace
+}  // namespace oarbank
