@@ -27,6 +27,7 @@
 #include "probe/proc_status.hpp"
 #include "supervise/cgroup_leaf.hpp"
 #include "cli/denial_report.hpp"
+#include "plan/denial_advice.hpp"
 #include "supervise/run_denials.hpp"
 #include "supervise/module_id.hpp"
 #include "supervise/module_network.hpp"
@@ -296,6 +297,9 @@ int run_sandbox_run(const RunArgs& options) {
     }
     // Egress: the proxy for this module, on a listener inside the module's own network
     // namespace where this node can make one (root), else on the module's own port (above).
+    // Issue 14: the refusals of the run, from the filter, Landlock's audit log and the proxy.
+    RunDenials denials(prepared->plan.filter,
+                       LandlockAdviceContext{writable, policy.exec_writable});
     ChildLaunch child{prepared.get(), -1};
     ModuleNetwork network;
     std::unique_ptr<ProxyHost> proxy;
@@ -319,7 +323,10 @@ int run_sandbox_run(const RunArgs& options) {
             ::isatty(STDERR_FILENO) == 1 ? StderrLogForm::Summary : StderrLogForm::Json;
         proxy =
             std::make_unique<ProxyHost>(config, options.proxy_log, "--proxy-log", form, id, policy,
-                                        std::move(network.listener), std::move(peer_check));
+                                        std::move(network.listener), std::move(peer_check),
+                                        [&denials](std::string_view line) {
+                                          if (auto d = proxy_denial(line)) denials.add(*d);
+                                        });
       } catch (...) {
         remove_created_dirs(created);
         throw;
@@ -332,9 +339,6 @@ int run_sandbox_run(const RunArgs& options) {
     launch.launcher = &launch_in_child;
     launch.launcher_context = &child;
     // Issue 14: the filter's refusals go to the supervisor, which answers and records them.
-    std::vector<std::string> writable_paths = writable;
-    RunDenials denials(prepared->plan.filter,
-                       LandlockAdviceContext{std::move(writable_paths), policy.exec_writable});
     denials.prepare(prepared->plan, config.denial_audit);
     launch.seccomp_listener = denials.seccomp_listener();
     launch.after_spawn = [&denials, then = std::move(launch.after_spawn)](pid_t module_pid) {

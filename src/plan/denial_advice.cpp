@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <nlohmann/json.hpp>
 
 namespace oarbank {
 namespace {
@@ -191,6 +192,30 @@ Denial seccomp_denial(const seccomp::FilterVariant& variant, const SeccompCall& 
              !variant.unix_sockets) {
     d.allowed_by = "add \"broker\": true (unix datagram pairs come with the broker grant)";
     d.reason = "unix datagram pairs: not granted";
+  }
+  return d;
+}
+
+std::optional<Denial> proxy_denial(std::string_view json_line) {
+  const auto line = nlohmann::json::parse(json_line, nullptr, false);
+  if (!line.is_object()) return std::nullopt;
+  auto text = [&](const char* key) {
+    const auto it = line.find(key);
+    return it != line.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (text("event") != "decision" || text("verdict") != "refuse") return std::nullopt;
+  Denial d;
+  d.mechanism = "proxy";
+  d.operation = text("method").empty() ? "request" : text("method");
+  d.object = text("destination");
+  const auto status = line.find("status");
+  d.error = status != line.end() && status->is_number_integer() ? std::to_string(status->get<int>())
+                                                                : "refused";
+  d.reason = text("reason");
+  // Only a destination missing from the allowlist is the policy's to grant; a private range
+  // is the node's (proxy_allow_private_ranges), the rest (DNS, bad requests) no policy's.
+  if (d.reason.ends_with("is not on the module's egress allowlist") && !d.object.empty()) {
+    d.allowed_by = "add \"" + d.object + "\" to \"egress\"";
   }
   return d;
 }

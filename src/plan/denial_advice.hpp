@@ -34,6 +34,10 @@ int seccomp_path_argument(std::string_view syscall);
 // pid, executable and count are the caller's.
 Denial seccomp_denial(const seccomp::FilterVariant& variant, const SeccompCall& call, int err);
 
+// The denial of one line of the egress proxy's log (docs/proxy.md) that records a refusal
+// ("event": "decision", "verdict": "refuse"); none for every other line.
+std::optional<Denial> proxy_denial(std::string_view json_line);
+
 // Names for the record.
 std::string socket_family_name(std::uint64_t family);
 std::string socket_type_name(std::uint64_t type);

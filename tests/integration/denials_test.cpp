@@ -311,6 +311,27 @@ TEST_F(LandlockDenials, ATcpConnectToAPortNotTheProxysIsNamed) {
             std::string::npos);
 }
 
+// A proxy request to a host the policy does not list: from the proxy's own log, with the
+// egress entry that would allow it; twice, one record.
+TEST_F(Denials, AProxyRefusalNamesTheEgressEntry) {
+  if (!running_as_root()) GTEST_SKIP() << "the module's own network namespace needs root";
+  RunResult r = run(
+      {"--proxy-log", tree.path("proxy.log")},
+      {"batch", "http-connect", "127.0.0.1", std::to_string(proxy.port()), "unlisted.example:443",
+       ",", "http-connect", "127.0.0.1", std::to_string(proxy.port()), "unlisted.example:443"},
+      egress_policy());
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "HTTP/1.1 403\nHTTP/1.1 403\n");
+  const auto denials = result()["denials"];
+  ASSERT_EQ(denials.size(), 1U) << denials.dump();
+  EXPECT_EQ(denials[0]["mechanism"], "proxy");
+  EXPECT_EQ(denials[0]["operation"], "CONNECT");
+  EXPECT_EQ(denials[0]["object"], "unlisted.example:443");
+  EXPECT_EQ(denials[0]["count"], 2);
+  EXPECT_EQ(denials[0]["error"], "403");
+  EXPECT_EQ(denials[0]["allowed_by"], "add \"unlisted.example:443\" to \"egress\"");
+}
+
 // Audit off and not to be enabled: the result says Landlock's denials were not recorded.
 TEST_F(Denials, WithoutAuditTheResultSaysLandlockDenialsAreUnavailable) {
   auto node = node_config();

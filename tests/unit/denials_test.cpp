@@ -289,3 +289,29 @@ TEST(LandlockAudit, AdviceNamesThePolicyElement) {
 
 }  // namespace
 }  // namespace oarbank
+
+namespace oarbank {
+namespace {
+
+TEST(DenialAdvice, ProxyRefusalsFromTheLog) {
+  auto unlisted = proxy_denial(
+      R"J({"event":"decision","method":"CONNECT","destination":"api.other.com:443",)J"
+      R"J("verdict":"refuse","status":403,)J"
+      R"J("reason":"api.other.com:443 is not on the module's egress allowlist"})J");
+  ASSERT_TRUE(unlisted.has_value());
+  EXPECT_EQ(unlisted->mechanism, "proxy");
+  EXPECT_EQ(unlisted->allowed_by, "add \"api.other.com:443\" to \"egress\"");
+  EXPECT_EQ(unlisted->error, "403");
+  auto private_range = proxy_denial(
+      R"J({"event":"decision","method":"CONNECT","destination":"intra.example:443",)J"
+      R"J("verdict":"refuse","status":403,)J"
+      R"J("reason":"intra.example resolves to 10.0.0.1, a private range (RFC 1918)"})J");
+  ASSERT_TRUE(private_range.has_value());
+  EXPECT_TRUE(private_range->allowed_by.empty());
+  EXPECT_FALSE(proxy_denial(R"J({"event":"decision","verdict":"allow"})J").has_value());
+  EXPECT_FALSE(proxy_denial(R"J({"event":"closed"})J").has_value());
+  EXPECT_FALSE(proxy_denial("not json").has_value());
+}
+
+}  // namespace
+}  // namespace oarbank
