@@ -27,6 +27,7 @@
 #include "probe/proc_status.hpp"
 #include "supervise/cgroup_leaf.hpp"
 #include "cli/denial_report.hpp"
+#include "cli/learn.hpp"
 #include "plan/denial_advice.hpp"
 #include "supervise/run_denials.hpp"
 #include "supervise/module_id.hpp"
@@ -168,6 +169,7 @@ int run_sandbox_run(const RunArgs& options) {
                   "usage: no command after -- (sandbox-run [OPTIONS] POLICY.json -- ARGV...)");
     }
     if (options.exec.explain) return run_sandbox_exec(options.exec);
+    if (options.learn) return run_learn(options);
     if (options.timeout && !(*options.timeout > 0 && std::isfinite(*options.timeout))) {
       throw Error(ErrorKind::Usage, "--timeout: expected a number of seconds above 0");
     }
@@ -454,6 +456,9 @@ Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
   sub->add_flag("--denials", options->denials,
                 "Print what the sandbox refused the module on stderr even when it succeeds "
                 "(always printed when it fails)");
+  sub->add_option("--learn", options->learn,
+                  "Run the module up to N times, widening a proposed policy by what was refused "
+                  "and can be granted; print the proposal (the policy file is not changed)");
   sub->add_flag("--explain", options->exec.explain,
                 "Print the compiled plan as JSON and run nothing");
   return [options, &command] {

@@ -32,6 +32,7 @@ struct RunArgs {
   std::optional<std::string> result_path;
   std::optional<std::string> proxy_log;
   bool denials = false;  // --denials: the summary of refusals on stderr even when it succeeds
+  std::optional<int> learn;  // --learn N: propose a policy from up to N runs (cli/learn.hpp)
   friend bool operator==(const RunArgs&, const RunArgs&) = default;
 };
 

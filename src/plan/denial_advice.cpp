@@ -177,12 +177,14 @@ Denial seccomp_denial(const seccomp::FilterVariant& variant, const SeccompCall& 
   if (call.syscall == "socket" && err == EAFNOSUPPORT) {
     if (a[0] == AF_UNIX && !variant.unix_sockets) {
       d.allowed_by = "add \"broker\": true (unix sockets are the broker grant)";
+      d.grant = {{"key", "broker"}, {"set", true}};
       d.reason = "unix sockets: not granted";
     } else if ((a[0] == AF_INET || a[0] == AF_INET6) && !variant.inet) {
       d.allowed_by =
           "set \"net\": \"egress-allowlist\" and list the destinations in \"egress\" (the module "
           "reaches them through the agent's proxy)";
       d.reason = "IPv4 and IPv6 sockets: net is none";
+      d.grant = {{"key", "net"}, {"set", "egress-allowlist"}};
     } else {
       d.reason =
           "only unix (with the broker grant), IPv4 and IPv6 (under egress-allowlist) "
@@ -191,6 +193,7 @@ Denial seccomp_denial(const seccomp::FilterVariant& variant, const SeccompCall& 
   } else if (call.syscall == "socketpair" && err == EPROTONOSUPPORT && a[0] == AF_UNIX &&
              !variant.unix_sockets) {
     d.allowed_by = "add \"broker\": true (unix datagram pairs come with the broker grant)";
+    d.grant = {{"key", "broker"}, {"set", true}};
     d.reason = "unix datagram pairs: not granted";
   }
   return d;
@@ -216,6 +219,7 @@ std::optional<Denial> proxy_denial(std::string_view json_line) {
   // is the node's (proxy_allow_private_ranges), the rest (DNS, bad requests) no policy's.
   if (d.reason.ends_with("is not on the module's egress allowlist") && !d.object.empty()) {
     d.allowed_by = "add \"" + d.object + "\" to \"egress\"";
+    d.grant = {{"key", "egress"}, {"add", d.object}};
   }
   return d;
 }

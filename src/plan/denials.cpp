@@ -21,7 +21,8 @@ nlohmann::json denials_to_json(const std::vector<Denial>& denials) {
                     {"count", d.count},
                     {"allowed_by",
                      d.allowed_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.allowed_by)},
-                    {"reason", d.reason}});
+                    {"reason", d.reason},
+                    {"grant", d.grant}});
   }
   return list;
 }
@@ -44,6 +45,29 @@ std::string denial_line(const Denial& d) {
   }
   return fmt::format("refused ({}): {}{}{}, {}: no policy allows it: {}", d.mechanism, d.operation,
                      object, who, times, d.reason);
+}
+
+std::string apply_grant(nlohmann::json& policy, const nlohmann::json& grant) {
+  if (!grant.is_object() || !grant.contains("key") || !grant["key"].is_string()) return "";
+  const std::string key = grant["key"].get<std::string>();
+  if (grant.contains("set")) {
+    const nlohmann::json before = policy.contains(key) ? policy[key] : nlohmann::json(nullptr);
+    if (before == grant["set"]) return "";
+    policy[key] = grant["set"];
+    return fmt::format("\"{}\": {} -> {}", key, before.is_null() ? "(unset)" : before.dump(),
+                       grant["set"].dump());
+  }
+  if (grant.contains("add")) {
+    nlohmann::json& list = policy[key];
+    if (list.is_null()) list = nlohmann::json::array();
+    if (!list.is_array()) return "";
+    for (const auto& item : list) {
+      if (item == grant["add"]) return "";
+    }
+    list.push_back(grant["add"]);
+    return fmt::format("+ \"{}\": {}", key, grant["add"].dump());
+  }
+  return "";
 }
 
 }  // namespace oarbank

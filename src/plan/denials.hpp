@@ -22,6 +22,10 @@ struct Denial {
   std::string allowed_by;
   // Why it was refused: what the policy lacks, or the rule's reason that no policy lifts.
   std::string reason;
+  // allowed_by as a change to the policy's JSON (sandbox-run --learn): {"key": "data", "add":
+  // "/srv/cache"} appends to a list, {"key": "broker", "set": true} sets a value; null when no
+  // policy can allow it.
+  nlohmann::json grant = nullptr;
 
   // Two records of one denial: the same mechanism, operation, object and executable.
   [[nodiscard]] std::string key() const;
@@ -37,6 +41,11 @@ struct DenialDiagnostics {
 
 nlohmann::json denials_to_json(const std::vector<Denial>& denials);
 nlohmann::json diagnostics_to_json(const DenialDiagnostics& diagnostics);
+
+// Applies a denial's grant to a policy (its JSON): returns the change as one line ("+ \"data\":
+// \"/srv/cache\"", "\"broker\": false -> true"), or "" when the policy already has it or the
+// grant is null. sandbox-run --learn.
+std::string apply_grant(nlohmann::json& policy, const nlohmann::json& grant);
 
 // One line per denial, for sandbox-run's stderr ("refused (seccomp): listen ...").
 std::string denial_line(const Denial& denial);

@@ -110,9 +110,11 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
       if (writable && !context.exec_writable) {
         d.reason = "execute in a writable directory (work, data, temp): exec_writable is false";
         d.allowed_by = "set \"exec_writable\": true";
+        d.grant = {{"key", "exec_writable"}, {"set", true}};
       } else {
         d.reason = "execute " + path + ": not granted";
         d.allowed_by = "add " + path + " (or its directory) to \"tools\" or \"runtime\"";
+        d.grant = {{"key", "tools"}, {"add", path}};
       }
     } else if (blockers == "fs.read_file" || blockers == "fs.read_dir" ||
                blockers == "fs.read_file,fs.read_dir") {
@@ -121,12 +123,14 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
       d.allowed_by = "add " + dir +
                      " to \"data\" (read and write), or to \"runtime\" or "
                      "\"tools\" (read and execute)";
+      d.grant = {{"key", "data"}, {"add", dir}};
     } else if (blockers.starts_with("fs.ioctl_dev")) {
       d.reason = "ioctl on a device the policy does not grant";
     } else {
       const std::string dir = creates_or_removes ? path : parent_of(path);
       d.reason = "write under " + dir + ": not granted";
       d.allowed_by = "add " + dir + " to \"data\" (or make it the policy's \"work\")";
+      d.grant = {{"key", "data"}, {"add", dir}};
     }
   } else if (d.mechanism == "landlock-net") {
     const std::string address = access.field("daddr");

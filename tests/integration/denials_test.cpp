@@ -3,6 +3,7 @@
 // distinct denial with a count, naming the policy element that would allow it or the reason
 // none can; in --result's "denials", and on stderr when the module fails or with --denials.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -330,6 +331,55 @@ TEST_F(Denials, AProxyRefusalNamesTheEgressEntry) {
   EXPECT_EQ(denials[0]["count"], 2);
   EXPECT_EQ(denials[0]["error"], "403");
   EXPECT_EQ(denials[0]["allowed_by"], "add \"unlisted.example:443\" to \"egress\"");
+}
+
+// --learn on a module that needs a data directory and an egress destination its policy lacks
+// (and is refused a listen no policy grants): the proposal adds exactly those two; the policy
+// file is left as it was.
+TEST_F(LandlockDenials, LearnProposesExactlyTheDataDirectoryAndTheEgressDestination) {
+  const std::string extra = tree.path("extra");
+  ::mkdir(extra.c_str(), 0755);
+  write_file(extra + "/input.txt", "input\n");
+  const auto policy = egress_policy();
+  const std::string policy_file = tree.write_json("learn.json", policy);
+  RunOptions o;
+  o.env = env();
+  o.timeout = 60s;
+  RunResult r = run_command({OARBANK_AGENT_BINARY,
+                             "sandbox-run",
+                             "--config",
+                             config,
+                             "--id",
+                             id,
+                             "--learn",
+                             "4",
+                             "--proxy-log",
+                             tree.path("learn-proxy.log"),
+                             policy_file,
+                             "--",
+                             tree.probe(),
+                             "batch",
+                             "read",
+                             extra + "/input.txt",
+                             ",",
+                             "http-connect",
+                             "127.0.0.1",
+                             std::to_string(proxy.port()),
+                             "192.0.2.9:443",
+                             ",",
+                             "listen"},
+                            o);
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  const auto header =
+      r.out.find("sandbox-run --learn: 2 run(s); 2 change(s) to " + policy_file +
+                 ":\n+ \"data\": \"" + extra + "\"\n+ \"egress\": \"192.0.2.9:443\"\n");
+  ASSERT_NE(header, std::string::npos) << r.out;
+  const auto proposal = nlohmann::json::parse(r.out.substr(r.out.find("{", header)));
+  auto expected = policy;
+  expected["data"].push_back(extra);
+  expected["egress"].push_back("192.0.2.9:443");
+  EXPECT_EQ(proposal, expected);
+  EXPECT_EQ(nlohmann::json::parse(read_file(policy_file)), policy);
 }
 
 // Audit off and not to be enabled: the result says Landlock's denials were not recorded.

@@ -294,10 +294,10 @@ namespace oarbank {
 namespace {
 
 TEST(DenialAdvice, ProxyRefusalsFromTheLog) {
-  auto unlisted = proxy_denial(
-      R"J({"event":"decision","method":"CONNECT","destination":"api.other.com:443",)J"
-      R"J("verdict":"refuse","status":403,)J"
-      R"J("reason":"api.other.com:443 is not on the module's egress allowlist"})J");
+  auto unlisted =
+      proxy_denial(R"J({"event":"decision","method":"CONNECT","destination":"api.other.com:443",)J"
+                   R"J("verdict":"refuse","status":403,)J"
+                   R"J("reason":"api.other.com:443 is not on the module's egress allowlist"})J");
   ASSERT_TRUE(unlisted.has_value());
   EXPECT_EQ(unlisted->mechanism, "proxy");
   EXPECT_EQ(unlisted->allowed_by, "add \"api.other.com:443\" to \"egress\"");
@@ -311,6 +311,29 @@ TEST(DenialAdvice, ProxyRefusalsFromTheLog) {
   EXPECT_FALSE(proxy_denial(R"J({"event":"decision","verdict":"allow"})J").has_value());
   EXPECT_FALSE(proxy_denial(R"J({"event":"closed"})J").has_value());
   EXPECT_FALSE(proxy_denial("not json").has_value());
+}
+
+}  // namespace
+}  // namespace oarbank
+
+namespace oarbank {
+namespace {
+
+TEST(DenialGrants, ApplyAddsAndSetsOnce) {
+  nlohmann::json policy = {{"version", 1}, {"bundle", "/b"}, {"egress", {"a.com:443"}}};
+  EXPECT_EQ(apply_grant(policy, {{"key", "data"}, {"add", "/srv/cache"}}),
+            "+ \"data\": \"/srv/cache\"");
+  EXPECT_EQ(apply_grant(policy, {{"key", "data"}, {"add", "/srv/cache"}}), "");
+  EXPECT_EQ(apply_grant(policy, {{"key", "egress"}, {"add", "b.com:443"}}),
+            "+ \"egress\": \"b.com:443\"");
+  EXPECT_EQ(apply_grant(policy, {{"key", "broker"}, {"set", true}}), "\"broker\": (unset) -> true");
+  EXPECT_EQ(apply_grant(policy, {{"key", "broker"}, {"set", true}}), "");
+  EXPECT_EQ(apply_grant(policy, nullptr), "");
+  EXPECT_EQ(policy["data"], nlohmann::json::array({"/srv/cache"}));
+  EXPECT_EQ(policy["egress"], nlohmann::json::array({"a.com:443", "b.com:443"}));
+  // What no policy may grant carries no grant.
+  auto listen = seccomp_denial({false, false}, {"listen", {3, 1}, ""}, EPERM);
+  EXPECT_TRUE(listen.grant.is_null());
 }
 
 }  // namespace
