@@ -52,6 +52,12 @@ constexpr RowInfo kRows[] = {
      "chmod, chown, utimes and xattrs governed outside the writable directories"},
     {CapabilityRow::BrokerSockets, "known-limit.broker-sockets",
      "the broker grant reaches the broker's socket alone"},
+    {CapabilityRow::DenialsSyscalls, "denials.syscalls",
+     "sandbox-run names the filter's refusals (seccomp)"},
+    {CapabilityRow::DenialsFilesystem, "denials.filesystem",
+     "sandbox-run names Landlock's file refusals (audit)"},
+    {CapabilityRow::DenialsNetwork, "denials.network",
+     "sandbox-run names Landlock's TCP refusals (audit)"},
 };
 
 const RowInfo& info(CapabilityRow row) {
@@ -227,6 +233,33 @@ CapabilityVerdict egress_allowlist_row(const KernelFeatures& features, const Nod
               "listens on the proxy's port)"};
 }
 
+// Issue 14: Landlock's refusals are read from the kernel's audit log (docs/denials.md).
+CapabilityVerdict audit_denials_row(CapabilityRow row, const KernelFeatures& features,
+                                    const NodeConfig& config) {
+  const int abi = effective_landlock_abi(features, config);
+  if (abi < 7) {
+    return {row, CapabilityStatus::Unavailable,
+            "needs Landlock ABI 7 (Linux 6.15) for audit records; this node uses ABI " +
+                std::to_string(abi)};
+  }
+  if (config.denial_audit == "off") {
+    return {row, CapabilityStatus::Unavailable, "the node's configuration says denial_audit: off"};
+  }
+  if (!features.running_as_root) {
+    return {row, CapabilityStatus::Unavailable,
+            "reading the audit log needs root (CAP_AUDIT_READ)"};
+  }
+  if (features.audit_enabled == 0 && config.denial_audit != "enable") {
+    return {row, CapabilityStatus::Unavailable,
+            "audit is disabled on this node (denial_audit: \"enable\" would turn it on)"};
+  }
+  return {row, CapabilityStatus::Enforced,
+          std::string("Landlock's audit records (ABI 7), read by sandbox-run") +
+              (features.audit_enabled == 0 ? "; audit is off and sandbox-run turns it on "
+                                             "(denial_audit: \"enable\")"
+                                           : "")};
+}
+
 }  // namespace
 
 EgressConfinement egress_confinement(const KernelFeatures& features, const NodeConfig& config) {
@@ -319,7 +352,18 @@ CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& f
     case CapabilityRow::BrokerSockets:
       return {row, CapabilityStatus::NotPromised,
               "Landlock does not govern connect to pathname unix sockets: with the broker grant a "
-              "module reaches any socket its user may write to"};
+              "module reaches any socket its user may write to"};    case CapabilityRow::DenialsSyscalls:
+      if (!features.seccomp_filter || !features.seccomp_user_notif) {
+        return {row, CapabilityStatus::Unavailable,
+                "needs seccomp user notification (Linux 5.0); this kernel has none: refusals "
+                "stay refusals, unnamed"};
+      }
+      return {row, CapabilityStatus::Enforced,
+              "sandbox-run's supervisor answers the filter's refusals (SECCOMP_RET_USER_NOTIF) "
+              "and names each with the policy change that would allow it"};
+    case CapabilityRow::DenialsFilesystem:
+    case CapabilityRow::DenialsNetwork:
+      return audit_denials_row(row, features, config);
   }
   return {row, CapabilityStatus::Unavailable, "unknown row"};
 }

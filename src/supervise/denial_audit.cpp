@@ -11,41 +11,11 @@
 #include <chrono>
 #include <cstring>
 
+#include "probe/audit_state.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank {
 namespace {
-
-// AUDIT_GET's answer: the audit status (enabled: 0 off, 1 on, 2 on and locked; lost: records
-// the kernel dropped since boot), or -errno.
-int audit_status_of(int fd, audit_status& status) {
-  struct {
-    nlmsghdr header;
-  } request{};
-  request.header.nlmsg_len = sizeof request;
-  request.header.nlmsg_type = AUDIT_GET;
-  request.header.nlmsg_flags = NLM_F_REQUEST;
-  request.header.nlmsg_seq = 1;
-  if (::send(fd, &request, sizeof request, 0) < 0) return -errno;
-  alignas(nlmsghdr) char buffer[8192];
-  for (int tries = 0; tries < 4; ++tries) {
-    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n < static_cast<ssize_t>(NLMSG_HDRLEN)) return n < 0 ? -errno : -EPROTO;
-    const auto* header = reinterpret_cast<const nlmsghdr*>(buffer);
-    if (header->nlmsg_type == NLMSG_ERROR) {
-      const auto* error = static_cast<const nlmsgerr*>(NLMSG_DATA(header));
-      if (error->error != 0) return error->error;
-      continue;
-    }
-    if (header->nlmsg_type == AUDIT_GET) {
-      status = audit_status{};
-      std::memcpy(&status, NLMSG_DATA(header),
-                  std::min(sizeof status, static_cast<std::size_t>(n) - NLMSG_HDRLEN));
-      return 0;
-    }
-  }
-  return -EPROTO;
-}
 
 // AUDIT_SET enabled=1: the node's configuration asked for it ("enable").
 int enable_audit(int fd) {

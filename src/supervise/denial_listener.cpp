@@ -16,6 +16,7 @@
 #include "apply/seccomp_programs.hpp"
 #include "plan/denial_advice.hpp"
 #include "plan/seccomp_eval.hpp"
+#include "probe/audit_state.hpp"
 
 namespace oarbank {
 namespace {
@@ -51,10 +52,7 @@ std::string read_module_string(pid_t pid, std::uint64_t address) {
 
 }  // namespace
 
-bool seccomp_user_notification_available() {
-  std::uint32_t action = SECCOMP_RET_USER_NOTIF;
-  return ::syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
-}
+bool seccomp_user_notification_available() { return seccomp_user_notif_available(); }
 
 ssize_t read_status_channel(int fd, char* buffer, std::size_t size, UniqueFd& listener) {
   iovec iov{buffer, size};
