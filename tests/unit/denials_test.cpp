@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "apply/seccomp_programs.hpp"
@@ -334,6 +335,51 @@ TEST(DenialGrants, ApplyAddsAndSetsOnce) {
   // What no policy may grant carries no grant.
   auto listen = seccomp_denial({false, false}, {"listen", {3, 1}, ""}, EPERM);
   EXPECT_TRUE(listen.grant.is_null());
+}
+
+}  // namespace
+}  // namespace oarbank
+
+#include "plan/capabilities.hpp"
+
+namespace oarbank {
+namespace {
+
+TEST(DenialRows, PerKernelAndNode) {
+  KernelFeatures f;
+  f.landlock = LandlockState::Present;
+  f.landlock_abi = 7;
+  f.seccomp_filter = true;
+  f.seccomp_user_notif = true;
+  f.running_as_root = true;
+  f.audit_enabled = 1;
+  NodeConfig config;
+  auto status = [&](CapabilityRow row) { return evaluate_capability(row, f, config).status; };
+  EXPECT_EQ(status(CapabilityRow::DenialsSyscalls), CapabilityStatus::Enforced);
+  EXPECT_EQ(status(CapabilityRow::DenialsFilesystem), CapabilityStatus::Enforced);
+  EXPECT_EQ(status(CapabilityRow::DenialsNetwork), CapabilityStatus::Enforced);
+  // Audit off: only where the node asks for it to be turned on.
+  f.audit_enabled = 0;
+  EXPECT_EQ(status(CapabilityRow::DenialsFilesystem), CapabilityStatus::Unavailable);
+  config.denial_audit = "enable";
+  EXPECT_EQ(status(CapabilityRow::DenialsFilesystem), CapabilityStatus::Enforced);
+  config.denial_audit = "off";
+  EXPECT_EQ(status(CapabilityRow::DenialsNetwork), CapabilityStatus::Unavailable);
+  config.denial_audit = "if-enabled";
+  f.audit_enabled = 1;
+  // The 6.12 guest: Landlock ABI 6 writes no audit records.
+  f.landlock_abi = 6;
+  const auto verdict = evaluate_capability(CapabilityRow::DenialsFilesystem, f, config);
+  EXPECT_EQ(verdict.status, CapabilityStatus::Unavailable);
+  EXPECT_NE(verdict.reason.find("ABI 7 (Linux 6.15)"), std::string::npos);
+  f.landlock_abi = 7;
+  f.running_as_root = false;
+  EXPECT_EQ(status(CapabilityRow::DenialsFilesystem), CapabilityStatus::Unavailable);
+  f.seccomp_user_notif = false;
+  EXPECT_EQ(status(CapabilityRow::DenialsSyscalls), CapabilityStatus::Unavailable);
+  // No policy needs them.
+  const auto needed = rows_needed_by(Policy{}, config);
+  EXPECT_EQ(std::count(needed.begin(), needed.end(), CapabilityRow::DenialsSyscalls), 0);
 }
 
 }  // namespace
