@@ -194,8 +194,8 @@ void install(int filter) {
     static int listener_pair[2] = {-1, -1};
     err = ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, listener_pair) != 0
               ? errno
-              : oarbank::load_seccomp_filter(
-                    oarbank::seccomp::variant_from_index(filter - kNotify), listener_pair[0]);
+              : oarbank::load_seccomp_filter(oarbank::seccomp::variant_from_index(filter - kNotify),
+                                             listener_pair[0]);
   } else {
     err = oarbank::load_seccomp_filter(oarbank::seccomp::variant_from_index(filter));
   }

@@ -161,13 +161,15 @@ void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     step_failed(program, "no_new_privs", "prctl(PR_SET_NO_NEW_PRIVS)", errno);
   }
-  const unsigned log_flags = plan.landlock_log_new_exec ? LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON : 0;
+  const unsigned log_flags =
+      plan.landlock_log_new_exec ? LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON : 0;
   if (int err = restrict_self(prepared.ruleset, log_flags); err != 0) {
     step_failed(program, "landlock", "landlock_restrict_self", err);
   }
   prepared.ruleset.reset();
-  if (int err = launch_test_skips("seccomp") ? 0 : load_seccomp_filter(
-                                      plan.filter, plan.seccomp_notify ? g_status_fd : -1);
+  if (int err = launch_test_skips("seccomp")
+                    ? 0
+                    : load_seccomp_filter(plan.filter, plan.seccomp_notify ? g_status_fd : -1);
       err != 0) {
     step_failed(program, "seccomp", "seccomp(SECCOMP_SET_MODE_FILTER, " + plan.filter.name() + ")",
                 err);

@@ -17,22 +17,22 @@
 #include "apply/descriptors.hpp"
 #include "apply/launch.hpp"
 #include "cli/commands.hpp"
+#include "cli/denial_report.hpp"
+#include "cli/learn.hpp"
 #include "cli/prepared_exec.hpp"
 #include "cli/proxy_host.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/cgroup_limits.hpp"
+#include "plan/denial_advice.hpp"
 #include "plan/protected_paths.hpp"
 #include "probe/probe.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/cgroup_leaf.hpp"
-#include "cli/denial_report.hpp"
-#include "cli/learn.hpp"
-#include "plan/denial_advice.hpp"
-#include "supervise/run_denials.hpp"
 #include "supervise/module_id.hpp"
 #include "supervise/module_network.hpp"
 #include "supervise/peer_process.hpp"
+#include "supervise/run_denials.hpp"
 #include "supervise/run_state.hpp"
 #include "supervise/supervisor.hpp"
 #include "supervise/writable_dirs.hpp"
@@ -323,12 +323,11 @@ int run_sandbox_run(const RunArgs& options) {
         // module's own output: one line per refusal instead (docs/sandbox-run.md).
         const StderrLogForm form =
             ::isatty(STDERR_FILENO) == 1 ? StderrLogForm::Summary : StderrLogForm::Json;
-        proxy =
-            std::make_unique<ProxyHost>(config, options.proxy_log, "--proxy-log", form, id, policy,
-                                        std::move(network.listener), std::move(peer_check),
-                                        [&denials](std::string_view line) {
-                                          if (auto d = proxy_denial(line)) denials.add(*d);
-                                        });
+        proxy = std::make_unique<ProxyHost>(
+            config, options.proxy_log, "--proxy-log", form, id, policy, std::move(network.listener),
+            std::move(peer_check), [&denials](std::string_view line) {
+              if (auto d = proxy_denial(line)) denials.add(*d);
+            });
       } catch (...) {
         remove_created_dirs(created);
         throw;

@@ -352,7 +352,8 @@ CapabilityVerdict evaluate_capability(CapabilityRow row, const KernelFeatures& f
     case CapabilityRow::BrokerSockets:
       return {row, CapabilityStatus::NotPromised,
               "Landlock does not govern connect to pathname unix sockets: with the broker grant a "
-              "module reaches any socket its user may write to"};    case CapabilityRow::DenialsSyscalls:
+              "module reaches any socket its user may write to"};
+    case CapabilityRow::DenialsSyscalls:
       if (!features.seccomp_filter || !features.seccomp_user_notif) {
         return {row, CapabilityStatus::Unavailable,
                 "needs seccomp user notification (Linux 5.0); this kernel has none: refusals "

@@ -88,12 +88,11 @@ std::vector<sock_filter> allowlist_prefix(Refusal refusal) {
     for (std::size_t i = 0; i < n; ++i) {
       out.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, list.allowed[i], to_end(5 + i), 0));
     }
-    out.push_back(BPF_STMT(
-        BPF_RET | BPF_K,
-        refusal == Refusal::Notify && notified(list.errno_value)
-            ? SECCOMP_RET_USER_NOTIF
-            : SECCOMP_RET_ERRNO |
-                  (static_cast<std::uint32_t>(list.errno_value) & SECCOMP_RET_DATA)));
+    out.push_back(BPF_STMT(BPF_RET | BPF_K,
+                           refusal == Refusal::Notify && notified(list.errno_value)
+                               ? SECCOMP_RET_USER_NOTIF
+                               : SECCOMP_RET_ERRNO | (static_cast<std::uint32_t>(list.errno_value) &
+                                                      SECCOMP_RET_DATA)));
   }
 #endif
   return out;

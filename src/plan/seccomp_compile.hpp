@@ -5,7 +5,6 @@
 #include <linux/filter.h>
 
 #include <cerrno>
-
 #include <string>
 #include <vector>
 

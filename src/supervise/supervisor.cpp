@@ -192,12 +192,12 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   UniqueFd signal_fd(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
   UniqueFd timer_fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
   int channel[2];
-  if (!signal_fd.valid() || !timer_fd.valid() || 
+  if (!signal_fd.valid() || !timer_fd.valid() ||
       // A unix socket, not a pipe: the launcher may send the seccomp listener on it (issue 14).
       ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
     ::sigprocmask(SIG_SETMASK, &original, nullptr);
-    throw Error(ErrorKind::StepFailed, "step spawn failed: signalfd, timerfd or socketpair: " +
-                                           errno_text(errno));
+    throw Error(ErrorKind::StepFailed,
+                "step spawn failed: signalfd, timerfd or socketpair: " + errno_text(errno));
   }
   UniqueFd status_read(channel[0]);
   UniqueFd status_write(channel[1]);
