@@ -407,6 +407,26 @@ TEST_F(Denials, WithoutAuditTheResultSaysLandlockDenialsAreUnavailable) {
   EXPECT_EQ(j["denial_diagnostics"]["syscalls"], "recorded");
 }
 
+// A module refused 300 different things: the table keeps 256 distinct denials and counts the
+// rest as dropped; every call is still answered (refused) at once.
+TEST_F(Denials, TheTableIsBoundedAndSaysWhatItDropped) {
+  std::vector<std::string> module{"batch"};
+  std::string expected;
+  for (unsigned command = 0; command < 300; ++command) {
+    // KD* (0x4B00..0x4BFF) and VT_* (0x5600..) console ioctls: each a distinct object.
+    const unsigned value = command < 256 ? 0x4B00 + command : 0x5600 + (command - 256);
+    if (command > 0) module.emplace_back(",");
+    module.insert(module.end(), {"ioctl", "0", std::to_string(value)});
+    expected += "errno EPERM\n";
+  }
+  RunResult r = run({}, module, base_policy());
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, expected);
+  const auto j = result();
+  EXPECT_EQ(j["denials"].size(), 256U);
+  EXPECT_EQ(j["denial_diagnostics"]["dropped"], 44);
+}
+
 // Two modules refused at the same moment: each result holds its own denials only.
 TEST_F(Denials, TwoModulesAtOnceSeeOnlyTheirOwn) {
   // With the audit log where this node has it (root, Landlock ABI 7): each module is also
