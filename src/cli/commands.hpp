@@ -20,8 +20,9 @@ inline constexpr const char* kNoCommand =
 int run_sandbox_run(const RunArgs& args);
 
 struct CtlArgs {
-  std::string action;  // freeze, thaw, kill, status or list
+  std::string action;  // freeze, thaw, kill, status, list, leases or reclaim
   std::string id;
+  std::optional<std::string> config_path;  // leases, reclaim: module_users.reclaim_after_days
 };
 int run_sandbox_ctl(const CtlArgs& args);
 

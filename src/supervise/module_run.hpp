@@ -78,6 +78,7 @@ class ModuleRun {
 
  private:
   void claim_record();
+  void lease_user();
   void make_container();
   void make_directories();
   void make_network();
@@ -96,6 +97,10 @@ class ModuleRun {
   bool mask_held_ = false;
   bool root_ = false;
   bool egress_ = false;
+  // The module user: the id's leased uid and gid, else the node's module_user (root), else
+  // unused (not root: the module runs as this very user).
+  uid_t module_uid_ = 0;
+  gid_t module_gid_ = 0;
   std::optional<CgroupPlace> place_;  // where the leaf goes; nothing: why_not_
   std::string why_not_;
   std::optional<RunState> state_;

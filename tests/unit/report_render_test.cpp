@@ -77,6 +77,7 @@ TEST(ReportRender, EveryRowAndEveryStatusOnAFullNode) {
       {"limit.memory", "enforced"},
       {"limit.pids", "enforced"},
       {"egress.netns", "enforced"},
+      {"user.own", "enforced"},
       {"known-limit.exec-writable", "not promised"},
       {"known-limit.metadata", "not promised"},
       {"known-limit.broker-sockets", "not promised"},
@@ -94,6 +95,22 @@ TEST(ReportRender, PortOnlyAndUnavailableOnAnUnprivilegedNode) {
   EXPECT_EQ(got.at("container.cgroup"), "unavailable");
   EXPECT_EQ(got.at("limit.cpu"), "unavailable");
   EXPECT_EQ(got.at("egress.netns"), "unavailable");
+  EXPECT_EQ(got.at("user.own"), "unavailable");  // issue 12: not root, no user of its own
+}
+
+// Issue 12: a node that turns the module users off says so, naming the one user they share.
+TEST(ReportRender, OwnUserOffByTheNodeNamesModuleUser) {
+  NodeConfig config;
+  config.module_users.reset();
+  const auto json = report_to_json(make_report(full_node(), config));
+  for (const auto& row : json["rows"]) {
+    if (row["row"] != "user.own") continue;
+    EXPECT_EQ(row["status"], "unavailable");
+    EXPECT_NE(row["reason"].get<std::string>().find("module_users is null"), std::string::npos)
+        << row.dump();
+    return;
+  }
+  FAIL() << "no user.own row";
 }
 
 TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
@@ -106,7 +123,7 @@ TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
                 "stat-hiding=not-promised\n" + p + "devices.gpu=enforced\n" + p +
                 "setid-files=enforced\n" + p + "container.cgroup=enforced\n" + p +
                 "limit.cpu=enforced\n" + p + "limit.memory=enforced\n" + p +
-                "limit.pids=enforced\n" + p + "egress.netns=enforced\n" + p +
+                "limit.pids=enforced\n" + p + "egress.netns=enforced\n" + p + "user.own=enforced\n" + p +
                 "known-limit.exec-writable=not-promised\n" + p +
                 "known-limit.metadata=not-promised\n" + p +
                 "known-limit.broker-sockets=not-promised\n" + p + "landlock-abi=7\n");

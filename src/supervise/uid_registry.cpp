@@ -1,0 +1,232 @@
+#include "supervise/uid_registry.hpp"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+
+#include "supervise/run_state.hpp"
+#include "sys/error.hpp"
+#include "sys/text_file.hpp"
+#include "sys/unique_fd.hpp"
+
+namespace oarbank {
+namespace {
+
+constexpr const char* kTable = "leases.json";
+constexpr const char* kTableNew = "leases.json.new";
+constexpr const char* kLock = "lock";
+// last_run is rewritten at most this often: a run of a known id then writes nothing.
+constexpr std::int64_t kLastRunGranularity = 3600;
+
+[[noreturn]] void fail(const std::string& dir, const std::string& what, int err = 0) {
+  throw Error(ErrorKind::StepFailed, "the module user registry " + dir + ": " + what +
+                                         (err != 0 ? ": " + errno_text(err) : std::string()));
+}
+
+// Whether a colon-separated database file (passwd, group) has an entry whose third field is
+// `id`. A missing file names nothing.
+bool file_names(const char* path, std::uint32_t id) {
+  std::ifstream in(path);
+  const std::string wanted = std::to_string(id);
+  for (std::string line; std::getline(in, line);) {
+    std::size_t first = line.find(':');
+    if (first == std::string::npos) continue;
+    std::size_t second = line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    std::size_t third = line.find(':', second + 1);
+    if (line.compare(second + 1, third - second - 1, wanted) == 0) return true;
+  }
+  return false;
+}
+
+// The registry directory, locked for as long as this lives; the table read.
+class LockedRegistry {
+ public:
+  LockedRegistry(const std::string& dir, bool create) : dir_(dir) {
+    dir_fd_ = open_state_dir(dir, create);
+    if (!dir_fd_.valid()) return;  // not there, not made (a listing of nothing)
+    lock_.reset(::openat(dir_fd_.get(), kLock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!lock_.valid()) fail(dir, "open lock", errno);
+    if (::flock(lock_.get(), LOCK_EX) != 0) fail(dir, "flock lock", errno);
+    UniqueFd fd(::openat(dir_fd_.get(), kTable, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == ENOENT) return;  // no lease yet
+      fail(dir, std::string("open ") + kTable, errno);
+    }
+    // Trusted only as this user wrote it: a regular file of its own that nobody else may write.
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) fail(dir, std::string("fstat ") + kTable, errno);
+    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+      fail(dir, std::string(kTable) + " cannot be trusted (not a regular file of uid " +
+                    std::to_string(::geteuid()) + " that only it may write)");
+    }
+    std::string problem;
+    auto table = uid_lease_table_from_json(read_fd_text(fd.get()), problem);
+    // Never guessed at: a lost table would hand a module's uid, and its files, to another.
+    if (!table) fail(dir, std::string(kTable) + " cannot be read: " + problem);
+    table_ = std::move(*table);
+  }
+
+  [[nodiscard]] bool exists() const { return dir_fd_.valid(); }
+  UidLeaseTable& table() { return table_; }
+
+  void save() {
+    const std::string text = uid_lease_table_to_json(table_);
+    UniqueFd fd(::openat(dir_fd_.get(), kTableNew,
+                         O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid()) fail(dir_, std::string("open ") + kTableNew, errno);
+    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+        ::fsync(fd.get()) != 0) {
+      fail(dir_, std::string("write ") + kTableNew, errno);
+    }
+    if (::renameat(dir_fd_.get(), kTableNew, dir_fd_.get(), kTable) != 0) {
+      fail(dir_, std::string("rename ") + kTableNew, errno);
+    }
+    ::fsync(dir_fd_.get());  // the rename itself, durable
+  }
+
+ private:
+  std::string dir_;
+  UniqueFd dir_fd_;
+  UniqueFd lock_;
+  UidLeaseTable table_;
+};
+
+// nftw's callback has no context argument: the walk's state, for this thread.
+thread_local std::uint32_t walk_uid = 0;
+thread_local std::string walk_found;
+
+int find_owned(const char* path, const struct stat* st, int, struct FTW*) {
+  if (st->st_uid == walk_uid || st->st_gid == walk_uid) {
+    walk_found = path;
+    return 1;  // stops the walk
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string user_registry_dir() {
+  if (const char* dir = std::getenv(kUserRegistryEnvVar); dir != nullptr && dir[0] == '/') {
+    return dir;
+  }
+  return "/var/lib/oarbank/module-users";
+}
+
+bool user_database_names(std::uint32_t id) {
+  // NSS first (the files, and whatever the node adds: systemd, LDAP, sssd). A lookup that
+  // fails for another reason than "not found" counts as named: fail closed.
+  char buffer[16384];
+  passwd pw{};
+  passwd* pw_found = nullptr;
+  const int pw_err = ::getpwuid_r(id, &pw, buffer, sizeof buffer, &pw_found);
+  if (pw_found != nullptr || (pw_err != 0 && pw_err != ENOENT && pw_err != ESRCH)) return true;
+  group gr{};
+  group* gr_found = nullptr;
+  const int gr_err = ::getgrgid_r(id, &gr, buffer, sizeof buffer, &gr_found);
+  if (gr_found != nullptr || (gr_err != 0 && gr_err != ENOENT && gr_err != ESRCH)) return true;
+  if (file_names("/etc/passwd", id) || file_names("/etc/group", id)) return true;
+  struct stat st {};
+  return ::lstat(("/run/systemd/dynamic-uid/" + std::to_string(id)).c_str(), &st) == 0;
+}
+
+UidLease lease_module_user(const std::string& dir, const std::string& id,
+                           const ModuleUserRange& range, const std::vector<std::string>& paths,
+                           std::int64_t now) {
+  LockedRegistry registry(dir, true);
+  UidLeaseTable& table = registry.table();
+  bool changed = false;
+  UidLease* lease = table.find(id);
+  if (lease == nullptr) {
+    auto uid = choose_module_uid(table, range.first, range.last, user_database_names);
+    if (!uid) {
+      throw Error(ErrorKind::Unenforceable,
+                  "no uid is left in the node's module_users range " + std::to_string(range.first) +
+                      "-" + std::to_string(range.last) +
+                      " (every number is leased or named by the user database): reclaim leases "
+                      "of ids no longer run (sandbox-ctl leases, sandbox-ctl reclaim ID) or "
+                      "widen the range");
+    }
+    UidLease made;
+    made.id = id;
+    made.uid = *uid;
+    made.gid = *uid;
+    made.leased_at = now;
+    made.last_run = now;
+    table.leases.push_back(std::move(made));
+    std::sort(table.leases.begin(), table.leases.end(),
+              [](const UidLease& a, const UidLease& b) { return a.id < b.id; });
+    lease = table.find(id);
+    changed = true;
+  }
+  if (now - lease->last_run >= kLastRunGranularity) {
+    lease->last_run = now;
+    changed = true;
+  }
+  for (const auto& path : paths) changed = remember_lease_path(*lease, path) || changed;
+  UidLease result = *lease;
+  if (changed) registry.save();
+  return result;
+}
+
+std::vector<UidLease> list_module_users(const std::string& dir) {
+  LockedRegistry registry(dir, false);
+  return registry.table().leases;
+}
+
+std::string reclaim_obstacle(const UidLease& lease, std::int64_t now, std::uint32_t days) {
+  if (!lease_is_due(lease, now, days)) {
+    return "its last run was " + std::to_string((now - lease.last_run) / 86400) +
+           " day(s) ago, and the node reclaims a lease after " + std::to_string(days) +
+           " (module_users.reclaim_after_days)";
+  }
+  for (const auto& path : lease.paths) {
+    walk_uid = lease.uid;
+    walk_found.clear();
+    // FTW_PHYS: symbolic links not followed; FTW_MOUNT: another file system is not walked.
+    const int rc = ::nftw(path.c_str(), find_owned, 32, FTW_PHYS | FTW_MOUNT);
+    if (rc == 1) {
+      return walk_found + " still belongs to uid or gid " + std::to_string(lease.uid) +
+             ": re-own or remove what the module left first (e.g. chown -R root:root " + path +
+             ", or rm -r " + path + ")";
+    }
+    if (rc != 0 && errno != ENOENT) {
+      return "cannot look through " + path + " for files of uid " + std::to_string(lease.uid) +
+             ": " + errno_text(errno);
+    }
+  }
+  return "";
+}
+
+UidLease reclaim_module_user(const std::string& dir, const std::string& id, std::uint32_t days,
+                             std::int64_t now, bool (*still_running)(const std::string& id)) {
+  LockedRegistry registry(dir, false);
+  UidLeaseTable& table = registry.table();
+  const UidLease* lease = registry.exists() ? table.find(id) : nullptr;
+  if (lease == nullptr) {
+    throw Error(ErrorKind::NotFound, "module id " + id + " has no lease (registry " + dir + ")");
+  }
+  if (still_running(id)) {
+    throw Error(ErrorKind::Busy, "module id " + id + " is running: its lease stays");
+  }
+  if (auto obstacle = reclaim_obstacle(*lease, now, days); !obstacle.empty()) {
+    throw Error(ErrorKind::Unenforceable, "the lease of " + id + " (uid " +
+                                              std::to_string(lease->uid) +
+                                              ") cannot be reclaimed: " + obstacle);
+  }
+  UidLease removed = *lease;
+  std::erase_if(table.leases, [&](const UidLease& l) { return l.id == id; });
+  registry.save();
+  return removed;
+}
+
+}  // namespace oarbank
