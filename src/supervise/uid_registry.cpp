@@ -2,10 +2,10 @@
 
 #include <fcntl.h>
 #include <ftw.h>
-#include <grp.h>
-#include <pwd.h>
+#include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,6 +46,44 @@ bool file_names(const char* path, std::uint32_t id) {
     if (line.compare(second + 1, third - second - 1, wanted) == 0) return true;
   }
   return false;
+}
+
+// Whether `getent DATABASE ID` finds an entry: exit 0 found, 2 not found; anything else
+// (no getent, a failing NSS module) throws: a number the database might name is not leased.
+bool getent_names(const char* database, std::uint32_t id) {
+  const char* program = nullptr;
+  for (const char* candidate : {"/usr/bin/getent", "/bin/getent"}) {
+    if (::access(candidate, X_OK) == 0) {
+      program = candidate;
+      break;
+    }
+  }
+  const std::string what = std::string("getent ") + database + " " + std::to_string(id);
+  if (program == nullptr) {
+    throw Error(ErrorKind::StepFailed,
+                "cannot ask the user database (" + what + "): no getent in /usr/bin or /bin");
+  }
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  ::posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  const std::string key = std::to_string(id);
+  char* const argv[] = {const_cast<char*>(program), const_cast<char*>(database),
+                        const_cast<char*>(key.c_str()), nullptr};
+  char* const envp[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+  pid_t pid = 0;
+  const int err = ::posix_spawn(&pid, program, &actions, nullptr, argv, envp);
+  ::posix_spawn_file_actions_destroy(&actions);
+  if (err != 0) throw Error(ErrorKind::StepFailed, what + ": " + errno_text(err));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw Error(ErrorKind::StepFailed, what + ": waitpid: " + errno_text(errno));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 2) return false;
+  throw Error(ErrorKind::StepFailed,
+              "cannot ask the user database: " + what + " ended with status " +
+                  std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
 }
 
 // The registry directory, locked for as long as this lives; the table read.
@@ -123,20 +161,14 @@ std::string user_registry_dir() {
 }
 
 bool user_database_names(std::uint32_t id) {
-  // NSS first (the files, and whatever the node adds: systemd, LDAP, sssd). A lookup that
-  // fails for another reason than "not found" counts as named: fail closed.
-  char buffer[16384];
-  passwd pw{};
-  passwd* pw_found = nullptr;
-  const int pw_err = ::getpwuid_r(id, &pw, buffer, sizeof buffer, &pw_found);
-  if (pw_found != nullptr || (pw_err != 0 && pw_err != ENOENT && pw_err != ESRCH)) return true;
-  group gr{};
-  group* gr_found = nullptr;
-  const int gr_err = ::getgrgid_r(id, &gr, buffer, sizeof buffer, &gr_found);
-  if (gr_found != nullptr || (gr_err != 0 && gr_err != ENOENT && gr_err != ESRCH)) return true;
+  // The files first (no process to start), and systemd's reservations of dynamic users.
   if (file_names("/etc/passwd", id) || file_names("/etc/group", id)) return true;
   struct stat st {};
-  return ::lstat(("/run/systemd/dynamic-uid/" + std::to_string(id)).c_str(), &st) == 0;
+  if (::lstat(("/run/systemd/dynamic-uid/" + std::to_string(id)).c_str(), &st) == 0) return true;
+  // Then NSS (systemd's dynamic users, LDAP, sssd, ...), through getent(1): this binary is
+  // static, and an NSS module loaded into it brings its own shared libc (libnss_systemd
+  // crashes there), so the lookup runs in a program of the system's own.
+  return getent_names("passwd", id) || getent_names("group", id);
 }
 
 UidLease lease_module_user(const std::string& dir, const std::string& id,

@@ -28,11 +28,12 @@ inline constexpr const char* kUserRegistryEnvVar = "OARBANK_USER_REGISTRY";
 // $OARBANK_USER_REGISTRY (absolute), else /var/lib/oarbank/module-users.
 std::string user_registry_dir();
 
-// Whether the system's user or group database names `id` as a uid or gid: getpwuid_r and
-// getgrgid_r (through NSS: files, systemd's dynamic users, LDAP or sssd where configured),
-// /etc/passwd and /etc/group read directly (a static binary's NSS may fail to load its
-// modules: then the files still count), and systemd's reservations of dynamic users
-// (/run/systemd/dynamic-uid/<id>), which NSS names only while the unit runs.
+// Whether the system's user or group database names `id` as a uid or gid: /etc/passwd and
+// /etc/group read directly, systemd's reservations of dynamic users
+// (/run/systemd/dynamic-uid/<id>, which NSS names only while the unit runs), then NSS
+// (files, systemd's dynamic users, LDAP or sssd where configured) through getent(1), since
+// this static binary cannot load NSS modules itself. Throws Error(StepFailed) when getent is
+// missing or fails otherwise than "not found": fail closed.
 bool user_database_names(std::uint32_t id);
 
 // The lease of `id`, made when it has none (the lowest free number of `range` that no lease
