@@ -259,10 +259,14 @@ RunResult ModuleRun::run() {
 void ModuleRun::claim_record() {
   const std::string state_dir = run_state_dir();
   // sandbox-run's own files are out of the module's reach, whatever the policy names.
-  const std::vector<NamedPath> protect = {
+  std::vector<NamedPath> protect = {
       {"the run state directory", path_forms(state_dir)},
-      {"the module user registry", path_forms(user_registry_dir())},
       {"the node configuration", path_forms(effective_config_path(request_.config_path))}};
+  // Issue 12: the registry, where this run uses it (a module that could write it could take
+  // another module's uid, and its files with it).
+  if (root_ && request_.config.module_users) {
+    protect.push_back({"the module user registry", path_forms(user_registry_dir())});
+  }
   std::vector<NamedPath> named = policy_paths(request_.policy);
   for (auto& path : named) path.forms = path_forms(path.forms.front());
   if (auto problem = protected_path_problem(named, protect)) {
