@@ -11,6 +11,7 @@
 #include "plan/plan.hpp"
 #include "probe/path_facts.hpp"
 #include "probe/probe.hpp"
+#include "supervise/uid_registry.hpp"
 #include "supervise/writable_dirs.hpp"
 #include "sys/error.hpp"
 
@@ -51,7 +52,14 @@ int run_sandbox_check(const CheckArgs& options) {
     OpenedPaths paths;
     // The launcher's directory rule (issue 10), one line per writable path it refuses, for
     // the module user the launcher would run as if started as this user.
-    const uid_t module_uid = features.running_as_root ? config.module_uid : ::geteuid();
+    uid_t module_uid = features.running_as_root ? config.module_uid : ::geteuid();
+    // Issue 12: under sandbox-run as root the id's leased uid is the module user; read from
+    // the registry, never made here (an id without a lease yet owns nothing).
+    if (features.running_as_root && config.module_users && options.id) {
+      for (const auto& lease : list_module_users(user_registry_dir())) {
+        if (lease.id == *options.id) module_uid = lease.uid;
+      }
+    }
     std::vector<std::string> writable;
     if (policy.work) writable.push_back(*policy.work);
     writable.insert(writable.end(), policy.data.begin(), policy.data.end());

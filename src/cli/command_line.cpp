@@ -247,7 +247,7 @@ Runner add_sandbox_check(CLI::App& app) {
   // Issue 16: the whole usage line, what POLICY is, and two examples.
   sub->footer(
       "Usage:\n"
-      "  oarbank-agent sandbox-check [--config FILE] POLICY.json\n"
+      "  oarbank-agent sandbox-check [--config FILE] [--id ID] POLICY.json\n"
       "  POLICY.json is a file (- reads it from standard input).\n"
       "Examples:\n"
       "  oarbank-agent sandbox-check job.json\n"
@@ -256,6 +256,9 @@ Runner add_sandbox_check(CLI::App& app) {
                   "The policy file (the SDK's Policy as JSON); - reads it from standard input")
       ->required();
   sub->add_option("--config", options->config_path, "Node configuration file");
+  sub->add_option("--id", options->id,
+                  "The module id sandbox-run will use: its leased user (module_users) judges "
+                  "the writable directories that exist");
   return [options] { return run_sandbox_check(*options); };
 }
 

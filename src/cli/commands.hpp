@@ -46,6 +46,9 @@ int run_sandbox_report(const ReportArgs& args);
 struct CheckArgs {
   std::string policy_path;
   std::optional<std::string> config_path;
+  // Issue 12: the module id whose leased user judges existing writable directories (root,
+  // module_users); none: module_user.
+  std::optional<std::string> id;
 };
 int run_sandbox_check(const CheckArgs& args);
 

@@ -367,6 +367,16 @@ TEST_F(OwnUser, SameIdSameUidAndTheRegistryIsKeptAndProtected) {
   EXPECT_NE(reclaim.err.find("reclaim_after_days"), std::string::npos) << reclaim.err;
   EXPECT_EQ(reclaim.err_line_count(), 1U) << reclaim.err;
 
+  // sandbox-check judges x's existing directory with x's leased uid when told the id, and
+  // with module_user (which does not own it) when not.
+  const std::string x_policy_file = tree.write_json("x-check.json", x_policy);
+  RunResult check_x = run_command(
+      {OARBANK_AGENT_BINARY, "sandbox-check", "--config", c, "--id", x, x_policy_file}, o);
+  EXPECT_TRUE(check_x.exited(0)) << check_x.describe();
+  RunResult check_plain =
+      run_command({OARBANK_AGENT_BINARY, "sandbox-check", "--config", c, x_policy_file}, o);
+  EXPECT_TRUE(check_plain.exited(70)) << check_plain.describe();
+
   // y's policy naming x's directory: it belongs to x's uid, not y's.
   RunResult theirs = run(c, y, policy_with_work(tree.path("x/work")), {"ids"});
   EXPECT_TRUE(theirs.exited(70)) << theirs.describe();
