@@ -2,94 +2,64 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <set>
 
 namespace oarbank {
 
-const UidLease* UidLeaseTable::find(const std::string& id) const {
-  for (const auto& lease : leases) {
-    if (lease.id == id) return &lease;
-  }
-  return nullptr;
+std::string uid_lease_to_json(const UidLease& lease) {
+  return nlohmann::json{{"id", lease.id},
+                        {"uid", lease.uid},
+                        {"gid", lease.gid},
+                        {"leased_at", lease.leased_at},
+                        {"last_run", lease.last_run},
+                        {"paths", lease.paths}}
+             .dump() +
+         "\n";
 }
 
-UidLease* UidLeaseTable::find(const std::string& id) {
-  for (auto& lease : leases) {
-    if (lease.id == id) return &lease;
-  }
-  return nullptr;
-}
-
-std::string uid_lease_table_to_json(const UidLeaseTable& table) {
-  nlohmann::json leases = nlohmann::json::array();
-  for (const auto& lease : table.leases) {
-    leases.push_back({{"id", lease.id},
-                      {"uid", lease.uid},
-                      {"gid", lease.gid},
-                      {"leased_at", lease.leased_at},
-                      {"last_run", lease.last_run},
-                      {"paths", lease.paths}});
-  }
-  return nlohmann::json{{"version", 1}, {"leases", leases}}.dump(1) + "\n";
-}
-
-std::optional<UidLeaseTable> uid_lease_table_from_json(const std::string& text,
-                                                       std::string& problem) {
+std::optional<UidLease> uid_lease_from_json(const std::string& text, std::string& problem) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object()) {
     problem = "not a JSON object";
     return std::nullopt;
   }
-  UidLeaseTable table;
-  std::set<std::uint32_t> uids;
-  std::set<std::string> ids;
   try {
-    if (j.at("version").get<int>() != 1) {
-      problem = "version " + j.at("version").dump() + " (this build reads version 1)";
+    UidLease lease;
+    lease.id = j.at("id").get<std::string>();
+    // An id number as the kernel takes it: 1 to 4294967294 ((uid_t)-1 means "no change").
+    auto id_number = [&](const char* key) -> std::optional<std::uint32_t> {
+      const auto& v = j.at(key);
+      if (!v.is_number_unsigned() || v.get<std::uint64_t>() > 4294967294U) return std::nullopt;
+      return static_cast<std::uint32_t>(v.get<std::uint64_t>());
+    };
+    const auto uid = id_number("uid");
+    const auto gid = id_number("gid");
+    if (!uid || !gid) {
+      problem = "its uid or gid is not a number from 0 to 4294967294";
       return std::nullopt;
     }
-    for (const auto& item : j.at("leases")) {
-      UidLease lease;
-      lease.id = item.at("id").get<std::string>();
-      lease.uid = item.at("uid").get<std::uint32_t>();
-      lease.gid = item.at("gid").get<std::uint32_t>();
-      lease.leased_at = item.at("leased_at").get<std::int64_t>();
-      lease.last_run = item.at("last_run").get<std::int64_t>();
-      lease.paths = item.at("paths").get<std::vector<std::string>>();
-      if (lease.uid == 0 || lease.gid == 0) {
-        problem = "lease of " + lease.id + " names uid or gid 0";
-        return std::nullopt;
-      }
-      if (!uids.insert(lease.uid).second) {
-        problem = "uid " + std::to_string(lease.uid) + " is leased twice";
-        return std::nullopt;
-      }
-      if (!ids.insert(lease.id).second) {
-        problem = "id " + lease.id + " has two leases";
-        return std::nullopt;
-      }
-      table.leases.push_back(std::move(lease));
+    lease.uid = *uid;
+    lease.gid = *gid;
+    lease.leased_at = j.at("leased_at").get<std::int64_t>();
+    lease.last_run = j.at("last_run").get<std::int64_t>();
+    lease.paths = j.at("paths").get<std::vector<std::string>>();
+    if (lease.uid == 0 || lease.gid == 0) {
+      problem = "it names uid or gid 0";
+      return std::nullopt;
     }
+    return lease;
   } catch (const nlohmann::json::exception& e) {
-    problem = std::string("not a lease table (") + e.what() + ")";
+    problem = std::string("not a lease (") + e.what() + ")";
     return std::nullopt;
   }
-  std::sort(table.leases.begin(), table.leases.end(),
-            [](const UidLease& a, const UidLease& b) { return a.id < b.id; });
-  return table;
 }
 
-std::optional<std::uint32_t> choose_module_uid(const UidLeaseTable& table, std::uint32_t first,
-                                               std::uint32_t last,
-                                               const std::function<bool(std::uint32_t)>& named) {
-  std::set<std::uint32_t> held;
-  for (const auto& lease : table.leases) held.insert(lease.uid);
+std::optional<std::uint32_t> choose_module_uid(std::uint32_t first, std::uint32_t last,
+                                               const std::function<bool(std::uint32_t)>& taken) {
   for (std::uint64_t n = first; n <= last; ++n) {
     const auto uid = static_cast<std::uint32_t>(n);
     // 65534 is the kernel's overflow uid: files of unmapped owners show as it.
-    if (uid == 0 || uid == 65534 || held.count(uid) != 0) continue;
-    if (named(uid)) continue;
-    return uid;
+    if (uid == 0 || uid == 65534) continue;
+    if (!taken(uid)) return uid;
   }
   return std::nullopt;
 }

@@ -1,5 +1,6 @@
 #include "supervise/uid_registry.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <spawn.h>
@@ -11,7 +12,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <optional>
 
 #include "supervise/run_state.hpp"
 #include "sys/error.hpp"
@@ -21,8 +24,8 @@
 namespace oarbank {
 namespace {
 
-constexpr const char* kTable = "leases.json";
-constexpr const char* kTableNew = "leases.json.new";
+constexpr const char* kLeaseSuffix = ".lease";
+constexpr const char* kUidSuffix = ".uid";
 constexpr const char* kLock = "lock";
 // last_run is rewritten at most this often: a run of a known id then writes nothing.
 constexpr std::int64_t kLastRunGranularity = 3600;
@@ -77,7 +80,8 @@ bool getent_names(const char* database, std::uint32_t id) {
   if (err != 0) throw Error(ErrorKind::StepFailed, what + ": " + errno_text(err));
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw Error(ErrorKind::StepFailed, what + ": waitpid: " + errno_text(errno));
+    if (errno != EINTR)
+      throw Error(ErrorKind::StepFailed, what + ": waitpid: " + errno_text(errno));
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 2) return false;
@@ -86,7 +90,9 @@ bool getent_names(const char* database, std::uint32_t id) {
                   std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
 }
 
-// The registry directory, locked for as long as this lives; the table read.
+// The registry directory, locked (an exclusive flock of its "lock" file) for as long as
+// this lives. Files: ID.lease (the lease of ID, JSON) and N.uid (number N reserved, naming
+// its id), each root's, 0600, trusted only as such.
 class LockedRegistry {
  public:
   LockedRegistry(const std::string& dir, bool create) : dir_(dir) {
@@ -95,48 +101,114 @@ class LockedRegistry {
     lock_.reset(::openat(dir_fd_.get(), kLock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!lock_.valid()) fail(dir, "open lock", errno);
     if (::flock(lock_.get(), LOCK_EX) != 0) fail(dir, "flock lock", errno);
-    UniqueFd fd(::openat(dir_fd_.get(), kTable, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    if (!fd.valid()) {
-      if (errno == ENOENT) return;  // no lease yet
-      fail(dir, std::string("open ") + kTable, errno);
-    }
-    // Trusted only as this user wrote it: a regular file of its own that nobody else may write.
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) fail(dir, std::string("fstat ") + kTable, errno);
-    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
-      fail(dir, std::string(kTable) + " cannot be trusted (not a regular file of uid " +
-                    std::to_string(::geteuid()) + " that only it may write)");
-    }
-    std::string problem;
-    auto table = uid_lease_table_from_json(read_fd_text(fd.get()), problem);
-    // Never guessed at: a lost table would hand a module's uid, and its files, to another.
-    if (!table) fail(dir, std::string(kTable) + " cannot be read: " + problem);
-    table_ = std::move(*table);
   }
 
   [[nodiscard]] bool exists() const { return dir_fd_.valid(); }
-  UidLeaseTable& table() { return table_; }
 
-  void save() {
-    const std::string text = uid_lease_table_to_json(table_);
-    UniqueFd fd(::openat(dir_fd_.get(), kTableNew,
+  // The text of a registry file; nullopt when there is none. Trusted only as this user wrote
+  // it: a regular file of its own that nobody else may write (else it throws).
+  std::optional<std::string> read(const std::string& name) {
+    UniqueFd fd(
+        ::openat(dir_fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == ENOENT) return std::nullopt;
+      fail(dir_, "open " + name, errno);
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) fail(dir_, "fstat " + name, errno);
+    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+      fail(dir_, name + " cannot be trusted (not a regular file of uid " +
+                     std::to_string(::geteuid()) + " that only it may write)");
+    }
+    return read_fd_text(fd.get());
+  }
+
+  std::optional<UidLease> lease(const std::string& id) {
+    auto text = read(id + kLeaseSuffix);
+    if (!text) return std::nullopt;
+    std::string problem;
+    auto lease = uid_lease_from_json(*text, problem);
+    // Never guessed at: a lost lease would hand a module's uid, and its files, to another.
+    if (!lease) fail(dir_, id + kLeaseSuffix + " cannot be read: " + problem);
+    if (lease->id != id) fail(dir_, id + kLeaseSuffix + " names another id (" + lease->id + ")");
+    return lease;
+  }
+
+  // The id that number `n` is reserved for; nullopt when it is free.
+  std::optional<std::string> holder(std::uint32_t n) {
+    auto text = read(std::to_string(n) + kUidSuffix);
+    if (text && !text->empty() && text->back() == '\n') text->pop_back();
+    return text;
+  }
+
+  // Reserves `n` for `id` (O_EXCL: a number is reserved once), durably.
+  void reserve(std::uint32_t n, const std::string& id) {
+    const std::string name = std::to_string(n) + kUidSuffix;
+    UniqueFd fd(::openat(dir_fd_.get(), name.c_str(),
+                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    const std::string text = id + "\n";
+    if (!fd.valid() ||
+        ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+        ::fsync(fd.get()) != 0) {
+      fail(dir_, "write " + name, errno);
+    }
+  }
+
+  // Writes the lease whole to ID.lease.new, fsyncs it, and renames it over ID.lease: a
+  // reader sees the old lease or the new one, after a crash too.
+  void write(const UidLease& lease) {
+    const std::string name = lease.id + kLeaseSuffix;
+    const std::string temp = name + ".new";
+    const std::string text = uid_lease_to_json(lease);
+    UniqueFd fd(::openat(dir_fd_.get(), temp.c_str(),
                          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid()) fail(dir_, std::string("open ") + kTableNew, errno);
+    if (!fd.valid()) fail(dir_, "open " + temp, errno);
     if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
         ::fsync(fd.get()) != 0) {
-      fail(dir_, std::string("write ") + kTableNew, errno);
+      fail(dir_, "write " + temp, errno);
     }
-    if (::renameat(dir_fd_.get(), kTableNew, dir_fd_.get(), kTable) != 0) {
-      fail(dir_, std::string("rename ") + kTableNew, errno);
+    if (::renameat(dir_fd_.get(), temp.c_str(), dir_fd_.get(), name.c_str()) != 0) {
+      fail(dir_, "rename " + temp, errno);
     }
-    ::fsync(dir_fd_.get());  // the rename itself, durable
+    ::fsync(dir_fd_.get());  // the new names, durable
+  }
+
+  // The lease first, then its number: a crash between them leaves the number reserved (never
+  // handed out twice), not a lease without its reservation.
+  void remove(const UidLease& lease) {
+    if (::unlinkat(dir_fd_.get(), (lease.id + kLeaseSuffix).c_str(), 0) != 0) {
+      fail(dir_, "unlink " + lease.id + kLeaseSuffix, errno);
+    }
+    if (holder(lease.uid) == lease.id) {
+      ::unlinkat(dir_fd_.get(), (std::to_string(lease.uid) + kUidSuffix).c_str(), 0);
+    }
+    ::fsync(dir_fd_.get());
+  }
+
+  std::vector<UidLease> all() {
+    std::vector<UidLease> leases;
+    if (!exists()) return leases;
+    DIR* listing = ::fdopendir(::dup(dir_fd_.get()));
+    if (listing == nullptr) fail(dir_, "opendir", errno);
+    std::vector<std::string> ids;
+    while (const dirent* entry = ::readdir(listing)) {
+      const std::string name = entry->d_name;
+      if (name.size() > std::strlen(kLeaseSuffix) && name.ends_with(kLeaseSuffix)) {
+        ids.push_back(name.substr(0, name.size() - std::strlen(kLeaseSuffix)));
+      }
+    }
+    ::closedir(listing);
+    std::sort(ids.begin(), ids.end());
+    for (const auto& id : ids) {
+      if (auto lease = this->lease(id)) leases.push_back(std::move(*lease));
+    }
+    return leases;
   }
 
  private:
   std::string dir_;
   UniqueFd dir_fd_;
   UniqueFd lock_;
-  UidLeaseTable table_;
 };
 
 // nftw's callback has no context argument: the walk's state, for this thread.
@@ -175,11 +247,15 @@ UidLease lease_module_user(const std::string& dir, const std::string& id,
                            const ModuleUserRange& range, const std::vector<std::string>& paths,
                            std::int64_t now) {
   LockedRegistry registry(dir, true);
-  UidLeaseTable& table = registry.table();
+  auto lease = registry.lease(id);
   bool changed = false;
-  UidLease* lease = table.find(id);
-  if (lease == nullptr) {
-    auto uid = choose_module_uid(table, range.first, range.last, user_database_names);
+  if (!lease) {
+    // A number reserved for this very id without its lease (a crash between the two
+    // writes) is this id's again; one reserved for another is taken.
+    auto uid = choose_module_uid(range.first, range.last, [&](std::uint32_t n) {
+      if (auto held = registry.holder(n)) return *held != id;
+      return user_database_names(n);
+    });
     if (!uid) {
       throw Error(ErrorKind::Unenforceable,
                   "no uid is left in the node's module_users range " + std::to_string(range.first) +
@@ -188,16 +264,8 @@ UidLease lease_module_user(const std::string& dir, const std::string& id,
                       "of ids no longer run (sandbox-ctl leases, sandbox-ctl reclaim ID) or "
                       "widen the range");
     }
-    UidLease made;
-    made.id = id;
-    made.uid = *uid;
-    made.gid = *uid;
-    made.leased_at = now;
-    made.last_run = now;
-    table.leases.push_back(std::move(made));
-    std::sort(table.leases.begin(), table.leases.end(),
-              [](const UidLease& a, const UidLease& b) { return a.id < b.id; });
-    lease = table.find(id);
+    if (!registry.holder(*uid)) registry.reserve(*uid, id);
+    lease = UidLease{id, *uid, *uid, now, now, {}};
     changed = true;
   }
   if (now - lease->last_run >= kLastRunGranularity) {
@@ -205,14 +273,13 @@ UidLease lease_module_user(const std::string& dir, const std::string& id,
     changed = true;
   }
   for (const auto& path : paths) changed = remember_lease_path(*lease, path) || changed;
-  UidLease result = *lease;
-  if (changed) registry.save();
-  return result;
+  if (changed) registry.write(*lease);
+  return *lease;
 }
 
 std::vector<UidLease> list_module_users(const std::string& dir) {
   LockedRegistry registry(dir, false);
-  return registry.table().leases;
+  return registry.all();
 }
 
 std::string reclaim_obstacle(const UidLease& lease, std::int64_t now, std::uint32_t days) {
@@ -242,9 +309,8 @@ std::string reclaim_obstacle(const UidLease& lease, std::int64_t now, std::uint3
 UidLease reclaim_module_user(const std::string& dir, const std::string& id, std::uint32_t days,
                              std::int64_t now, bool (*still_running)(const std::string& id)) {
   LockedRegistry registry(dir, false);
-  UidLeaseTable& table = registry.table();
-  const UidLease* lease = registry.exists() ? table.find(id) : nullptr;
-  if (lease == nullptr) {
+  auto lease = registry.exists() ? registry.lease(id) : std::nullopt;
+  if (!lease) {
     throw Error(ErrorKind::NotFound, "module id " + id + " has no lease (registry " + dir + ")");
   }
   if (still_running(id)) {
@@ -255,10 +321,8 @@ UidLease reclaim_module_user(const std::string& dir, const std::string& id, std:
                                               std::to_string(lease->uid) +
                                               ") cannot be reclaimed: " + obstacle);
   }
-  UidLease removed = *lease;
-  std::erase_if(table.leases, [&](const UidLease& l) { return l.id == id; });
-  registry.save();
-  return removed;
+  registry.remove(*lease);
+  return *lease;
 }
 
 }  // namespace oarbank

@@ -1,10 +1,12 @@
 // Issue 12, "Its own user": the registry of module users. Each module id that sandbox-run
 // (as root) runs gets a uid and the gid of the same number from the node's range
 // (module_users), the same on every run of that id: its directories and files stay its own
-// across runs. The table (plan/uid_leases.hpp) lives in one file, leases.json, in the
-// registry directory, read and rewritten under an exclusive flock of the directory's "lock"
-// file, written whole to leases.json.new, fsync'd, and renamed over the old one, so that a
-// reader never sees a half-written table and a crash leaves the old one or the new one.
+// across runs. One file per lease, ID.lease (plan/uid_leases.hpp), and one per number taken,
+// N.uid (naming its id: a number is reserved once, O_EXCL), in the registry directory, read
+// and written under an exclusive flock of the directory's "lock" file. A lease is written
+// whole to ID.lease.new, fsync'd and renamed over the old one, so a reader never sees half a
+// lease and a crash leaves the old one or the new one. One file per id keeps a known id's run
+// at one small read, however many leases the node holds.
 //
 // Its place is not the run state directory: /run/oarbank/runs is a tmpfs that a reboot
 // empties, and a lease must outlive reboots as long as files of its uid do (a module's work
@@ -38,7 +40,7 @@ bool user_database_names(std::uint32_t id);
 
 // The lease of `id`, made when it has none (the lowest free number of `range` that no lease
 // holds and the user database does not name), with its last run set to `now` and `paths`
-// remembered. The table is written only when it changed (a new lease or path, or a last run
+// remembered. The lease is written only when it changed (a new lease or path, or a last run
 // more than an hour older than `now`): most runs of a known id read it and write nothing.
 // Throws Error(Unenforceable) when the range has no free number left, Error(StepFailed) when
 // the registry cannot be read, trusted or written.

@@ -347,11 +347,18 @@ TEST_F(OwnUser, SameIdSameUidAndTheRegistryIsKeptAndProtected) {
   ASSERT_EQ(::stat(tree.path("x/work").c_str(), &st), 0);
   EXPECT_EQ(std::to_string(st.st_uid) + " " + std::to_string(st.st_gid), first.out_line());
   EXPECT_EQ(st.st_mode & 07777, 0700U);
-  // The registry: root's, 0700, its table 0600, naming both ids.
+  // The registry: root's, 0700; a lease file 0600 per id, naming its uid.
   ASSERT_EQ(::stat(tree.path("registry").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700U);
-  const auto table = nlohmann::json::parse(read_file(tree.path("registry/leases.json")));
-  EXPECT_EQ(table["leases"].size(), 2U) << table.dump();
+  for (const auto& id : {x, y}) {
+    ASSERT_EQ(::stat(tree.path("registry/" + id + ".lease").c_str(), &st), 0) << id;
+    EXPECT_EQ(st.st_mode & 07777, 0600U);
+  }
+  const auto lease = nlohmann::json::parse(read_file(tree.path("registry/" + x + ".lease")));
+  EXPECT_EQ(std::to_string(lease["uid"].get<std::uint32_t>()) + " " +
+                std::to_string(lease["gid"].get<std::uint32_t>()),
+            first.out_line());
+  EXPECT_EQ(lease["paths"], nlohmann::json::array({tree.path("x/work")}));
 
   RunOptions o;
   o.env = env();

@@ -19,43 +19,32 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TEST(UidLeases, ChoosesTheLowestFreeNumberThatNoDatabaseNames) {
-  UidLeaseTable table;
-  table.leases.push_back({"a", 100, 100, 0, 0, {}});
-  const std::set<std::uint32_t> named = {101};
-  auto by = [&](std::uint32_t n) { return named.count(n) != 0; };
-  EXPECT_EQ(choose_module_uid(table, 100, 110, by), 102U);
-  EXPECT_EQ(choose_module_uid(table, 100, 101, by), std::nullopt);
-  // 0 and the overflow uid are never chosen, even when nothing names them.
-  EXPECT_EQ(choose_module_uid(UidLeaseTable{}, 0, 1, [](std::uint32_t) { return false; }), 1U);
-  EXPECT_EQ(choose_module_uid(UidLeaseTable{}, 65534, 65535, [](std::uint32_t) { return false; }),
-            65535U);
+TEST(UidLeases, ChoosesTheLowestNumberNotTaken) {
+  const std::set<std::uint32_t> taken = {100, 101};
+  auto by = [&](std::uint32_t n) { return taken.count(n) != 0; };
+  EXPECT_EQ(choose_module_uid(100, 110, by), 102U);
+  EXPECT_EQ(choose_module_uid(100, 101, by), std::nullopt);
+  // 0 and the overflow uid are never chosen, even when nothing takes them.
+  EXPECT_EQ(choose_module_uid(0, 1, [](std::uint32_t) { return false; }), 1U);
+  EXPECT_EQ(choose_module_uid(65534, 65535, [](std::uint32_t) { return false; }), 65535U);
 }
 
-TEST(UidLeases, TableRoundTripsAndRefusesWhatItCannotTrust) {
-  UidLeaseTable table;
-  table.leases.push_back({"a", 61184, 61184, 10, 20, {"/tmp/a", "/var/lib/oarbank/a"}});
-  table.leases.push_back({"b", 61185, 61185, 30, 40, {}});
+TEST(UidLeases, LeaseRoundTripsAndWhatCannotBeTrustedIsRefused) {
+  const UidLease lease{"a", 61184, 61184, 10, 20, {"/tmp/a", "/var/lib/oarbank/a"}};
   std::string problem;
-  auto back = uid_lease_table_from_json(uid_lease_table_to_json(table), problem);
+  auto back = uid_lease_from_json(uid_lease_to_json(lease), problem);
   ASSERT_TRUE(back.has_value()) << problem;
-  EXPECT_EQ(back->leases, table.leases);
+  EXPECT_EQ(*back, lease);
   for (const char* bad : {
            "",
            "[]",
-           R"({"version": 2, "leases": []})",
-           R"({"version": 1})",
-           R"({"version": 1, "leases": [{"id": "a", "uid": 0, "gid": 5, "leased_at": 0,
-               "last_run": 0, "paths": []}]})",
-           R"({"version": 1, "leases": [
-               {"id": "a", "uid": 7, "gid": 7, "leased_at": 0, "last_run": 0, "paths": []},
-               {"id": "b", "uid": 7, "gid": 7, "leased_at": 0, "last_run": 0, "paths": []}]})",
-           R"({"version": 1, "leases": [
-               {"id": "a", "uid": 7, "gid": 7, "leased_at": 0, "last_run": 0, "paths": []},
-               {"id": "a", "uid": 8, "gid": 8, "leased_at": 0, "last_run": 0, "paths": []}]})",
+           R"({"id": "a"})",
+           R"({"id": "a", "uid": 0, "gid": 5, "leased_at": 0, "last_run": 0, "paths": []})",
+           R"({"id": "a", "uid": 5, "gid": 0, "leased_at": 0, "last_run": 0, "paths": []})",
+           R"({"id": "a", "uid": -1, "gid": 5, "leased_at": 0, "last_run": 0, "paths": []})",
        }) {
     problem.clear();
-    EXPECT_FALSE(uid_lease_table_from_json(bad, problem).has_value()) << bad;
+    EXPECT_FALSE(uid_lease_from_json(bad, problem).has_value()) << bad;
     EXPECT_FALSE(problem.empty()) << bad;
   }
 }
@@ -101,7 +90,9 @@ TEST_F(UidRegistryDir, SameIdSameUidOtherIdsOthersUntilTheRangeIsFull) {
   struct stat st {};
   ASSERT_EQ(::stat(dir_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700U);
-  ASSERT_EQ(::stat((dir_ + "/leases.json").c_str(), &st), 0);
+  ASSERT_EQ(::stat((dir_ + "/a.lease").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600U);
+  ASSERT_EQ(::stat((dir_ + "/4000000000.uid").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600U);
   EXPECT_EQ(lease_module_user(dir_, "a", range_, {}, 2000).uid, a.uid);
   EXPECT_EQ(lease_module_user(dir_, "b", range_, {}, 2000).uid, 4000000001U);
@@ -135,13 +126,27 @@ TEST_F(UidRegistryDir, ConcurrentLeasesNeverShareAUid) {
   EXPECT_EQ(std::set<std::uint32_t>(uids.begin(), uids.end()).size(), 16U);
 }
 
-TEST_F(UidRegistryDir, AnUntrustedOrUnreadableTableIsRefusedNotReset) {
+TEST_F(UidRegistryDir, AnUntrustedOrUnreadableLeaseIsRefusedNotReset) {
   lease_module_user(dir_, "a", range_, {}, 1000);
-  { std::ofstream(dir_ + "/leases.json") << "{ not json"; }
-  EXPECT_THROW(lease_module_user(dir_, "b", range_, {}, 1000), Error);
-  lease_module_user(base_.string() + "/other", "a", range_, {}, 1000);
-  ASSERT_EQ(::chmod((base_.string() + "/other/leases.json").c_str(), 0622), 0);
-  EXPECT_THROW(list_module_users(base_.string() + "/other"), Error);
+  { std::ofstream(dir_ + "/a.lease") << "{ not json"; }
+  EXPECT_THROW(lease_module_user(dir_, "a", range_, {}, 1000), Error);
+  EXPECT_THROW(list_module_users(dir_), Error);
+  const std::string other = base_.string() + "/other";
+  lease_module_user(other, "a", range_, {}, 1000);
+  ASSERT_EQ(::chmod((other + "/a.lease").c_str(), 0622), 0);
+  EXPECT_THROW(list_module_users(other), Error);
+  // A number reserved but untrusted is not handed out: a new id's lease fails closed.
+  ASSERT_EQ(::chmod((other + "/4000000000.uid").c_str(), 0666), 0);
+  EXPECT_THROW(lease_module_user(other, "b", range_, {}, 1000), Error);
+}
+
+// A crash between the number's reservation and the lease: the number stays reserved for its
+// id (never given to another), and that id's next run gets it.
+TEST_F(UidRegistryDir, AReservationWithoutItsLeaseIsItsIdsAlone) {
+  lease_module_user(dir_, "a", range_, {}, 1000);
+  ASSERT_EQ(::unlink((dir_ + "/a.lease").c_str()), 0);
+  EXPECT_EQ(lease_module_user(dir_, "b", range_, {}, 1000).uid, 4000000001U);
+  EXPECT_EQ(lease_module_user(dir_, "a", range_, {}, 1000).uid, 4000000000U);
 }
 
 TEST_F(UidRegistryDir, ReclaimOnlyWhenDueNotRunningAndNoFileOfTheUidIsLeft) {
