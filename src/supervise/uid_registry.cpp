@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "supervise/run_state.hpp"
 #include "sys/error.hpp"
@@ -47,6 +48,26 @@ bool file_names(const char* path, std::uint32_t id) {
     if (second == std::string::npos) continue;
     std::size_t third = line.find(':', second + 1);
     if (line.compare(second + 1, third - second - 1, wanted) == 0) return true;
+  }
+  return false;
+}
+
+// Whether /etc/nsswitch.conf names a source other than "files" for passwd or group.
+bool nss_beyond_files() {
+  std::ifstream in("/etc/nsswitch.conf");
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::istringstream head(line.substr(0, colon));
+    std::string database;
+    head >> database;
+    if (database != "passwd" && database != "group") continue;
+    std::istringstream sources(line.substr(colon + 1));
+    for (std::string source; sources >> source;) {
+      if (source.front() == '[') continue;  // an action ([NOTFOUND=return]), not a source
+      if (source != "files") return true;
+    }
   }
   return false;
 }
@@ -239,7 +260,10 @@ bool user_database_names(std::uint32_t id) {
   if (::lstat(("/run/systemd/dynamic-uid/" + std::to_string(id)).c_str(), &st) == 0) return true;
   // Then NSS (systemd's dynamic users, LDAP, sssd, ...), through getent(1): this binary is
   // static, and an NSS module loaded into it brings its own shared libc (libnss_systemd
-  // crashes there), so the lookup runs in a program of the system's own.
+  // crashes there), so the lookup runs in a program of the system's own. Where nsswitch.conf
+  // names nothing but the files for both (or there is none: glibc then reads the files), the
+  // files above were the whole database.
+  if (!nss_beyond_files()) return false;
   return getent_names("passwd", id) || getent_names("group", id);
 }
 

@@ -33,9 +33,10 @@ std::string user_registry_dir();
 // Whether the system's user or group database names `id` as a uid or gid: /etc/passwd and
 // /etc/group read directly, systemd's reservations of dynamic users
 // (/run/systemd/dynamic-uid/<id>, which NSS names only while the unit runs), then NSS
-// (files, systemd's dynamic users, LDAP or sssd where configured) through getent(1), since
-// this static binary cannot load NSS modules itself. Throws Error(StepFailed) when getent is
-// missing or fails otherwise than "not found": fail closed.
+// (systemd's dynamic users, LDAP or sssd) through getent(1) where /etc/nsswitch.conf names
+// a source besides "files" for passwd or group, since this static binary cannot load NSS
+// modules itself. Throws Error(StepFailed) when that getent is missing or fails otherwise
+// than "not found": fail closed.
 bool user_database_names(std::uint32_t id);
 
 // The lease of `id`, made when it has none (the lowest free number of `range` that no lease
