@@ -98,7 +98,7 @@ class ModuleRun {
   bool root_ = false;
   bool egress_ = false;
   // The module user: the id's leased uid and gid, else the node's module_user (root), else
-  // unused (not root: the module runs as this very user).
+  // this very user (not root: the module runs as it).
   uid_t module_uid_ = 0;
   gid_t module_gid_ = 0;
   std::optional<CgroupPlace> place_;  // where the leaf goes; nothing: why_not_
