@@ -396,5 +396,44 @@ TEST_F(OwnUser, SameIdSameUidAndTheRegistryIsKeptAndProtected) {
   EXPECT_NE(reach.err.find("the module user registry"), std::string::npos) << reach.err;
 }
 
+// Reclaim, once x's last run is old enough (its lease rewritten as the registry would hold it
+// months later): refused while x's directory still belongs to x's uid, naming it; done once
+// root re-owns it; then x is gone from the leases, and its next run leases anew.
+TEST_F(OwnUser, ReclaimWaitsForTheFilesToBeReownedOrRemoved) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string c = config(true, kUncapped);
+  const std::string x = unique_name("reclaim-x");
+  const std::string work = tree.path("rx/work");
+  RunResult first = run(c, x, policy_with_work(work), {"write", work + "/left"});
+  ASSERT_TRUE(first.exited(0)) << first.describe();
+  const std::string lease_path = tree.path("registry/" + x + ".lease");
+  auto lease = nlohmann::json::parse(read_file(lease_path));
+  lease["last_run"] = 0;
+  write_file(lease_path, lease.dump(), 0600);
+  RunOptions o;
+  o.env = env();
+  const std::vector<std::string> reclaim{
+      OARBANK_AGENT_BINARY, "sandbox-ctl", "reclaim", x, "--config", c};
+  RunResult refused = run_command(reclaim, o);
+  EXPECT_TRUE(refused.exited(70)) << refused.describe();
+  EXPECT_NE(refused.err.find(work + " still belongs to uid or gid " +
+                             std::to_string(lease["uid"].get<std::uint32_t>())),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("chown -R"), std::string::npos) << refused.err;
+  for (const std::string& path : {work, work + "/left"}) {
+    ASSERT_EQ(::chown(path.c_str(), 0, 0), 0) << path;
+  }
+  RunResult done = run_command(reclaim, o);
+  EXPECT_TRUE(done.exited(0)) << done.describe();
+  EXPECT_EQ(done.out_line(), "reclaimed uid " + std::to_string(lease["uid"].get<std::uint32_t>()) +
+                                 " of module id " + x);
+  EXPECT_FALSE(exists(lease_path));
+  RunResult leases = run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "leases", "--config", c}, o);
+  EXPECT_EQ(leases.out.find(x), std::string::npos) << leases.out;
+  RunResult again = run_command(reclaim, o);
+  EXPECT_TRUE(again.exited(69)) << again.describe();
+}
+
 }  // namespace
 }  // namespace oarbank::it
