@@ -10,8 +10,8 @@
 
 #include "cli/commands.hpp"
 #include "config/node_config.hpp"
+#include "policy/module_id.hpp"
 #include "supervise/cgroup_leaf.hpp"
-#include "supervise/module_id.hpp"
 #include "supervise/run_state.hpp"
 #include "supervise/uid_registry.hpp"
 #include "sys/error.hpp"
