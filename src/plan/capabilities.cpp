@@ -234,8 +234,9 @@ CapabilityVerdict own_user_row(const CapabilityEntry& entry, const KernelFeature
             "runs as its operator"};
   }
   return {entry.row, CapabilityStatus::Enforced,
-          fmt::format("sandbox-run gives each module id a uid and gid of its own from {}-{}, the "
-                      "same on every run (a bare sandbox-exec: module_user, uid {})",
+          fmt::format("sandbox-run --id gives each module id a uid and gid of its own from {}-{}, "
+                      "the same on every run (without --id, and a bare sandbox-exec: "
+                      "module_user, uid {})",
                       config.module_users->first, config.module_users->last, config.module_uid)};
 }
 

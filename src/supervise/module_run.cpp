@@ -280,7 +280,7 @@ void ModuleRun::claim_record() {
       {"the node configuration", path_forms(effective_config_path(request_.config_path))}};
   // Issue 12: the registry, where this run uses it (a module that could write it could take
   // another module's uid, and its files with it).
-  if (root_ && request_.config.module_users) {
+  if (root_ && request_.config.module_users && !request_.id_generated) {
     protect.push_back({"the module user registry", path_forms(user_registry_dir())});
   }
   std::vector<NamedPath> named = policy_paths(request_.policy);
@@ -325,7 +325,9 @@ void ModuleRun::lease_user() {
   const NodeConfig& config = request_.config;
   module_uid_ = root_ ? config.module_uid : ::getuid();
   module_gid_ = root_ ? config.module_gid : ::getgid();
-  if (!root_ || !config.module_users) return;
+  // A generated id is never run again: a lease for it would only grow the registry, and the
+  // directories it made would refuse the next run (another id, another uid).
+  if (!root_ || !config.module_users || request_.id_generated) return;
   const Policy& policy = request_.policy;
   std::vector<std::string> writable;
   if (policy.work) writable.push_back(*policy.work);

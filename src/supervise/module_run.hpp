@@ -43,6 +43,9 @@ struct SupervisorTerminal;
 
 struct ModuleRunRequest {
   std::string id;  // module_id_problem() must accept it (the caller words the refusal)
+  // Issue 12: the id was generated (no --id): it is never run again, so it leases no user of
+  // its own (module_users); the module runs as module_user.
+  bool id_generated = false;
   Policy policy;
   NodeConfig config;
   // --config as given (nothing: $OARBANK_AGENT_CONFIG, else the default): the file read, kept

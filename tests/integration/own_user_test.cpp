@@ -435,5 +435,29 @@ TEST_F(OwnUser, ReclaimWaitsForTheFilesToBeReownedOrRemoved) {
   EXPECT_TRUE(again.exited(69)) << again.describe();
 }
 
+// Without --id the run's id is generated, never run again: it leases nothing (the registry
+// would only grow, and the directory it made would refuse the next run) and runs as
+// module_user.
+TEST_F(OwnUser, AGeneratedIdRunsAsModuleUserAndLeasesNothing) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string c = config(true, kUncapped);
+  std::vector<std::string> argv{
+      OARBANK_AGENT_BINARY,
+      "sandbox-run",
+      "--config",
+      c,
+      tree.write_json("anonymous.json", policy_with_work(tree.path("anon/work"))),
+      "--",
+      tree.probe(),
+      "ids"};
+  RunOptions o;
+  o.env = env();
+  RunResult r = run_command(argv, o);
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out_line(), std::to_string(module_uid()) + " " + std::to_string(module_gid()));
+  EXPECT_TRUE(!exists(tree.path("registry")) || list_dir(tree.path("registry")).size() <= 1U)
+      << "a lease for a generated id";
+}
+
 }  // namespace
 }  // namespace oarbank::it
