@@ -112,6 +112,36 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
           r.fail(sub, "unknown field" + did_you_mean(field, {"uid", "gid"}));
         }
       }
+    } else if (key == "module_users") {
+      if (value.is_null()) {
+        config.module_users.reset();
+        continue;
+      }
+      if (!value.is_object()) {
+        r.fail(pointer,
+               "must be null or an object {\"first\": N, \"last\": N, \"reclaim_after_days\": N}");
+      }
+      ModuleUserRange range;
+      for (const auto& [field, member] : value.items()) {
+        const std::string sub = json_pointer_append(pointer, field);
+        // 0 is never leased (root); 4294967295 is (uid_t)-1, "no change" to chown and setresuid.
+        if (field == "first") {
+          range.first = static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 4294967294U));
+        } else if (field == "last") {
+          range.last = static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 4294967294U));
+        } else if (field == "reclaim_after_days") {
+          range.reclaim_after_days =
+              static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 36500));
+        } else {
+          r.fail(sub, "unknown field" +
+                          did_you_mean(field, {"first", "last", "reclaim_after_days"}));
+        }
+      }
+      if (range.last < range.first) {
+        r.fail(json_pointer_append(pointer, "last"),
+               "must not be below first (" + std::to_string(range.first) + ")");
+      }
+      config.module_users = range;
     } else if (key == "proxy_listen") {
       const auto& text_value = r.string(value, pointer);
       const std::string form = "must be IP:PORT, e.g. \"127.0.0.1:3128\" or \"[::1]:3128\"";
@@ -267,6 +297,11 @@ json node_config_to_json(const NodeConfig& config) {
                           : config.proxy_host;
   return json{
       {"module_user", {{"uid", config.module_uid}, {"gid", config.module_gid}}},
+      {"module_users", config.module_users
+                           ? json{{"first", config.module_users->first},
+                                  {"last", config.module_users->last},
+                                  {"reclaim_after_days", config.module_users->reclaim_after_days}}
+                           : json(nullptr)},
       {"proxy_listen", proxy + ":" + std::to_string(config.proxy_port)},
       {"broker_socket", config.broker_socket},
       {"hard_limits", config.hard_limits},

@@ -16,10 +16,26 @@ namespace oarbank {
 inline constexpr const char* kDefaultConfigPath = "/etc/oarbank/agent.json";
 inline constexpr const char* kConfigEnvVar = "OARBANK_AGENT_CONFIG";
 
+// Issue 12, "Its own user": the ids sandbox-run (as root) leases to module ids, one uid and
+// the gid of the same number each (supervise/uid_registry.hpp). Default: the range systemd
+// reserves for dynamic users (DynamicUser=); numbers the user database names are skipped.
+struct ModuleUserRange {
+  std::uint32_t first = 61184;
+  std::uint32_t last = 65519;
+  // A lease whose id has not run for this many days may be reclaimed (sandbox-ctl reclaim),
+  // once no file of its uid is left in the directories its runs were given.
+  std::uint32_t reclaim_after_days = 90;
+  friend bool operator==(const ModuleUserRange&, const ModuleUserRange&) = default;
+};
+
 struct NodeConfig {
-  // The uid and gid a module runs as when the launcher starts as root; never 0.
+  // The uid and gid a module runs as when the launcher starts as root; never 0: every bare
+  // sandbox-exec's module, and sandbox-run's where module_users is null (off).
   std::uint32_t module_uid = 65534;
   std::uint32_t module_gid = 65534;
+  // sandbox-run as root: each module id its own uid and gid from this range; nullopt: every
+  // module runs as module_uid, as before issue 12.
+  std::optional<ModuleUserRange> module_users = ModuleUserRange{};
   // Where the agent's egress proxy listens (an IP literal and a port).
   std::string proxy_host = "127.0.0.1";
   std::uint16_t proxy_port = 3128;

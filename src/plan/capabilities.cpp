@@ -218,6 +218,28 @@ CapabilityVerdict netns_row(const CapabilityEntry& entry, const KernelFeatures& 
                                                   "(accept_port_only_egress is false)")};
 }
 
+// Issue 12: each module id its own uid and gid, leased by sandbox-run as root from the node's
+// range (supervise/uid_registry.hpp). A bare sandbox-exec keeps module_user: it has no id.
+CapabilityVerdict own_user_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                               const NodeConfig& config) {
+  if (!config.module_users) {
+    return {entry.row, CapabilityStatus::Unavailable,
+            fmt::format("this node's configuration turns it off (module_users is null): every "
+                        "module runs as module_user (uid {}, gid {})",
+                        config.module_uid, config.module_gid)};
+  }
+  if (!features.running_as_root) {
+    return {entry.row, CapabilityStatus::Unavailable,
+            "the agent is not root, so it cannot give a module a user of its own: the module "
+            "runs as its operator"};
+  }
+  return {entry.row, CapabilityStatus::Enforced,
+          fmt::format("sandbox-run --id gives each module id a uid and gid of its own from {}-{}, "
+                      "the same on every run (without --id, and a bare sandbox-exec: "
+                      "module_user, uid {})",
+                      config.module_users->first, config.module_users->last, config.module_uid)};
+}
+
 // Issue 14: the filter's refusals named by sandbox-run's supervisor (docs/denials.md).
 CapabilityVerdict denials_syscalls_row(const CapabilityEntry& entry,
                                        const KernelFeatures& features, const NodeConfig&) {
@@ -339,6 +361,10 @@ constexpr CapabilityEntry kTable[] = {
      Abi::Unsupported, Fact::NetworkNamespace, "", netns_row, nullptr, 0,
      "sandbox-run and sandbox-exec give each egress-allowlist module a network namespace "
      "holding only loopback, the proxy reachable inside it"},
+    {Row::OwnUser, "user.own",
+     "its own user: a uid and gid per module id, so modules cannot change, signal or limit "
+     "each other",
+     Abi::Unsupported, Fact::RootLauncher, "", own_user_row, nullptr, 0, ""},
     // Issue 12: the module's own mounts (sandbox-run as root).
     {Row::MountsShm, "mounts.shm", "a private /dev/shm per module", Abi::Unsupported,
      Fact::MountNamespace, "", mounts_row, nullptr, 0,
@@ -371,9 +397,11 @@ constexpr CapabilityEntry kTable[] = {
     {Row::MetadataCalls, "known-limit.metadata",
      "chmod, chown, utimes and xattrs governed outside the writable directories", Abi::Unsupported,
      Fact::None, "", not_promised_row, nullptr, 0,
-     "Landlock does not govern chmod, chown, utimes or xattrs. Started as root, every module "
-     "runs as the same module user: a module can change the mode, times and xattrs of another "
-     "module's files, and of none of its operator's. Started unprivileged, a module runs as its "
+     "Landlock does not govern chmod, chown, utimes or xattrs. Started as root, sandbox-run "
+     "gives each module id a user of its own (user.own): a module can change the mode, times "
+     "and xattrs of its own files alone; where every module runs as the same module_user (a "
+     "bare sandbox-exec, or module_users null), one can change those of another module's "
+     "files, and of none of its operator's. Started unprivileged, a module runs as its "
      "operator: it can change those of any file of the operator's it can name (not read or "
      "write them outside its policy); sandbox-run keeps its own state out of reach (policies "
      "naming it or the node configuration refused, run records trusted only as the operator "

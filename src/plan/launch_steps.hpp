@@ -24,6 +24,7 @@ namespace oarbank {
 enum class LaunchStep : std::uint8_t {
   // sandbox-run's supervisor, before the launcher starts.
   RunState,     // run-state: the run record under the state directory, protected paths
+  ModuleUser,   // module-user: the module id's own uid and gid, leased (issue 12)
   Cgroup,       // cgroup: the module's cgroup v2 leaf and its limits
   Container,    // container: what keeps the module in its container (leaf or process group)
   Directories,  // directories: the policy's writable directories, made and checked
@@ -56,9 +57,11 @@ struct StepInfo {
   std::string_view description;  // one line, for --explain
 };
 
-inline constexpr std::array<StepInfo, 19> kLaunchSteps{{
+inline constexpr std::array<StepInfo, 20> kLaunchSteps{{
     {LaunchStep::RunState, "run-state", StepRunner::Supervisor, false,
      "claim the module id in the run state directory; the policy must not reach it"},
+    {LaunchStep::ModuleUser, "module-user", StepRunner::Supervisor, false,
+     "lease the module id its own uid and gid from the node's module_users range (root)"},
     {LaunchStep::Cgroup, "cgroup", StepRunner::Supervisor, false,
      "create the module's cgroup v2 leaf with the policy's and the node's limits"},
     {LaunchStep::Container, "container", StepRunner::Supervisor, false,

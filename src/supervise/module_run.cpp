@@ -22,6 +22,7 @@
 #include "supervise/cgroup_leaf.hpp"
 #include "supervise/proxy_host.hpp"
 #include "supervise/terminal_front.hpp"
+#include "supervise/uid_registry.hpp"
 #include "supervise/writable_dirs.hpp"
 #include "sys/error.hpp"
 #include "sys/landlock_abi.hpp"
@@ -190,11 +191,12 @@ RunResult ModuleRun::run() {
   const Policy& policy = request_.policy;
   const NodeConfig& config = request_.config;
   claim_record();
+  lease_user();
 
   launch_.id = request_.id;
   launch_.timeout_seconds = request_.timeout_seconds;
   launch_.kill_after_seconds = request_.kill_after_seconds;
-  launch_.expected = root_ ? ExecExpectation{config.module_uid, config.module_gid, true}
+  launch_.expected = root_ ? ExecExpectation{module_uid_, module_gid_, true}
                            : ExecExpectation{::getuid(), ::getgid(), false};
   launch_.expected.inherited_seccomp_filters = own_seccomp_filters();
   if (int sig = stop_requested()) return stopped_before_spawn(sig);
@@ -212,6 +214,11 @@ RunResult ModuleRun::run() {
   // port rule, the proxy variables) names that port. Inside a namespace of its own (root),
   // the configured port is the module's alone anyway. Refused: the plan says so (70).
   module_config_ = config;
+  // The plan's identity and the launcher's directories rule take the module user from here.
+  if (root_) {
+    module_config_.module_uid = module_uid_;
+    module_config_.module_gid = module_gid_;
+  }
   if (egress_ && confinement == EgressConfinement::PortOnly) {
     network_.listener = listen_on(config.proxy_host, 0);
     held_.push(LaunchStep::Network, [this] { network_ = ModuleNetwork{}; });
@@ -299,9 +306,14 @@ RunResult ModuleRun::run() {
 void ModuleRun::claim_record() {
   const std::string state_dir = run_state_dir();
   // sandbox-run's own files are out of the module's reach, whatever the policy names.
-  const std::vector<NamedPath> protect = {
+  std::vector<NamedPath> protect = {
       {"the run state directory", path_forms(state_dir)},
       {"the node configuration", path_forms(effective_config_path(request_.config_path))}};
+  // Issue 12: the registry, where this run uses it (a module that could write it could take
+  // another module's uid, and its files with it).
+  if (root_ && request_.config.module_users && !request_.id_generated) {
+    protect.push_back({"the module user registry", path_forms(user_registry_dir())});
+  }
   std::vector<NamedPath> named = policy_paths(request_.policy);
   for (auto& path : named) path.forms = path_forms(path.forms.front());
   if (auto problem = protected_path_problem(named, protect)) {
@@ -333,6 +345,33 @@ void ModuleRun::claim_record() {
   if (::isatty(STDERR_FILENO) == 1) {
     request_.say("module id " + request_.id + " (sandbox-ctl status|freeze|thaw|kill " +
                  request_.id + ")");
+  }
+}
+
+// Issue 12: the module id's own uid and gid, leased from the node's range (the same on every
+// run of the id), when sandbox-run is root and the node has module_users; else the fixed
+// module_user (root), or this very user (not root). The lease is persistent on purpose
+// (uid_registry.hpp): nothing to release.
+void ModuleRun::lease_user() {
+  const NodeConfig& config = request_.config;
+  module_uid_ = root_ ? config.module_uid : ::getuid();
+  module_gid_ = root_ ? config.module_gid : ::getgid();
+  // A generated id is never run again: a lease for it would only grow the registry, and the
+  // directories it made would refuse the next run (another id, another uid).
+  if (!root_ || !config.module_users || request_.id_generated) return;
+  const Policy& policy = request_.policy;
+  std::vector<std::string> writable;
+  if (policy.work) writable.push_back(*policy.work);
+  writable.insert(writable.end(), policy.data.begin(), policy.data.end());
+  if (policy.temp) writable.push_back(*policy.temp);
+  try {
+    const UidLease lease =
+        lease_module_user(user_registry_dir(), request_.id, *config.module_users, writable,
+                          static_cast<std::int64_t>(std::time(nullptr)));
+    module_uid_ = lease.uid;
+    module_gid_ = lease.gid;
+  } catch (const Error& e) {
+    throw step_error(LaunchStep::ModuleUser, e.what(), 0, e.kind());
   }
 }
 
@@ -373,8 +412,8 @@ void ModuleRun::make_directories() {
   if (policy.work) writable.push_back(*policy.work);
   writable.insert(writable.end(), policy.data.begin(), policy.data.end());
   if (policy.temp) writable.push_back(*policy.temp);
-  auto created = make_writable_dirs(writable, request_.config.writable_roots, launch_.expected.uid,
-                                    launch_.expected.gid, root_);
+  auto created = make_writable_dirs(writable, request_.config.writable_roots, module_uid_,
+                                    module_gid_, root_);
   if (created.empty()) return;
   directories_ = held_.push(LaunchStep::Directories,
                             [created = std::move(created)] { remove_created_dirs(created); });

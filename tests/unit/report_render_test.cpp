@@ -80,6 +80,7 @@ TEST(ReportRender, EveryRowAndEveryStatusOnAFullNode) {
       {"limit.memory", "enforced"},
       {"limit.pids", "enforced"},
       {"egress.netns", "enforced"},
+      {"user.own", "enforced"},
       {"mounts.shm", "enforced"},
       {"mounts.noexec", "enforced"},
       {"mounts.proc", "enforced"},
@@ -109,6 +110,22 @@ TEST(ReportRender, PortOnlyAndUnavailableOnAnUnprivilegedNode) {
   for (const char* row : {"mounts.shm", "mounts.noexec", "mounts.proc", "mounts.pts"}) {
     EXPECT_EQ(got.at(row), "unavailable") << row;
   }
+  EXPECT_EQ(got.at("user.own"), "unavailable");  // issue 12: not root, no user of its own
+}
+
+// Issue 12: a node that turns the module users off says so, naming the one user they share.
+TEST(ReportRender, OwnUserOffByTheNodeNamesModuleUser) {
+  NodeConfig config;
+  config.module_users.reset();
+  const auto json = report_to_json(make_report(full_node(), config));
+  for (const auto& row : json["rows"]) {
+    if (row["row"] != "user.own") continue;
+    EXPECT_EQ(row["status"], "unavailable");
+    EXPECT_NE(row["reason"].get<std::string>().find("module_users is null"), std::string::npos)
+        << row.dump();
+    return;
+  }
+  FAIL() << "no user.own row";
 }
 
 TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
@@ -121,8 +138,8 @@ TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
                 "stat-hiding=not-promised\n" + p + "devices.gpu=enforced\n" + p +
                 "setid-files=enforced\n" + p + "container.cgroup=enforced\n" + p +
                 "limit.cpu=enforced\n" + p + "limit.memory=enforced\n" + p +
-                "limit.pids=enforced\n" + p + "egress.netns=enforced\n" + p +
-                "mounts.shm=enforced\n" + p + "mounts.noexec=enforced\n" + p +
+                "limit.pids=enforced\n" + p + "egress.netns=enforced\n" + p + "user.own=enforced\n" +
+                p + "mounts.shm=enforced\n" + p + "mounts.noexec=enforced\n" + p +
                 "mounts.proc=enforced\n" + p + "mounts.pts=enforced\n" + p +
                 "known-limit.exec-writable=not-promised\n" + p +
                 "known-limit.metadata=not-promised\n" + p +
