@@ -235,7 +235,7 @@ RunResult ModuleRun::run() {
   launch_.launcher_context = &child_;
   launch_.terminal = terminal_.get();
   launch_.launcher_mask = &caller_mask_;
-  const RunResult result = supervise(launch_, *state_);
+  RunResult result = supervise(launch_, *state_);
 
   // The module ran (its exec was verified, or it was stopped on the way): what it was given
   // to write in is its data now. A launch that failed leaves nothing made for it.
