@@ -36,7 +36,8 @@ ProbeScope launch_probe_scope(const Policy& policy, const NodeConfig& config) {
   // the egress row on whether this process can make network namespaces.
   return ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute,
                     .cgroup = config.hard_limits,
-                    .network_namespaces = policy.net == NetMode::EgressAllowlist};
+                    .network_namespaces = policy.net == NetMode::EgressAllowlist,
+                    .denial_facts = false};
 }
 
 std::unique_ptr<PreparedExec> prepare_exec(const LaunchRequest& request, const NodeConfig& config,

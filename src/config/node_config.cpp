@@ -218,6 +218,12 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
     } else if (key == "accept_port_only_egress") {
       if (!value.is_boolean()) r.fail(pointer, "must be true or false");
       config.accept_port_only_egress = value.get<bool>();
+    } else if (key == "denial_audit") {
+      const std::string& mode = r.string(value, pointer);
+      if (mode != "off" && mode != "if-enabled" && mode != "enable") {
+        r.fail(pointer, "must be \"off\", \"if-enabled\" or \"enable\"");
+      }
+      config.denial_audit = mode;
     } else {
       // The keys the configuration knows are the ones it writes out.
       const nlohmann::json defaults = node_config_to_json(NodeConfig{});
@@ -267,6 +273,7 @@ json node_config_to_json(const NodeConfig& config) {
       {"proxy_max_tunnels_per_module", config.proxy_max_tunnels_per_module},
       {"proxy_max_tunnels_total", config.proxy_max_tunnels_total},
       {"accept_port_only_egress", config.accept_port_only_egress},
+      {"denial_audit", config.denial_audit},
   };
 }
 

@@ -53,6 +53,10 @@ struct NodeConfig {
   // their own (it is not root), confined by Landlock's port rule alone: such a module can
   // reach any host that listens on its proxy port. false: such launches are refused (70).
   bool accept_port_only_egress = false;
+  // Issue 14: whether sandbox-run reads Landlock's denials from the kernel's audit log
+  // (docs/denials.md). "if-enabled": where audit is already on; "enable": turns audit on for the
+  // node when it is off (a global change the operator asks for here, and leaves on); "off".
+  std::string denial_audit = "if-enabled";
 
   friend bool operator==(const NodeConfig&, const NodeConfig&) = default;
 };

@@ -56,6 +56,12 @@ struct IdentityPlan {
 struct Plan {
   LandlockPlan landlock;
   seccomp::FilterVariant filter;
+  // sandbox-run only: the filter hands its refusals to the supervisor (SECCOMP_RET_USER_NOTIF),
+  // which answers each with the rule's errno and records it (docs/denials.md). Same refusals.
+  bool seccomp_notify = false;
+  // sandbox-run only, Landlock ABI 7: the module's Landlock denials are logged to audit after
+  // its exec too (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON), for the supervisor to read.
+  bool landlock_log_new_exec = false;
   IdentityPlan identity;
   std::vector<std::string> environment;  // NAME=VALUE
   std::vector<std::string> argv;
