@@ -11,7 +11,6 @@
 #include "policy/strict_json.hpp"
 #include "policy/suggest.hpp"
 #include "sys/landlock_abi.hpp"
-#include "sys/landlock_abi.hpp"
 
 namespace oarbank {
 

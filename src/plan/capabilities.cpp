@@ -494,6 +494,7 @@ std::vector<CapabilityRow> rows_needed_by(const Policy& policy, const NodeConfig
     return a->plan_rank < b->plan_rank;
   });
   std::vector<CapabilityRow> rows;
+  rows.reserve(needed.size());
   for (const auto* entry : needed) rows.push_back(entry->row);
   return rows;
 }

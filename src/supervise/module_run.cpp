@@ -288,7 +288,7 @@ RunResult ModuleRun::run() {
     denials_->spawned(module_pid);
     if (then) then(module_pid);
   };
-  const RunResult result = supervise(launch_, *state_);
+  RunResult result = supervise(launch_, *state_);
   denials_->finish();
 
   // The module ran (its exec was verified, or it was stopped on the way): what it was given
