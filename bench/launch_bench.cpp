@@ -49,8 +49,8 @@ double now_us() {
   return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
 }
 
-// Spawns argv, waits for it, returns the elapsed and CPU microseconds; exits the driver if the child
-// could not be started or did not exit 0 (a benchmark of a failing launch means nothing).
+// Spawns argv, waits for it, returns the elapsed and CPU microseconds; exits the driver if the
+// child could not be started or did not exit 0 (a benchmark of a failing launch means nothing).
 Sample run_once(const Side& side, int null_fd) {
   std::vector<char*> argv;
   for (const auto& arg : side.argv) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -63,7 +63,8 @@ Sample run_once(const Side& side, int null_fd) {
   const double start = now_us();
   const int err = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   if (err != 0) {
-    std::fprintf(stderr, "launch-bench: %s: posix_spawn %s: %s\n", side.label.c_str(), argv[0], std::strerror(err));
+    std::fprintf(stderr, "launch-bench: %s: posix_spawn %s: %s\n", side.label.c_str(), argv[0],
+                 std::strerror(err));
     std::exit(1);
   }
   int status = 0;
@@ -79,11 +80,14 @@ Sample run_once(const Side& side, int null_fd) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::string command;
     for (const auto& arg : side.argv) command += (command.empty() ? "" : " ") + arg;
-    std::fprintf(stderr, "launch-bench: %s: `%s` ended with %s %d\n", side.label.c_str(), command.c_str(),
-                 WIFEXITED(status) ? "exit status" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    std::fprintf(stderr, "launch-bench: %s: `%s` ended with %s %d\n", side.label.c_str(),
+                 command.c_str(), WIFEXITED(status) ? "exit status" : "signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
     std::exit(1);
   }
-  auto us = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) * 1e6 + static_cast<double>(tv.tv_usec); };
+  auto us = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) * 1e6 + static_cast<double>(tv.tv_usec);
+  };
   return {elapsed, us(usage.ru_utime) + us(usage.ru_stime)};
 }
 
@@ -116,19 +120,23 @@ std::string find_in_path(const std::string& name) {
 }
 
 [[noreturn]] void usage(int code) {
-  std::fprintf(code == 0 ? stdout : stderr,
-               "usage: oarbank-launch-bench [OPTIONS]\n"
-               "  --agent PATH      oarbank-agent binary (default: the one built with this benchmark)\n"
-               "  --policy FILE     policy for sandbox-exec (default: a minimal one, bundle /usr/bin)\n"
-               "  --config FILE     node configuration passed to sandbox-exec with --config\n"
-               "  --target PATH     program each side runs (default /bin/true)\n"
-               "  --rounds N        measured rounds (default 300)\n"
-               "  --warmup N        rounds run first and discarded (default 30)\n"
-               "  --floor PATH | --no-floor   the floor side, `PATH TARGET` (default: oarbank-floor-exec, a\n"
-               "                    static binary that sets no_new_privs and execs: any launcher's minimum)\n"
-               "  --bwrap | --no-bwrap   add `bwrap --unshare-net --ro-bind / / TARGET` as a side (default: if installed)\n"
-               "  --side 'LABEL=CMD ARGS...'   add any command as a side (repeatable; split on spaces)\n"
-               "  --raw FILE        write every measured time (round,side,microseconds) as CSV\n");
+  std::fprintf(
+      code == 0 ? stdout : stderr,
+      "usage: oarbank-launch-bench [OPTIONS]\n"
+      "  --agent PATH      oarbank-agent binary (default: the one built with this benchmark)\n"
+      "  --policy FILE     policy for sandbox-exec (default: a minimal one, bundle /usr/bin)\n"
+      "  --config FILE     node configuration passed to sandbox-exec with --config\n"
+      "  --target PATH     program each side runs (default /bin/true)\n"
+      "  --rounds N        measured rounds (default 300)\n"
+      "  --warmup N        rounds run first and discarded (default 30)\n"
+      "  --floor PATH | --no-floor   the floor side, `PATH TARGET` (default: oarbank-floor-exec, "
+      "a\n"
+      "                    static binary that sets no_new_privs and execs: any launcher's "
+      "minimum)\n"
+      "  --bwrap | --no-bwrap   add `bwrap --unshare-net --ro-bind / / TARGET` as a side (default: "
+      "if installed)\n"
+      "  --side 'LABEL=CMD ARGS...'   add any command as a side (repeatable; split on spaces)\n"
+      "  --raw FILE        write every measured time (round,side,microseconds) as CSV\n");
   std::exit(code);
 }
 
@@ -151,20 +159,34 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) usage(64);
       return argv[++i];
     };
-    if (arg == "--agent") agent = value();
-    else if (arg == "--policy") policy = value();
-    else if (arg == "--config") config = value();
-    else if (arg == "--target") target = value();
-    else if (arg == "--rounds") rounds = std::strtol(value().c_str(), nullptr, 10);
-    else if (arg == "--warmup") warmup = std::strtol(value().c_str(), nullptr, 10);
-    else if (arg == "--floor") floor_exec = value();
-    else if (arg == "--no-floor") floor_exec.clear();
-    else if (arg == "--bwrap") bwrap = 1;
-    else if (arg == "--no-bwrap") bwrap = 0;
-    else if (arg == "--side") extra_sides.push_back(value());
-    else if (arg == "--raw") raw_path = value();
-    else if (arg == "-h" || arg == "--help") usage(0);
-    else usage(64);
+    if (arg == "--agent")
+      agent = value();
+    else if (arg == "--policy")
+      policy = value();
+    else if (arg == "--config")
+      config = value();
+    else if (arg == "--target")
+      target = value();
+    else if (arg == "--rounds")
+      rounds = std::strtol(value().c_str(), nullptr, 10);
+    else if (arg == "--warmup")
+      warmup = std::strtol(value().c_str(), nullptr, 10);
+    else if (arg == "--floor")
+      floor_exec = value();
+    else if (arg == "--no-floor")
+      floor_exec.clear();
+    else if (arg == "--bwrap")
+      bwrap = 1;
+    else if (arg == "--no-bwrap")
+      bwrap = 0;
+    else if (arg == "--side")
+      extra_sides.push_back(value());
+    else if (arg == "--raw")
+      raw_path = value();
+    else if (arg == "-h" || arg == "--help")
+      usage(0);
+    else
+      usage(64);
   }
   if (rounds < 1 || warmup < 0) usage(64);
 
@@ -233,8 +255,8 @@ int main(int argc, char** argv) {
   }
   if (!temp_policy.empty()) ::unlink(temp_policy.c_str());
 
-  std::printf("launch-bench: %ld rounds (after %ld warm-up), sides in rotating order, target %s\n", rounds,
-              warmup, target.c_str());
+  std::printf("launch-bench: %ld rounds (after %ld warm-up), sides in rotating order, target %s\n",
+              rounds, warmup, target.c_str());
   auto ratios_to_bare = [&](const std::vector<double> Side::*field, std::size_t k) {
     std::vector<double> ratios;
     const auto& values = sides[k].*field;
@@ -243,18 +265,22 @@ int main(int argc, char** argv) {
     return ratios;
   };
   std::printf("wall time, spawn to reap:\n");
-  std::printf("%-16s %9s %9s %9s   %s\n", "side", "p10 us", "median us", "p90 us", "ratio to bare: median [p10, p90]");
+  std::printf("%-16s %9s %9s %9s   %s\n", "side", "p10 us", "median us", "p90 us",
+              "ratio to bare: median [p10, p90]");
   for (std::size_t k = 0; k < n; ++k) {
     const auto ratios = ratios_to_bare(&Side::micros, k);
-    std::printf("%-16s %9.0f %9.0f %9.0f   %.3f [%.3f, %.3f]\n", sides[k].label.c_str(), quantile(sides[k].micros, 0.1),
-                quantile(sides[k].micros, 0.5), quantile(sides[k].micros, 0.9), quantile(ratios, 0.5),
-                quantile(ratios, 0.1), quantile(ratios, 0.9));
+    std::printf("%-16s %9.0f %9.0f %9.0f   %.3f [%.3f, %.3f]\n", sides[k].label.c_str(),
+                quantile(sides[k].micros, 0.1), quantile(sides[k].micros, 0.5),
+                quantile(sides[k].micros, 0.9), quantile(ratios, 0.5), quantile(ratios, 0.1),
+                quantile(ratios, 0.9));
   }
-  std::printf("CPU time of the child (user + system; less exposed to other load than wall time):\n");
+  std::printf(
+      "CPU time of the child (user + system; less exposed to other load than wall time):\n");
   for (std::size_t k = 0; k < n; ++k) {
     const auto ratios = ratios_to_bare(&Side::cpu, k);
-    std::printf("%-16s %9.0f %9.0f %9.0f   %.3f [%.3f, %.3f]\n", sides[k].label.c_str(), quantile(sides[k].cpu, 0.1),
-                quantile(sides[k].cpu, 0.5), quantile(sides[k].cpu, 0.9), quantile(ratios, 0.5), quantile(ratios, 0.1),
+    std::printf("%-16s %9.0f %9.0f %9.0f   %.3f [%.3f, %.3f]\n", sides[k].label.c_str(),
+                quantile(sides[k].cpu, 0.1), quantile(sides[k].cpu, 0.5),
+                quantile(sides[k].cpu, 0.9), quantile(ratios, 0.5), quantile(ratios, 0.1),
                 quantile(ratios, 0.9));
   }
   // sandbox-exec against the floor, per round: what the launcher costs beyond the one exec any
@@ -266,8 +292,11 @@ int main(int argc, char** argv) {
       over_floor.push_back(sides[1].micros[r] / sides[2].micros[r]);
       excess.push_back((sides[1].micros[r] - sides[2].micros[r]) / sides[0].micros[r]);
     }
-    std::printf("sandbox-exec / floor: median %.3f [%.3f, %.3f]; (sandbox-exec - floor) / bare: median %.3f\n",
-                quantile(over_floor, 0.5), quantile(over_floor, 0.1), quantile(over_floor, 0.9), quantile(excess, 0.5));
+    std::printf(
+        "sandbox-exec / floor: median %.3f [%.3f, %.3f]; (sandbox-exec - floor) / bare: median "
+        "%.3f\n",
+        quantile(over_floor, 0.5), quantile(over_floor, 0.1), quantile(over_floor, 0.9),
+        quantile(excess, 0.5));
   }
   // Every other side against sandbox-exec, per round, in units of bare: e.g. what sandbox-run
   // adds (issue 11's target: at most 0.5).
@@ -281,7 +310,8 @@ int main(int argc, char** argv) {
                 quantile(added, 0.5), quantile(added, 0.1), quantile(added, 0.9));
   }
   for (std::size_t k = 1; k < n; ++k) {
-    std::printf("RATIO %s wall %.3f cpu %.3f\n", sides[k].label.c_str(), quantile(ratios_to_bare(&Side::micros, k), 0.5),
+    std::printf("RATIO %s wall %.3f cpu %.3f\n", sides[k].label.c_str(),
+                quantile(ratios_to_bare(&Side::micros, k), 0.5),
                 quantile(ratios_to_bare(&Side::cpu, k), 0.5));
   }
   if (!raw_path.empty()) {

@@ -88,7 +88,8 @@ sockaddr_in parse_endpoint(const std::string& text) {
   if (colon == std::string::npos) die("not IP:PORT: " + text);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  if (::inet_pton(AF_INET, text.substr(0, colon).c_str(), &addr.sin_addr) != 1) die("not an IPv4 address: " + text);
+  if (::inet_pton(AF_INET, text.substr(0, colon).c_str(), &addr.sin_addr) != 1)
+    die("not an IPv4 address: " + text);
   const long port = std::strtol(text.c_str() + colon + 1, nullptr, 10);
   if (port <= 0 || port > 65535) die("bad port: " + text);
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
@@ -131,7 +132,8 @@ int run_upstream(const std::vector<std::string>& listens) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     const int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) die("upstream: bind " + text + ": " + std::strerror(errno));
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
+      die("upstream: bind " + text + ": " + std::strerror(errno));
     if (::listen(fd, 4096) != 0) die("upstream: listen: " + std::string(std::strerror(errno)));
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -157,7 +159,8 @@ int run_upstream(const std::vector<std::string>& listens) {
   // Returns false when the connection was closed.
   auto pump_source = [&](UpConn& c) -> bool {
     while (c.count > 0) {
-      const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(c.count, sizeof source_buf));
+      const std::size_t chunk =
+          static_cast<std::size_t>(std::min<std::uint64_t>(c.count, sizeof source_buf));
       const ssize_t n = ::send(c.fd, source_buf, chunk, MSG_NOSIGNAL);
       if (n < 0) {
         if (errno == EAGAIN) {
@@ -257,7 +260,8 @@ int run_upstream(const std::vector<std::string>& listens) {
           }
         }
         if (c.cmd == 'S') {
-          while (off < got && c.head_len < 8) c.head[c.head_len++] = static_cast<unsigned char>(read_buf[off++]);
+          while (off < got && c.head_len < 8)
+            c.head[c.head_len++] = static_cast<unsigned char>(read_buf[off++]);
           if (c.head_len == 8) {
             std::memcpy(&c.expect, c.head, 8);
             c.head_len = 9;
@@ -271,7 +275,8 @@ int run_upstream(const std::vector<std::string>& listens) {
             break;
           }
         } else if (c.cmd == 'G') {
-          while (off < got && c.head_len < 8) c.head[c.head_len++] = static_cast<unsigned char>(read_buf[off++]);
+          while (off < got && c.head_len < 8)
+            c.head[c.head_len++] = static_cast<unsigned char>(read_buf[off++]);
           if (c.head_len == 8) {
             std::memcpy(&c.count, c.head, 8);
             c.head_len = 9;  // started
@@ -295,12 +300,14 @@ extern "C" void stop_server(int) {
   if (g_server != nullptr) g_server->stop();
 }
 
-int run_serve(const std::string& listen, const std::vector<std::string>& egress, const std::vector<std::string>& exempt,
-              std::size_t max_tunnels, const std::string& log_path) {
+int run_serve(const std::string& listen, const std::vector<std::string>& egress,
+              const std::vector<std::string>& exempt, std::size_t max_tunnels,
+              const std::string& log_path) {
   std::vector<oarbank::EgressDestination> allowlist;
   for (const auto& text : egress) {
     const sockaddr_in addr = parse_endpoint(text);  // checks the form
-    allowlist.push_back(oarbank::EgressDestination{text.substr(0, text.rfind(':')), ntohs(addr.sin_port), false, true});
+    allowlist.push_back(oarbank::EgressDestination{text.substr(0, text.rfind(':')),
+                                                   ntohs(addr.sin_port), false, true});
   }
   oarbank::proxy::ProxySettings settings;
   settings.max_tunnels_per_module = max_tunnels;
@@ -326,7 +333,8 @@ int run_serve(const std::string& listen, const std::vector<std::string>& egress,
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) die("serve: bind " + listen + ": " + std::strerror(errno));
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
+    die("serve: bind " + listen + ": " + std::strerror(errno));
   if (::listen(fd, 4096) != 0) die("serve: listen");
   oarbank::proxy::ProxyServer server(std::move(settings), std::move(exemptions));
   server.add_module("bench", std::move(allowlist), fd);
@@ -360,7 +368,8 @@ void relay_direction(int from, int to, bool copy) {
       if (n <= 0) break;
       ssize_t left = n;
       while (left > 0) {
-        const ssize_t w = ::splice(p[0], nullptr, to, nullptr, static_cast<std::size_t>(left), SPLICE_F_MOVE);
+        const ssize_t w =
+            ::splice(p[0], nullptr, to, nullptr, static_cast<std::size_t>(left), SPLICE_F_MOVE);
         if (w <= 0) {
           left = -1;
           break;
@@ -426,7 +435,8 @@ int run_relay(const std::string& listen, const std::vector<std::string>& allowed
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) die("relay: bind " + listen + ": " + std::strerror(errno));
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
+    die("relay: bind " + listen + ": " + std::strerror(errno));
   if (::listen(fd, 4096) != 0) die("relay: listen");
   for (;;) {
     const int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
@@ -520,7 +530,8 @@ int open_path(const Side& side, const Options& opt, std::string& error) {
     return -1;
   }
   if (side.direct) return fd;
-  const std::string request = "CONNECT " + opt.target_text + " HTTP/1.1\r\nHost: " + opt.target_text + "\r\n\r\n";
+  const std::string request =
+      "CONNECT " + opt.target_text + " HTTP/1.1\r\nHost: " + opt.target_text + "\r\n\r\n";
   if (!send_all(fd, request.data(), request.size())) {
     error = "sending CONNECT failed";
     ::close(fd);
@@ -533,7 +544,8 @@ int open_path(const Side& side, const Options& opt, std::string& error) {
   while (head.find("\r\n\r\n") == std::string::npos) {
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n <= 0) {
-      error = "no answer to CONNECT" + (head.empty() ? std::string() : ": " + head.substr(0, head.find('\r')));
+      error = "no answer to CONNECT" +
+              (head.empty() ? std::string() : ": " + head.substr(0, head.find('\r')));
       ::close(fd);
       return -1;
     }
@@ -631,7 +643,8 @@ double proc_cpu_ms(pid_t root) {
     std::vector<std::string> fields;
     while (rest >> f) fields.push_back(f);
     // fields[0] is state (field 3); utime is field 14, stime 15 -> indexes 11, 12.
-    if (fields.size() > 12) total += (std::atof(fields[11].c_str()) + std::atof(fields[12].c_str())) * 1000.0 / tick;
+    if (fields.size() > 12)
+      total += (std::atof(fields[11].c_str()) + std::atof(fields[12].c_str())) * 1000.0 / tick;
   }
   return total;
 }
@@ -641,7 +654,8 @@ std::vector<char>& bulk_buffer() {
   return buf;
 }
 
-// Seconds to move `bytes` up (client -> sink, until the sink's count of them is back); <0 on failure.
+// Seconds to move `bytes` up (client -> sink, until the sink's count of them is back); <0 on
+// failure.
 double bulk_up(const Side& side, const Options& opt, std::uint64_t bytes, std::string& error) {
   const int fd = open_path(side, opt, error);
   if (fd < 0) return -1;
@@ -662,7 +676,8 @@ double bulk_up(const Side& side, const Options& opt, std::uint64_t bytes, std::s
   const double t1 = now_us();
   ::close(fd);
   if (!ok || count != bytes) {
-    error = "upload: sink counted " + std::to_string(count) + " of " + std::to_string(bytes) + " bytes";
+    error =
+        "upload: sink counted " + std::to_string(count) + " of " + std::to_string(bytes) + " bytes";
     return -1;
   }
   return (t1 - t0) / 1e6;
@@ -763,29 +778,37 @@ void run_bulk(Options& opt) {
       if (round < 0) continue;
       s.up_mibs.push_back(static_cast<double>(opt.bulk_mib) / up[i]);
       s.down_mibs.push_back(static_cast<double>(opt.bulk_mib) / down[i]);
-      if (s.pid > 0) s.cpu_ms_per_gib.push_back((cpu1 - cpu0) / (2.0 * static_cast<double>(opt.bulk_mib) / 1024.0));
+      if (s.pid > 0)
+        s.cpu_ms_per_gib.push_back((cpu1 - cpu0) /
+                                   (2.0 * static_cast<double>(opt.bulk_mib) / 1024.0));
     }
     if (round < 0 || direct_index == n || up[direct_index] < 0) continue;
     for (std::size_t i = 0; i < n; ++i) {
       if (up[i] < 0 || down[i] < 0) continue;
-      opt.sides[i].up_ratio.push_back(up[direct_index] / up[i]);  // throughput ratio = time ratio inverted
+      opt.sides[i].up_ratio.push_back(up[direct_index] /
+                                      up[i]);  // throughput ratio = time ratio inverted
       opt.sides[i].down_ratio.push_back(down[direct_index] / down[i]);
     }
-    std::fprintf(stderr, "proxy-bench: %s bulk round %d/%d done\n", opt.case_name.c_str(), round + 1, opt.rounds);
+    std::fprintf(stderr, "proxy-bench: %s bulk round %d/%d done\n", opt.case_name.c_str(),
+                 round + 1, opt.rounds);
   }
-  std::printf("\n### %s: bulk throughput, one connection, %" PRIu64 " MiB each way, %d rounds (median [p10, p90])\n\n",
+  std::printf("\n### %s: bulk throughput, one connection, %" PRIu64
+              " MiB each way, %d rounds (median [p10, p90])\n\n",
               opt.case_name.c_str(), opt.bulk_mib, opt.rounds);
-  std::printf("| side | up MiB/s | up ÷ direct | down MiB/s | down ÷ direct | proxy CPU ms per GiB relayed |\n");
+  std::printf(
+      "| side | up MiB/s | up ÷ direct | down MiB/s | down ÷ direct | proxy CPU ms per GiB relayed "
+      "|\n");
   std::printf("| --- | --- | --- | --- | --- | --- |\n");
   for (const auto& s : opt.sides) {
     if (s.up_mibs.empty()) {
       std::printf("| %s | failed: %s | | | | |\n", s.label.c_str(), s.failure.c_str());
       continue;
     }
-    std::printf("| %s | %s | %s | %s | %s | %s |\n", s.label.c_str(), med3(s.up_mibs, "%.0f").c_str(),
-                s.direct ? "1" : med3(s.up_ratio, "%.3f").c_str(), med3(s.down_mibs, "%.0f").c_str(),
-                s.direct ? "1" : med3(s.down_ratio, "%.3f").c_str(),
-                s.cpu_ms_per_gib.empty() ? "" : fmt1("%.0f", quantile(s.cpu_ms_per_gib, 0.5)).c_str());
+    std::printf(
+        "| %s | %s | %s | %s | %s | %s |\n", s.label.c_str(), med3(s.up_mibs, "%.0f").c_str(),
+        s.direct ? "1" : med3(s.up_ratio, "%.3f").c_str(), med3(s.down_mibs, "%.0f").c_str(),
+        s.direct ? "1" : med3(s.down_ratio, "%.3f").c_str(),
+        s.cpu_ms_per_gib.empty() ? "" : fmt1("%.0f", quantile(s.cpu_ms_per_gib, 0.5)).c_str());
   }
   std::fflush(stdout);
 }
@@ -820,22 +843,28 @@ void run_latency(Options& opt) {
     for (std::size_t i = 0; i < n; ++i) {
       if (t[i] < 0) continue;
       opt.sides[i].lat_us.push_back(t[i]);
-      if (direct_index < n && t[direct_index] >= 0) opt.sides[i].lat_added_us.push_back(t[i] - t[direct_index]);
+      if (direct_index < n && t[direct_index] >= 0)
+        opt.sides[i].lat_added_us.push_back(t[i] - t[direct_index]);
     }
   }
   ::usleep(100'000);  // the last connections' teardown
   std::vector<double> cpu_per_handshake(n, -1);
   for (std::size_t i = 0; i < n; ++i) {
     if (opt.sides[i].pid > 0 && !opt.sides[i].failed) {
-      cpu_per_handshake[i] = (proc_cpu_ms(opt.sides[i].pid) - cpu_start[i]) * 1000.0 / (opt.latency_rounds + warmup);
+      cpu_per_handshake[i] =
+          (proc_cpu_ms(opt.sides[i].pid) - cpu_start[i]) * 1000.0 / (opt.latency_rounds + warmup);
     }
   }
-  std::printf("\n### %s: CONNECT handshake, %d rounds (median [p10, p90])\n\n", opt.case_name.c_str(), opt.latency_rounds);
-  std::printf("Proxy sides: connect to the proxy + CONNECT + `200` read + one byte echoed by the upstream. "
-              "Direct: connect + one byte echoed. Added = per-round difference to direct. "
-              "Proxy CPU: the proxy's processes and threads (utime + stime, in 10 ms ticks), over all "
-              "rounds, per handshake with its teardown.\n\n");
-  std::printf("| side | total µs | added over direct µs | proxy CPU µs per handshake |\n| --- | --- | --- | --- |\n");
+  std::printf("\n### %s: CONNECT handshake, %d rounds (median [p10, p90])\n\n",
+              opt.case_name.c_str(), opt.latency_rounds);
+  std::printf(
+      "Proxy sides: connect to the proxy + CONNECT + `200` read + one byte echoed by the upstream. "
+      "Direct: connect + one byte echoed. Added = per-round difference to direct. "
+      "Proxy CPU: the proxy's processes and threads (utime + stime, in 10 ms ticks), over all "
+      "rounds, per handshake with its teardown.\n\n");
+  std::printf(
+      "| side | total µs | added over direct µs | proxy CPU µs per handshake |\n| --- | --- | --- "
+      "| --- |\n");
   for (const auto& s : opt.sides) {
     if (s.lat_us.empty()) {
       std::printf("| %s | failed: %s | | |\n", s.label.c_str(), s.failure.c_str());
@@ -889,25 +918,36 @@ IdleResult idle_once(const Side& s, const Options& opt) {
 std::vector<std::string> idle_lines;
 
 void run_idle(Options& opt) {
-  std::printf("\n### %s: %d concurrent idle tunnels (each checked with one echoed byte), the proxy's memory\n\n",
-              opt.case_name.c_str(), opt.idle_count);
-  std::printf("Memory: VmRSS and Pss summed over the proxy's process tree, KiB. Per tunnel = (held − before) ÷ tunnels held. "
-              "Pass 2 repeats pass 1 after all of pass 1's tunnels were closed.\n\n");
-  std::printf("| side | pass | tunnels held | still echoing | RSS before | RSS held | **RSS per tunnel** | Pss per tunnel | RSS after closing | processes | stopped by |\n");
+  std::printf(
+      "\n### %s: %d concurrent idle tunnels (each checked with one echoed byte), the proxy's "
+      "memory\n\n",
+      opt.case_name.c_str(), opt.idle_count);
+  std::printf(
+      "Memory: VmRSS and Pss summed over the proxy's process tree, KiB. Per tunnel = (held − "
+      "before) ÷ tunnels held. "
+      "Pass 2 repeats pass 1 after all of pass 1's tunnels were closed.\n\n");
+  std::printf(
+      "| side | pass | tunnels held | still echoing | RSS before | RSS held | **RSS per tunnel** | "
+      "Pss per tunnel | RSS after closing | processes | stopped by |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (auto& s : opt.sides) {
-    if (s.direct || s.label.rfind("ref-", 0) == 0) continue;  // the reference relays: threads, not measured
+    if (s.direct || s.label.rfind("ref-", 0) == 0)
+      continue;  // the reference relays: threads, not measured
     for (int pass = 1; pass <= 2; ++pass) {
       const IdleResult r = idle_once(s, opt);
-      const double per_rss = r.opened > 0 ? static_cast<double>(r.after.rss_kib - r.before.rss_kib) / r.opened : 0;
-      const double per_pss = r.opened > 0 ? static_cast<double>(r.after.pss_kib - r.before.pss_kib) / r.opened : 0;
-      std::printf("| %s | %d | %d | %d | %ld | %ld | **%.1f KiB** | %.1f KiB | %ld | %d | %s |\n", s.label.c_str(), pass,
-                  r.opened, r.alive, r.before.rss_kib, r.after.rss_kib, per_rss, per_pss, r.closed.rss_kib,
-                  r.after.processes, r.stop_reason.empty() ? "-" : r.stop_reason.c_str());
+      const double per_rss =
+          r.opened > 0 ? static_cast<double>(r.after.rss_kib - r.before.rss_kib) / r.opened : 0;
+      const double per_pss =
+          r.opened > 0 ? static_cast<double>(r.after.pss_kib - r.before.pss_kib) / r.opened : 0;
+      std::printf("| %s | %d | %d | %d | %ld | %ld | **%.1f KiB** | %.1f KiB | %ld | %d | %s |\n",
+                  s.label.c_str(), pass, r.opened, r.alive, r.before.rss_kib, r.after.rss_kib,
+                  per_rss, per_pss, r.closed.rss_kib, r.after.processes,
+                  r.stop_reason.empty() ? "-" : r.stop_reason.c_str());
       if (pass == 1) {
         char line[512];
-        std::snprintf(line, sizeof line, "IDLE | %s | %d of %d | %.1f KiB | %.1f KiB | %s |", s.label.c_str(), r.opened,
-                      opt.idle_count, per_rss, per_pss, r.stop_reason.empty() ? "-" : r.stop_reason.c_str());
+        std::snprintf(line, sizeof line, "IDLE | %s | %d of %d | %.1f KiB | %.1f KiB | %s |",
+                      s.label.c_str(), r.opened, opt.idle_count, per_rss, per_pss,
+                      r.stop_reason.empty() ? "-" : r.stop_reason.c_str());
         idle_lines.emplace_back(line);
       }
       std::fflush(stdout);
@@ -926,23 +966,28 @@ void summary(const Options& opt) {
     if (s.direct) continue;
     std::string line = "SUMMARY | " + opt.case_name + " | " + s.label;
     if (!s.up_ratio.empty()) {
-      line += " | up " + fmt1("%.2f", quantile(s.up_ratio, 0.5)) + " / down " + fmt1("%.2f", quantile(s.down_ratio, 0.5)) +
-              " × direct";
+      line += " | up " + fmt1("%.2f", quantile(s.up_ratio, 0.5)) + " / down " +
+              fmt1("%.2f", quantile(s.down_ratio, 0.5)) + " × direct";
       const double worst = std::min(quantile(s.up_ratio, 0.5), quantile(s.down_ratio, 0.5));
       line += worst >= 0.8 ? " (≥ 0.80: met)" : " (< 0.80: not met)";
     } else {
       line += " | bulk n/a";
     }
-    line += s.lat_added_us.empty() ? " | latency n/a" : " | +" + fmt1("%.0f", quantile(s.lat_added_us, 0.5)) + " µs handshake";
-    if (s.label.rfind("ours", 0) == 0 || s.label.rfind("ref-", 0) == 0 || ours == nullptr || s.up_ratio.empty()) {
+    line += s.lat_added_us.empty()
+                ? " | latency n/a"
+                : " | +" + fmt1("%.0f", quantile(s.lat_added_us, 0.5)) + " µs handshake";
+    if (s.label.rfind("ours", 0) == 0 || s.label.rfind("ref-", 0) == 0 || ours == nullptr ||
+        s.up_ratio.empty()) {
       line += " | -";
     } else {
       const bool faster = quantile(ours->up_mibs, 0.5) > quantile(s.up_mibs, 0.5) &&
                           quantile(ours->down_mibs, 0.5) > quantile(s.down_mibs, 0.5);
-      line += std::string(" | ") + ours->label + (faster ? " faster both ways" : " NOT faster both ways");
+      line += std::string(" | ") + ours->label +
+              (faster ? " faster both ways" : " NOT faster both ways");
       if (!ours->lat_added_us.empty() && !s.lat_added_us.empty()) {
-        line += quantile(ours->lat_added_us, 0.5) < quantile(s.lat_added_us, 0.5) ? ", quicker handshake"
-                                                                                  : ", NOT quicker handshake";
+        line += quantile(ours->lat_added_us, 0.5) < quantile(s.lat_added_us, 0.5)
+                    ? ", quicker handshake"
+                    : ", NOT quicker handshake";
       }
     }
     std::printf("%s |\n", line.c_str());
@@ -951,7 +996,8 @@ void summary(const Options& opt) {
 
 int run_client(Options& opt) {
   ::signal(SIGPIPE, SIG_IGN);
-  ::alarm(static_cast<unsigned>(opt.max_seconds));  // hard stop: the default action ends the process
+  ::alarm(
+      static_cast<unsigned>(opt.max_seconds));  // hard stop: the default action ends the process
   rlimit lim{};
   ::getrlimit(RLIMIT_NOFILE, &lim);
   if (lim.rlim_cur < static_cast<rlim_t>(opt.idle_count) + 64) {
@@ -970,7 +1016,9 @@ int run_client(Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) die("usage: oarbank-proxy-bench upstream|serve|run ... (see the comment at the top of bench/proxy_bench.cpp)");
+  if (argc < 2)
+    die("usage: oarbank-proxy-bench upstream|serve|run ... (see the comment at the top of "
+        "bench/proxy_bench.cpp)");
   const std::string mode = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   auto value = [&](std::size_t& i) -> std::string {
@@ -981,8 +1029,10 @@ int main(int argc, char** argv) {
     if (mode == "upstream") {
       std::vector<std::string> listens;
       for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--listen") listens.push_back(value(i));
-        else die("upstream: unknown argument " + args[i]);
+        if (args[i] == "--listen")
+          listens.push_back(value(i));
+        else
+          die("upstream: unknown argument " + args[i]);
       }
       if (listens.empty()) die("upstream: --listen IP:PORT");
       return run_upstream(listens);
@@ -992,12 +1042,18 @@ int main(int argc, char** argv) {
       std::vector<std::string> exempt, egress;
       std::size_t max_tunnels = 4096;
       for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--listen") listen = value(i);
-        else if (args[i] == "--egress") egress.push_back(value(i));
-        else if (args[i] == "--exempt") exempt.push_back(value(i));
-        else if (args[i] == "--max-tunnels") max_tunnels = std::stoul(value(i));
-        else if (args[i] == "--log") log = value(i);
-        else die("serve: unknown argument " + args[i]);
+        if (args[i] == "--listen")
+          listen = value(i);
+        else if (args[i] == "--egress")
+          egress.push_back(value(i));
+        else if (args[i] == "--exempt")
+          exempt.push_back(value(i));
+        else if (args[i] == "--max-tunnels")
+          max_tunnels = std::stoul(value(i));
+        else if (args[i] == "--log")
+          log = value(i);
+        else
+          die("serve: unknown argument " + args[i]);
       }
       if (listen.empty() || egress.empty()) die("serve: --listen IP:PORT --egress IP:PORT...");
       return run_serve(listen, egress, exempt, max_tunnels, log);
@@ -1007,10 +1063,14 @@ int main(int argc, char** argv) {
       std::vector<std::string> egress;
       bool copy = false;
       for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--listen") listen = value(i);
-        else if (args[i] == "--egress") egress.push_back(value(i));
-        else if (args[i] == "--copy") copy = true;
-        else die("relay: unknown argument " + args[i]);
+        if (args[i] == "--listen")
+          listen = value(i);
+        else if (args[i] == "--egress")
+          egress.push_back(value(i));
+        else if (args[i] == "--copy")
+          copy = true;
+        else
+          die("relay: unknown argument " + args[i]);
       }
       if (listen.empty() || egress.empty()) die("relay: --listen IP:PORT --egress IP:PORT...");
       return run_relay(listen, egress, copy);
@@ -1019,7 +1079,8 @@ int main(int argc, char** argv) {
       Options opt;
       for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
-        if (a == "--case") opt.case_name = value(i);
+        if (a == "--case")
+          opt.case_name = value(i);
         else if (a == "--target") {
           opt.target_text = value(i);
           opt.target = parse_endpoint(opt.target_text);
@@ -1052,17 +1113,26 @@ int main(int argc, char** argv) {
           opt.bulk = t.find("bulk") != std::string::npos;
           opt.latency = t.find("latency") != std::string::npos;
           opt.idle = t.find("idle") != std::string::npos;
-        } else if (a == "--bulk-mib") opt.bulk_mib = std::stoull(value(i));
-        else if (a == "--rounds") opt.rounds = std::stoi(value(i));
-        else if (a == "--latency-rounds") opt.latency_rounds = std::stoi(value(i));
-        else if (a == "--idle") opt.idle_count = std::stoi(value(i));
-        else if (a == "--max-seconds") opt.max_seconds = std::stoi(value(i));
-        else die("run: unknown argument " + a);
+        } else if (a == "--bulk-mib")
+          opt.bulk_mib = std::stoull(value(i));
+        else if (a == "--rounds")
+          opt.rounds = std::stoi(value(i));
+        else if (a == "--latency-rounds")
+          opt.latency_rounds = std::stoi(value(i));
+        else if (a == "--idle")
+          opt.idle_count = std::stoi(value(i));
+        else if (a == "--max-seconds")
+          opt.max_seconds = std::stoi(value(i));
+        else
+          die("run: unknown argument " + a);
       }
-      if (opt.target_text.empty() || opt.sides.empty()) die("run: --target IP:PORT and at least one --side");
-      if (opt.bulk_mib == 0 || opt.bulk_mib > 4096 || opt.rounds < 1 || opt.rounds > 100 || opt.latency_rounds < 1 ||
-          opt.latency_rounds > 100000 || opt.idle_count < 1 || opt.idle_count > 10000 || opt.max_seconds < 1)
-        die("run: a count is out of range (bulk-mib 1-4096, rounds 1-100, latency-rounds 1-100000, idle 1-10000)");
+      if (opt.target_text.empty() || opt.sides.empty())
+        die("run: --target IP:PORT and at least one --side");
+      if (opt.bulk_mib == 0 || opt.bulk_mib > 4096 || opt.rounds < 1 || opt.rounds > 100 ||
+          opt.latency_rounds < 1 || opt.latency_rounds > 100000 || opt.idle_count < 1 ||
+          opt.idle_count > 10000 || opt.max_seconds < 1)
+        die("run: a count is out of range (bulk-mib 1-4096, rounds 1-100, latency-rounds 1-100000, "
+            "idle 1-10000)");
       return run_client(opt);
     }
   } catch (const std::exception& e) {

@@ -16,8 +16,9 @@
 // (under the egress variants) sendto have argument checks, so they run the program on every
 // call.
 //
-//   oarbank-syscall-bench [--rounds=N] [--filters=none,allow,0,2] [--cpu=N] [--benchmark_min_time=S]
-//   oarbank-syscall-bench --only=FILTER [--benchmark_* ...]   one filter, in this process, console output
+//   oarbank-syscall-bench [--rounds=N] [--filters=none,allow,0,2] [--cpu=N]
+//   [--benchmark_min_time=S] oarbank-syscall-bench --only=FILTER [--benchmark_* ...]   one filter,
+//   in this process, console output
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -134,8 +135,11 @@ void BM_openat_devnull_close(benchmark::State& state) {
 BENCHMARK(BM_openat_devnull_close);
 
 // The order the driver runs them in.
-constexpr const char* kBenchmarks[] = {"BM_getppid", "BM_read_devzero_1byte", "BM_ioctl_FIONREAD_pipe",
-                                       "BM_socketpair_unix_close", "BM_sendto_recv_unix_dgram",
+constexpr const char* kBenchmarks[] = {"BM_getppid",
+                                       "BM_read_devzero_1byte",
+                                       "BM_ioctl_FIONREAD_pipe",
+                                       "BM_socketpair_unix_close",
+                                       "BM_sendto_recv_unix_dgram",
                                        "BM_openat_devnull_close"};
 
 // --- Filters. ------------------------------------------------------------------------------
@@ -155,7 +159,8 @@ int parse_filter(const std::string& text) {
       text[1] < '0' + oarbank::seccomp::kVariantCount) {
     return kNotify + (text[1] - '0');
   }
-  if (text.size() == 1 && text[0] >= '0' && text[0] < '0' + oarbank::seccomp::kVariantCount) return text[0] - '0';
+  if (text.size() == 1 && text[0] >= '0' && text[0] < '0' + oarbank::seccomp::kVariantCount)
+    return text[0] - '0';
   std::fprintf(stderr, "syscall-bench: unknown filter %s (none, allow, 0..%d)\n", text.c_str(),
                oarbank::seccomp::kVariantCount - 1);
   std::exit(64);
@@ -200,7 +205,8 @@ void install(int filter) {
     err = oarbank::load_seccomp_filter(oarbank::seccomp::variant_from_index(filter));
   }
   if (err != 0) {
-    std::fprintf(stderr, "syscall-bench: loading filter %s: %s\n", filter_label(filter).c_str(), std::strerror(err));
+    std::fprintf(stderr, "syscall-bench: loading filter %s: %s\n", filter_label(filter).c_str(),
+                 std::strerror(err));
     std::exit(70);
   }
 }
@@ -216,10 +222,12 @@ class PipeReporter : public benchmark::BenchmarkReporter {
     for (const auto& run : runs) {
       if (run.run_type != Run::RT_Iteration) continue;
       char line[256];
-      const int n = std::snprintf(line, sizeof line, "%s\t%.3f\t%.3f\n", run.benchmark_name().c_str(),
-                                  run.error_occurred ? -1.0 : run.GetAdjustedRealTime(),
-                                  run.error_occurred ? -1.0 : run.GetAdjustedCPUTime());
-      if (n > 0 && ::write(fd_, line, static_cast<std::size_t>(n)) < 0) std::perror("syscall-bench: write");
+      const int n =
+          std::snprintf(line, sizeof line, "%s\t%.3f\t%.3f\n", run.benchmark_name().c_str(),
+                        run.error_occurred ? -1.0 : run.GetAdjustedRealTime(),
+                        run.error_occurred ? -1.0 : run.GetAdjustedCPUTime());
+      if (n > 0 && ::write(fd_, line, static_cast<std::size_t>(n)) < 0)
+        std::perror("syscall-bench: write");
     }
   }
 
@@ -277,7 +285,8 @@ class Worker {
   // Runs the benchmark named exactly `name` once in the child; returns ns per iteration.
   Times run(const std::string& name) {
     const std::string request = name + "\n";
-    if (::write(to_, request.data(), request.size()) != static_cast<ssize_t>(request.size())) fail("write");
+    if (::write(to_, request.data(), request.size()) != static_cast<ssize_t>(request.size()))
+      fail("write");
     std::string reply;
     char c = 0;
     for (;;) {
@@ -300,7 +309,8 @@ class Worker {
 
  private:
   [[noreturn]] void fail(const std::string& what) {
-    std::fprintf(stderr, "syscall-bench: filter %s: %s\n", filter_label(filter_).c_str(), what.c_str());
+    std::fprintf(stderr, "syscall-bench: filter %s: %s\n", filter_label(filter_).c_str(),
+                 what.c_str());
     std::exit(1);
   }
 
@@ -376,7 +386,8 @@ int main(int argc, char** argv) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
-    if (::sched_setaffinity(0, sizeof set, &set) != 0) std::perror("syscall-bench: sched_setaffinity");
+    if (::sched_setaffinity(0, sizeof set, &set) != 0)
+      std::perror("syscall-bench: sched_setaffinity");
   }
 
   if (only != -2) {
@@ -387,7 +398,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (rounds < 1 || filters.empty()) return 64;
-  if (filters.front() != kNone) filters.insert(filters.begin(), kNone);  // the baseline is always measured
+  if (filters.front() != kNone)
+    filters.insert(filters.begin(), kNone);  // the baseline is always measured
 
   std::vector<std::string> names;
   for (const char* name : kBenchmarks) names.push_back(name);
@@ -413,13 +425,17 @@ int main(int argc, char** argv) {
 
   auto ratios_to_none = [](const std::vector<double>& values, const std::vector<double>& base) {
     std::vector<double> ratios;
-    for (std::size_t r = 0; r < values.size() && r < base.size(); ++r) ratios.push_back(values[r] / base[r]);
+    for (std::size_t r = 0; r < values.size() && r < base.size(); ++r)
+      ratios.push_back(values[r] / base[r]);
     return ratios;
   };
-  std::printf("syscall-bench: %d rounds; one child per filter, filters alternating per benchmark in a rotating "
-              "order; ns per iteration\n", rounds);
-  std::printf("%-26s %-20s %8s %8s %8s  %-27s %9s  %s\n", "benchmark", "filter", "p10 ns", "median", "p90 ns",
-              "ratio to none [p10, p90]", "delta ns", "CPU-time ratio");
+  std::printf(
+      "syscall-bench: %d rounds; one child per filter, filters alternating per benchmark in a "
+      "rotating "
+      "order; ns per iteration\n",
+      rounds);
+  std::printf("%-26s %-20s %8s %8s %8s  %-27s %9s  %s\n", "benchmark", "filter", "p10 ns", "median",
+              "p90 ns", "ratio to none [p10, p90]", "delta ns", "CPU-time ratio");
   for (const auto& name : names) {
     for (std::size_t k = 0; k < n; ++k) {
       const auto& times = real[k][name];
@@ -427,8 +443,9 @@ int main(int argc, char** argv) {
       std::vector<double> deltas;
       for (std::size_t r = 0; r < times.size(); ++r) deltas.push_back(times[r] - real[0][name][r]);
       std::printf("%-26s %-20s %8.1f %8.1f %8.1f  %.4f [%.4f, %.4f]  %+9.1f  %.4f\n", name.c_str(),
-                  filter_label(filters[k]).c_str(), quantile(times, 0.1), quantile(times, 0.5), quantile(times, 0.9),
-                  quantile(ratios, 0.5), quantile(ratios, 0.1), quantile(ratios, 0.9), quantile(deltas, 0.5),
+                  filter_label(filters[k]).c_str(), quantile(times, 0.1), quantile(times, 0.5),
+                  quantile(times, 0.9), quantile(ratios, 0.5), quantile(ratios, 0.1),
+                  quantile(ratios, 0.9), quantile(deltas, 0.5),
                   quantile(ratios_to_none(cpu_time[k][name], cpu_time[0][name]), 0.5));
     }
   }

@@ -195,7 +195,8 @@ bool step_seccomp(LaunchState& state) {
   if (launch_test_skips(LaunchStep::Seccomp)) return true;
   // Under sandbox-run the notifying program's listener goes to the supervisor over the status
   // channel (a socket pair there); -1: the errno program, no listener.
-  if (int err = load_seccomp_filter(state.plan.filter, state.plan.seccomp_notify ? g_status_fd : -1);
+  if (int err =
+          load_seccomp_filter(state.plan.filter, state.plan.seccomp_notify ? g_status_fd : -1);
       err != 0) {
     return fail(state, "seccomp(SECCOMP_SET_MODE_FILTER, " + state.plan.filter.name() + ")", err);
   }

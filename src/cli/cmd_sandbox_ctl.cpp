@@ -121,8 +121,8 @@ int list_leases(const NodeConfig& config) {
       const std::string obstacle = reclaim_obstacle(lease, now, days);
       reclaim = obstacle.empty() ? "yes" : "no: " + obstacle;
     }
-    rows.push_back({lease.id, std::to_string(lease.uid), age_text(now - lease.last_run) + " ago",
-                    reclaim});
+    rows.push_back(
+        {lease.id, std::to_string(lease.uid), age_text(now - lease.last_run) + " ago", reclaim});
   }
   std::array<std::size_t, 4> width{};
   for (const auto& row : rows) {
@@ -151,8 +151,9 @@ int run_sandbox_ctl(const CtlArgs& options) {
         return list_leases(config);
       }
       if (options.id.empty()) {
-        throw Error(ErrorKind::Usage, "usage: reclaim needs the module's id (sandbox-ctl reclaim "
-                                      "ID; sandbox-ctl leases shows them)");
+        throw Error(ErrorKind::Usage,
+                    "usage: reclaim needs the module's id (sandbox-ctl reclaim "
+                    "ID; sandbox-ctl leases shows them)");
       }
       const std::uint32_t days = config.module_users ? config.module_users->reclaim_after_days
                                                      : ModuleUserRange{}.reclaim_after_days;

@@ -47,7 +47,8 @@ int run_sandbox_exec(const ExecArgs& options) {
       throw Error(ErrorKind::Usage, std::string("usage: ") + kNoCommand);
     }
     if (options.argv.empty()) throw Error(ErrorKind::Usage, std::string("usage: ") + kNoCommand);
-    const LaunchRequest request = make_launch_request(options.argv, options.setenv, options.keep_fds);
+    const LaunchRequest request =
+        make_launch_request(options.argv, options.setenv, options.keep_fds);
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
     // Probe only what this policy's rows depend on: the launch path stays short.

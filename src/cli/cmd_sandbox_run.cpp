@@ -91,7 +91,8 @@ int run_sandbox_run(const RunArgs& options) {
     // Issue 14: what the sandbox refused, on stderr when the module failed (or --denials), and
     // in --result (docs/denials.md).
     const RunDenials* denials = run.denials();
-    if (denials != nullptr) report_denials(kCommand, *denials, result.exit_code != 0 || options.denials);
+    if (denials != nullptr)
+      report_denials(kCommand, *denials, result.exit_code != 0 || options.denials);
     if (options.result_path) {
       const std::string json = run.result_json(result);
       write_result_file(result_fd.get(), *options.result_path,

@@ -184,8 +184,7 @@ Runner add_sandbox_ctl(CLI::App& app) {
       "Examples:\n"
       "  oarbank-agent sandbox-ctl list\n"
       "  oarbank-agent sandbox-ctl freeze fetch-1\n");
-  sub->add_option("action", options->action,
-                  "freeze, thaw, kill, status, list, leases or reclaim")
+  sub->add_option("action", options->action, "freeze, thaw, kill, status, list, leases or reclaim")
       ->required()
       ->check(CLI::IsMember({"freeze", "thaw", "kill", "status", "list", "leases", "reclaim"}));
   sub->add_option("id", options->id, "The module's id (sandbox-run --id); none for list");

@@ -132,8 +132,8 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
           range.reclaim_after_days =
               static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 36500));
         } else {
-          r.fail(sub, "unknown field" +
-                          did_you_mean(field, {"first", "last", "reclaim_after_days"}));
+          r.fail(sub,
+                 "unknown field" + did_you_mean(field, {"first", "last", "reclaim_after_days"}));
         }
       }
       if (range.last < range.first) {
@@ -214,10 +214,10 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
         }
       }
     } else if (key == "landlock_abi_max") {
-      config.landlock_abi_max = value.is_null()
-                                    ? std::nullopt
-                                    : std::optional(static_cast<int>(r.unsigned_int(
-                                          value, pointer, 0, landlock::number(landlock::kNewestKnownAbi))));
+      config.landlock_abi_max =
+          value.is_null() ? std::nullopt
+                          : std::optional(static_cast<int>(r.unsigned_int(
+                                value, pointer, 0, landlock::number(landlock::kNewestKnownAbi))));
     } else if (key == "writable_roots") {
       if (!value.is_array()) r.fail(pointer, "must be a list of absolute paths");
       config.writable_roots.clear();

@@ -241,8 +241,8 @@ CapabilityVerdict own_user_row(const CapabilityEntry& entry, const KernelFeature
 }
 
 // Issue 14: the filter's refusals named by sandbox-run's supervisor (docs/denials.md).
-CapabilityVerdict denials_syscalls_row(const CapabilityEntry& entry,
-                                       const KernelFeatures& features, const NodeConfig&) {
+CapabilityVerdict denials_syscalls_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                                       const NodeConfig&) {
   if (!features.seccomp_filter || !features.seccomp_user_notif) {
     return {entry.row, CapabilityStatus::Unavailable,
             "needs seccomp user notification (Linux 5.0); this kernel has none: refusals stay "
@@ -273,8 +273,8 @@ CapabilityVerdict audit_denials_row(const CapabilityEntry& entry, const KernelFe
             "audit is disabled on this node (denial_audit: \"enable\" would turn it on)"};
   }
   return {entry.row, CapabilityStatus::Enforced,
-          std::string(entry.reason) +
-              (features.audit_enabled == 0 ? "; audit is off and sandbox-run turns it on "
+          std::string(entry.reason) + (features.audit_enabled == 0
+                                           ? "; audit is off and sandbox-run turns it on "
                                              "(denial_audit: \"enable\")"
                                            : "")};
 }

@@ -16,6 +16,8 @@ std::optional<std::string> module_id_problem(std::string_view id) {
   return std::nullopt;
 }
 
-std::string leaf_name_for(std::string_view id) { return std::string(kLeafPrefix) + std::string(id); }
+std::string leaf_name_for(std::string_view id) {
+  return std::string(kLeafPrefix) + std::string(id);
+}
 
 }  // namespace oarbank

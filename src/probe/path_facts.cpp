@@ -97,8 +97,9 @@ void OpenedPaths::open_writable(const std::vector<std::string>& paths, uid_t mod
     auto judge = [&](int fd, const std::string& component, bool last) {
       struct stat st {};
       if (::fstat(fd, &st) != 0) refuse("fstat " + component + ": " + errno_text(errno));
-      if (auto problem = writable_path_problem(component, PathOwnership{st.st_uid, st.st_mode, st.st_nlink},
-                                               last, path, module_uid)) {
+      if (auto problem =
+              writable_path_problem(component, PathOwnership{st.st_uid, st.st_mode, st.st_nlink},
+                                    last, path, module_uid)) {
         refuse(*problem);
       }
       return st;

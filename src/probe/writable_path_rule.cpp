@@ -45,9 +45,10 @@ std::optional<std::string> writable_path_problem(const std::string& component,
   // link a file of the operator's (or root's) at the path a policy names, and the module would
   // write through it.
   if (is_writable_path && S_ISREG(owner.mode) && owner.links > 1) {
-    return fmt::format("{} has {} names (hard links; owner uid {}, mode {:04o}); a writable file "
-                       "must have one name",
-                       component, owner.links, owner.uid, mode);
+    return fmt::format(
+        "{} has {} names (hard links; owner uid {}, mode {:04o}); a writable file "
+        "must have one name",
+        component, owner.links, owner.uid, mode);
   }
   if (owner.uid != 0 && owner.uid != module_uid) {
     return fmt::format("{} is owned by uid {} (mode {:04o}); {}", where(component, writable_path),

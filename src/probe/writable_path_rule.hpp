@@ -20,7 +20,7 @@ namespace oarbank {
 
 struct PathOwnership {
   uid_t uid = 0;
-  mode_t mode = 0;  // st_mode: type and permission bits
+  mode_t mode = 0;    // st_mode: type and permission bits
   nlink_t links = 1;  // st_nlink: a writable file with another name may be someone else's file
 };
 

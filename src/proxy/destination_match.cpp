@@ -25,7 +25,6 @@ bool numeric_label(std::string_view label) {
   return true;
 }
 
-
 bool parse_port(std::string_view text, std::uint16_t& port) {
   if (text.empty() || text.size() > 5 || text[0] == '0') return false;
   unsigned value = 0;

@@ -14,7 +14,8 @@ std::string shown(const std::optional<T>& value) {
 
 std::optional<std::string> exec_verification_problem(const ProcStatus& status,
                                                      const ExecExpectation& expected) {
-  if (status.no_new_privs != 1) return "NoNewPrivs: " + shown(status.no_new_privs) + " (expected 1)";
+  if (status.no_new_privs != 1)
+    return "NoNewPrivs: " + shown(status.no_new_privs) + " (expected 1)";
   // 2 is SECCOMP_MODE_FILTER; 1 (strict) is not what the launcher sets either.
   if (status.seccomp != 2) return "Seccomp: " + shown(status.seccomp) + " (expected 2)";
   if (!status.seccomp_filters || *status.seccomp_filters <= expected.inherited_seccomp_filters) {
@@ -24,8 +25,8 @@ std::optional<std::string> exec_verification_problem(const ProcStatus& status,
   for (auto uid : {status.real_uid, status.effective_uid, status.saved_uid, status.fs_uid}) {
     if (uid != expected.uid) {
       return fmt::format("Uid: {} {} {} {} (expected {})", shown(status.real_uid),
-                         shown(status.effective_uid), shown(status.saved_uid),
-                         shown(status.fs_uid), expected.uid);
+                         shown(status.effective_uid), shown(status.saved_uid), shown(status.fs_uid),
+                         expected.uid);
     }
   }
   if (status.real_gid != expected.gid || status.effective_gid != expected.gid) {
@@ -33,8 +34,11 @@ std::optional<std::string> exec_verification_problem(const ProcStatus& status,
                        shown(status.effective_gid), expected.gid);
   }
   const std::pair<const char*, const std::optional<std::uint64_t>*> sets[] = {
-      {"CapInh", &status.cap_inh}, {"CapPrm", &status.cap_prm}, {"CapEff", &status.cap_eff},
-      {"CapAmb", &status.cap_amb}, {"CapBnd", &status.cap_bnd}};
+      {"CapInh", &status.cap_inh},
+      {"CapPrm", &status.cap_prm},
+      {"CapEff", &status.cap_eff},
+      {"CapAmb", &status.cap_amb},
+      {"CapBnd", &status.cap_bnd}};
   for (const auto& [name, value] : sets) {
     if (!expected.privileged_launch && std::string_view(name) == "CapBnd") continue;
     if (*value != std::uint64_t{0}) {

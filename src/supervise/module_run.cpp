@@ -1,5 +1,4 @@
 #include "supervise/module_run.hpp"
-#include "plan/denial_advice.hpp"
 
 #include <limits.h>
 #include <sys/random.h>
@@ -14,6 +13,7 @@
 #include "apply/module_mounts.hpp"
 #include "apply/prepared_exec.hpp"
 #include "plan/cgroup_limits.hpp"
+#include "plan/denial_advice.hpp"
 #include "plan/launch_steps.hpp"
 #include "plan/protected_paths.hpp"
 #include "policy/module_id.hpp"
@@ -412,8 +412,8 @@ void ModuleRun::make_directories() {
   if (policy.work) writable.push_back(*policy.work);
   writable.insert(writable.end(), policy.data.begin(), policy.data.end());
   if (policy.temp) writable.push_back(*policy.temp);
-  auto created = make_writable_dirs(writable, request_.config.writable_roots, module_uid_,
-                                    module_gid_, root_);
+  auto created =
+      make_writable_dirs(writable, request_.config.writable_roots, module_uid_, module_gid_, root_);
   if (created.empty()) return;
   directories_ = held_.push(LaunchStep::Directories,
                             [created = std::move(created)] { remove_created_dirs(created); });

@@ -131,7 +131,7 @@ class ModuleRun {
   } child_;
   bool own_mounts_ = false;  // issue 12: the module's own mount namespace (root, module_mounts)
   UniqueFd devpts_;          // its devpts instance, detached until the child attaches it
-  ReleaseStack held_;  // last: released before the members its releases use are destroyed
+  ReleaseStack held_;        // last: released before the members its releases use are destroyed
 };
 
 }  // namespace oarbank

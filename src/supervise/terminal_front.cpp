@@ -179,8 +179,7 @@ class Front {
       to_operator_.clear();
       return;
     }
-    if (to_operator_.drain_to(output_, kOutputChunk) < 0 && errno != EINTR &&
-        errno != EAGAIN) {
+    if (to_operator_.drain_to(output_, kOutputChunk) < 0 && errno != EINTR && errno != EAGAIN) {
       output_fd_ok_ = false;  // hung up: what the module writes now goes nowhere
       to_operator_.clear();
     }
@@ -249,15 +248,14 @@ class Front {
       return;  // continued: the SIGCONT is read (and the terminal set up) on the next step
     }
     const bool read_input = foreground() && !input_paused_ && !input_ended_ && !to_module_.full();
-    pollfd fds[5] = {
-        {signals_, POLLIN, 0},
-        {control_, POLLIN, 0},
-        {master_open_ ? master_ : -1,
-         static_cast<short>((to_operator_.full() ? 0 : POLLIN) |
-                            (to_module_.empty() ? 0 : POLLOUT)),
-         0},
-        {read_input ? 0 : -1, POLLIN, 0},
-        {output_fd_ok_ && !to_operator_.empty() ? output_ : -1, POLLOUT, 0}};
+    pollfd fds[5] = {{signals_, POLLIN, 0},
+                     {control_, POLLIN, 0},
+                     {master_open_ ? master_ : -1,
+                      static_cast<short>((to_operator_.full() ? 0 : POLLIN) |
+                                         (to_module_.empty() ? 0 : POLLOUT)),
+                      0},
+                     {read_input ? 0 : -1, POLLIN, 0},
+                     {output_fd_ok_ && !to_operator_.empty() ? output_ : -1, POLLOUT, 0}};
     if (::poll(fds, 5, timeout_ms) < 0) return;
     if (fds[0].revents != 0) on_signals();
     if (fds[1].revents != 0) on_control();

@@ -60,7 +60,8 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
         struct stat existing {};
         if (::fstat(fd, &existing) != 0) fail("fstat " + component, errno);
         if (auto problem = writable_path_problem(
-                component, PathOwnership{existing.st_uid, existing.st_mode, existing.st_nlink}, last, dir, uid)) {
+                component, PathOwnership{existing.st_uid, existing.st_mode, existing.st_nlink},
+                last, dir, uid)) {
           throw step_error(LaunchStep::Directories, *problem);
         }
       };

@@ -140,11 +140,12 @@ TEST_P(Descriptors, InheritedDescriptorsDoNotReachTheModule) {
   // inet socket seccomp would refuse to create under net none.
   const int file = leak(::open(tree.path("outside/secret.txt").c_str(), O_RDONLY));
   const int sock = leak(::socket(AF_INET, SOCK_STREAM, 0));
-  expect_probes(base_policy(), {
-      {{"open-fds"}, "0 1 2"},  // first: the payload has opened nothing yet
-      {{"fd-open", std::to_string(file)}, "closed"},
-      {{"fd-open", std::to_string(sock)}, "closed"},
-  });
+  expect_probes(base_policy(),
+                {
+                    {{"open-fds"}, "0 1 2"},  // first: the payload has opened nothing yet
+                    {{"fd-open", std::to_string(file)}, "closed"},
+                    {{"fd-open", std::to_string(sock)}, "closed"},
+                });
 }
 
 TEST_P(Descriptors, KeepFdPassesTheNamedDescriptorOnly) {
@@ -154,20 +155,23 @@ TEST_P(Descriptors, KeepFdPassesTheNamedDescriptorOnly) {
   o.keep_fds = {file};
   // The caller chose to hand it over, so the module can use it although Landlock refuses
   // the path itself.
-  expect_probes(base_policy(), {
-      {{"open-fds"}, "0 1 2 " + std::to_string(file)},
-      {{"fd-open", std::to_string(other)}, "closed"},
-      {{"read-fd", std::to_string(file)}, "secret"},
-      {{"read", tree.path("outside/secret.txt")}, "errno EACCES"},
-  }, o);
+  expect_probes(base_policy(),
+                {
+                    {{"open-fds"}, "0 1 2 " + std::to_string(file)},
+                    {{"fd-open", std::to_string(other)}, "closed"},
+                    {{"read-fd", std::to_string(file)}, "secret"},
+                    {{"read", tree.path("outside/secret.txt")}, "errno EACCES"},
+                },
+                o);
 }
 
 TEST_P(Descriptors, ClosedStandardDescriptorsAreNotReusedForSecrets) {
   // The module always gets 0, 1 and 2, even when its caller closed one.
   // The launcher is started through a shell that closes fd 0 for it.
   const std::string policy_file = tree.write_json("policy-closed0.json", base_policy());
-  RunResult r = run_command({"/bin/sh", "-c", "exec \"$0\" \"$@\" 0<&-", OARBANK_AGENT_BINARY, "sandbox-exec",
-                             "--config", config_path, policy_file, "--", tree.probe(), "open-fds"});
+  RunResult r =
+      run_command({"/bin/sh", "-c", "exec \"$0\" \"$@\" 0<&-", OARBANK_AGENT_BINARY, "sandbox-exec",
+                   "--config", config_path, policy_file, "--", tree.probe(), "open-fds"});
   EXPECT_TRUE(r.exited(0)) << r.describe();
   EXPECT_EQ(r.out_line(), "0 1 2") << r.describe();
 }
@@ -188,22 +192,26 @@ TEST_P(Terminal, TiocstiRefusedOnInheritedControllingTerminal) {
   EXPECT_NE(control.out_line(), "errno EPERM") << "control run: " << control.describe();
   LaunchOptions o;
   o.run = run;
-  expect_probes(base_policy(), {
-      {{"tiocsti", "0"}, "errno EPERM"},
-      {{"tiocsti-high-bits", "0"}, "errno EPERM"},
-      {{"tiocgwinsz", "0"}, "ok"},  // other terminal ioctls stay
-  }, o);
+  expect_probes(base_policy(),
+                {
+                    {{"tiocsti", "0"}, "errno EPERM"},
+                    {{"tiocsti-high-bits", "0"}, "errno EPERM"},
+                    {{"tiocgwinsz", "0"}, "ok"},  // other terminal ioctls stay
+                },
+                o);
 }
 
 TEST_P(Terminal, TiocstiRefusedOnInheritedTerminalDescriptor) {
   Pty pty;
   LaunchOptions o;
   o.run.stdin_fd = pty.slave();
-  expect_probes(base_policy(), {
-      {{"tiocsti", "0"}, "errno EPERM"},
-      {{"tiocsti-high-bits", "0"}, "errno EPERM"},
-      {{"tiocgwinsz", "0"}, "ok"},
-  }, o);
+  expect_probes(base_policy(),
+                {
+                    {{"tiocsti", "0"}, "errno EPERM"},
+                    {{"tiocsti-high-bits", "0"}, "errno EPERM"},
+                    {{"tiocgwinsz", "0"}, "ok"},
+                },
+                o);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -226,10 +234,10 @@ class Environment : public CapTest {
 TEST_P(Environment, NetNoneIsCleanAndLeaksNothing) {
   // The launcher's caller holds SECRET_TOKEN, hostile proxies, TMPDIR, LD_LIBRARY_PATH...
   expect_probes(base_policy(), {
-      {{"environ"}, lines(defaults())},
-      {{"env", "SECRET_TOKEN"}, "(unset)"},
-      {{"cwd"}, tree.path("work")},
-  });
+                                   {{"environ"}, lines(defaults())},
+                                   {{"env", "SECRET_TOKEN"}, "(unset)"},
+                                   {{"cwd"}, tree.path("work")},
+                               });
 }
 
 TEST_P(Environment, BrokerGrantSetsOarbankBroker) {
@@ -249,15 +257,16 @@ TEST_P(Environment, EgressAllowlistSetsProxiesButNoNoProxyOrAllProxy) {
 TEST_P(Environment, HomeAndTmpdirFollowThePolicy) {
   auto no_temp = base_policy();
   no_temp.erase("temp");
-  EXPECT_EQ(probe(no_temp, {"environ"}),
-            lines({"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + tree.path("work")}));
+  EXPECT_EQ(probe(no_temp, {"environ"}), lines({"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
+                                                "HOME=" + tree.path("work")}));
   auto no_work = base_policy();
   no_work.erase("work");
   expect_probes(no_work, {
-      {{"environ"}, lines({"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + tree.path("temp"),
-                           "TMPDIR=" + tree.path("temp")})},
-      {{"cwd"}, tree.path("temp")},
-  });
+                             {{"environ"},
+                              lines({"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
+                                     "HOME=" + tree.path("temp"), "TMPDIR=" + tree.path("temp")})},
+                             {{"cwd"}, tree.path("temp")},
+                         });
 }
 
 TEST_P(Environment, SetenvAddsButCannotOverrideWhatTheSandboxSets) {
@@ -268,7 +277,8 @@ TEST_P(Environment, SetenvAddsButCannotOverrideWhatTheSandboxSets) {
   env.push_back("PATH=/usr/bin");
   env.push_back("FOO=bar");
   EXPECT_EQ(probe(base_policy(), {"environ"}, o), lines(env));
-  for (const char* refused : {"TMPDIR=/x", "NO_PROXY=*", "no_proxy=*", "ALL_PROXY=x", "all_proxy=x"}) {
+  for (const char* refused :
+       {"TMPDIR=/x", "NO_PROXY=*", "no_proxy=*", "ALL_PROXY=x", "all_proxy=x"}) {
     SCOPED_TRACE(refused);
     LaunchOptions bad;
     bad.setenv = {refused};

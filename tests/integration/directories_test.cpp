@@ -314,16 +314,23 @@ TEST_F(Directories, SandboxCheckSaysWhatSandboxRunWillCreate) {
   p["work"] = tree.path("jobs/11/work");
   p["data"] = {tree.path("data0"), tree.path("jobs/11/in")};
   const std::string file = tree.write_json("will-be-created.json", p);
-  RunOptions o{.env = launcher_environment(), .stdin_fd = {}, .controlling_terminal = false, .user = {}, .timeout = 10s};
+  RunOptions o{.env = launcher_environment(),
+               .stdin_fd = {},
+               .controlling_terminal = false,
+               .user = {},
+               .timeout = 10s};
   auto created_line = [&](const std::string& pointer, const std::string& path) {
     return "policy " + pointer + ": " + path +
-           " will be created by sandbox-run (below the writable root /tmp), owned by the module user (uid " +
+           " will be created by sandbox-run (below the writable root /tmp), owned by the module "
+           "user (uid " +
            std::to_string(module_uid()) + "); a bare sandbox-exec needs it made first\n";
   };
-  RunResult check = run_command({OARBANK_AGENT_BINARY, "sandbox-check", "--config", config_path, file}, o);
+  RunResult check =
+      run_command({OARBANK_AGENT_BINARY, "sandbox-check", "--config", config_path, file}, o);
   EXPECT_TRUE(check.exited(0)) << check.describe();
   EXPECT_EQ(check.out, created_line("/work", tree.path("jobs/11/work")) +
-                           created_line("/data/1", tree.path("jobs/11/in")) + "this node can run " + file + "\n");
+                           created_line("/data/1", tree.path("jobs/11/in")) + "this node can run " +
+                           file + "\n");
   EXPECT_EQ(check.err, "");
   EXPECT_FALSE(exists(tree.path("jobs/11"))) << "sandbox-check made something";
   // From standard input, the same answer.
@@ -344,11 +351,13 @@ TEST_F(Directories, SandboxCheckSaysWhatSandboxRunWillCreate) {
   p["work"] = outside;
   p["data"] = {tree.path("data0")};
   check = run_command({OARBANK_AGENT_BINARY, "sandbox-check", "--config", config_path,
-                       tree.write_json("outside-check.json", p)}, o);
+                       tree.write_json("outside-check.json", p)},
+                      o);
   EXPECT_TRUE(check.exited(70)) << check.describe();
-  EXPECT_EQ(check.err, "oarbank-agent sandbox-check: policy /work: " + outside +
-                           " does not exist on this node, and sandbox-run creates missing directories only "
-                           "below the node's writable_roots (/var/lib/oarbank, /tmp)\n");
+  EXPECT_EQ(check.err,
+            "oarbank-agent sandbox-check: policy /work: " + outside +
+                " does not exist on this node, and sandbox-run creates missing directories only "
+                "below the node's writable_roots (/var/lib/oarbank, /tmp)\n");
   expect_run_refused(run({}, p, {"true"}), 70, {outside, "writable_roots"});
 }
 

@@ -40,7 +40,8 @@ class Usage : public LauncherExit {};
 
 TEST_F(Usage, NoArgvIsUsageError) {
   const std::string policy = tree.write_json("p.json", base_policy());
-  expect_launcher_failure(agent({"sandbox-exec", "--config", config_path, policy}), 64, {"no command after --"});
+  expect_launcher_failure(agent({"sandbox-exec", "--config", config_path, policy}), 64,
+                          {"no command after --"});
   expect_launcher_failure(agent({"sandbox-exec", "--config", config_path, policy, "--"}), 64,
                           {"no command after --"});
 }
@@ -54,8 +55,9 @@ TEST_F(Usage, NoPolicyIsUsageError) {
 
 TEST_F(Usage, UnknownOptionIsUsageError) {
   const std::string policy = tree.write_json("p.json", base_policy());
-  expect_launcher_failure(agent({"sandbox-exec", "--bogus", policy, "--", tree.probe(), "write", marker()}), 64,
-                          {"--bogus"});
+  expect_launcher_failure(
+      agent({"sandbox-exec", "--bogus", policy, "--", tree.probe(), "write", marker()}), 64,
+      {"--bogus"});
   expect_nothing_ran();
   RunResult r = agent({"no-such-command"});
   EXPECT_TRUE(r.exited(64)) << r.describe();
@@ -72,7 +74,8 @@ TEST_F(Usage, UnknownNamesGetTheClosestKnownOne) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"sandbox-rnu", policy, "--", tree.probe(), "write", marker()},
        "oarbank-agent: usage: unknown sub-command \"sandbox-rnu\"; did you mean "
-       "\"sandbox-run\"? " + commands},
+       "\"sandbox-run\"? " +
+           commands},
       {{"frobnicate"}, "oarbank-agent: usage: unknown sub-command \"frobnicate\" " + commands},
       {{"sandbox-run", "--timout", "5", policy, "--", tree.probe(), "write", marker()},
        "oarbank-agent sandbox-run: usage: unknown option --timout; did you mean \"--timeout\"? "
@@ -83,9 +86,11 @@ TEST_F(Usage, UnknownNamesGetTheClosestKnownOne) {
       {{"sandbox-check", "--confg=" + config_path, policy},
        "oarbank-agent sandbox-check: usage: unknown option --confg; did you mean \"--config\"? "
        "(see --help)"},
-      {{"--verison"}, "oarbank-agent: usage: unknown option --verison; did you mean \"--version\"? (see --help)"},
+      {{"--verison"},
+       "oarbank-agent: usage: unknown option --verison; did you mean \"--version\"? (see --help)"},
       {{"help", "sandbox-rnu"},
-       "oarbank-agent: usage: help takes one sub-command: egress-proxy, sandbox-check, sandbox-ctl, "
+       "oarbank-agent: usage: help takes one sub-command: egress-proxy, sandbox-check, "
+       "sandbox-ctl, "
        "sandbox-exec, sandbox-report, sandbox-run; did you mean \"sandbox-run\"?"},
   };
   for (const auto& [args, line] : cases) {
@@ -97,13 +102,17 @@ TEST_F(Usage, UnknownNamesGetTheClosestKnownOne) {
   }
   expect_nothing_ran();
   // A policy field and a configuration key.
-  const std::string near_egress = tree.write_text("near-egress.json", "{\"bundle\": \"" + tree.path("bundle") + "\", \"egres\": []}");
-  RunResult r = agent({"sandbox-exec", "--config", config_path, near_egress, "--", tree.probe(), "write", marker()});
+  const std::string near_egress = tree.write_text(
+      "near-egress.json", "{\"bundle\": \"" + tree.path("bundle") + "\", \"egres\": []}");
+  RunResult r = agent({"sandbox-exec", "--config", config_path, near_egress, "--", tree.probe(),
+                       "write", marker()});
   EXPECT_TRUE(r.exited(64)) << r.describe();
   EXPECT_EQ(r.err, "oarbank-agent sandbox-exec: invalid policy " + near_egress +
                        ": /egres: unknown field; did you mean \"egress\"?\n");
-  const std::string near_listen = tree.write_text("near-listen.json", R"({"proxy_listn": "127.0.0.1:3128"})");
-  r = agent({"sandbox-exec", "--config", near_listen, policy, "--", tree.probe(), "write", marker()});
+  const std::string near_listen =
+      tree.write_text("near-listen.json", R"({"proxy_listn": "127.0.0.1:3128"})");
+  r = agent(
+      {"sandbox-exec", "--config", near_listen, policy, "--", tree.probe(), "write", marker()});
   EXPECT_TRUE(r.exited(78)) << r.describe();
   EXPECT_EQ(r.err, "oarbank-agent sandbox-exec: configuration " + near_listen +
                        ": /proxy_listn: unknown key; did you mean \"proxy_listen\"?\n");
@@ -114,7 +123,9 @@ TEST_F(Usage, UnknownNamesGetTheClosestKnownOne) {
 TEST_F(Usage, HelpAndVersionAreAnswered) {
   RunResult r = agent({"--version"});
   EXPECT_TRUE(r.exited(0)) << r.describe();
-  EXPECT_TRUE(std::regex_match(r.out, std::regex(R"(oarbank-agent \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,40}(-dirty)?|unknown)\)\n)")))
+  EXPECT_TRUE(std::regex_match(
+      r.out,
+      std::regex(R"(oarbank-agent \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,40}(-dirty)?|unknown)\)\n)")))
       << r.out;
   EXPECT_EQ(r.err, "");
   r = agent({"help"});
@@ -159,7 +170,9 @@ TEST_F(Usage, EachSubCommandsHelpShowsItsUsageAndTwoExamples) {
     ASSERT_NE(usage_at, std::string::npos) << r.out;
     EXPECT_NE(r.out.find(line, usage_at), std::string::npos) << r.out;
     if (line.starts_with("POLICY")) {
-      EXPECT_NE(r.out.find("POLICY.json is a file (- reads it from standard input)"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("POLICY.json is a file (- reads it from standard input)"),
+                std::string::npos)
+          << r.out;
     }
     const auto examples = r.out.find("Examples:\n");
     ASSERT_NE(examples, std::string::npos) << r.out;
@@ -174,9 +187,11 @@ TEST_F(Usage, EachSubCommandsHelpShowsItsUsageAndTwoExamples) {
 
 TEST_F(Usage, OptionsAfterDoubleDashBelongToTheModule) {
   const std::string policy = tree.write_json("p.json", base_policy());
-  RunResult r = agent({"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "env", "--explain"});
+  RunResult r = agent(
+      {"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "env", "--explain"});
   EXPECT_TRUE(r.exited(0)) << r.describe();
-  EXPECT_EQ(r.out, "(unset)\n") << r.describe();  // the payload ran and saw "--explain" as its argument
+  EXPECT_EQ(r.out, "(unset)\n")
+      << r.describe();  // the payload ran and saw "--explain" as its argument
 }
 
 // DEFECT (reported): the page's syntax is `sandbox-exec POLICY.json -- argv`, but without the
@@ -185,10 +200,12 @@ TEST_F(Usage, OptionsAfterDoubleDashBelongToTheModule) {
 // the module; "--setenv", "--keep-fd" and "--config" are taken likewise).
 TEST_F(Usage, ArgvWithoutDoubleDashIsUsageError) {
   const std::string policy = tree.write_json("p.json", base_policy());
-  expect_launcher_failure(agent({"sandbox-exec", "--config", config_path, policy, tree.probe(), "write", marker()}),
-                          64, {"--"});
-  expect_launcher_failure(agent({"sandbox-exec", "--config", config_path, policy, tree.probe(), "--explain"}), 64,
-                          {"--"});
+  expect_launcher_failure(
+      agent({"sandbox-exec", "--config", config_path, policy, tree.probe(), "write", marker()}), 64,
+      {"--"});
+  expect_launcher_failure(
+      agent({"sandbox-exec", "--config", config_path, policy, tree.probe(), "--explain"}), 64,
+      {"--"});
   expect_nothing_ran();
 }
 
@@ -196,9 +213,9 @@ TEST_F(Usage, BadKeepFdIsUsageError) {
   const std::string policy = tree.write_json("p.json", base_policy());
   for (const char* fd : {"0", "1", "2", "900", "-1", "x"}) {
     SCOPED_TRACE(fd);
-    expect_launcher_failure(
-        agent({"sandbox-exec", "--config", config_path, "--keep-fd", fd, policy, "--", tree.probe(), "write", marker()}),
-        64, {"--keep-fd"});
+    expect_launcher_failure(agent({"sandbox-exec", "--config", config_path, "--keep-fd", fd, policy,
+                                   "--", tree.probe(), "write", marker()}),
+                            64, {"--keep-fd"});
   }
   expect_nothing_ran();
 }
@@ -207,9 +224,9 @@ TEST_F(Usage, BadSetenvIsUsageError) {
   const std::string policy = tree.write_json("p.json", base_policy());
   for (const char* entry : {"NOEQUALS", "=value", "HOME"}) {
     SCOPED_TRACE(entry);
-    expect_launcher_failure(
-        agent({"sandbox-exec", "--config", config_path, "--setenv", entry, policy, "--", tree.probe(), "write", marker()}),
-        64, {"--setenv"});
+    expect_launcher_failure(agent({"sandbox-exec", "--config", config_path, "--setenv", entry,
+                                   policy, "--", tree.probe(), "write", marker()}),
+                            64, {"--setenv"});
   }
   expect_nothing_ran();
 }
@@ -235,7 +252,8 @@ TEST_F(InvalidPolicy, NamesTheJsonPointer) {
       {"{" + good + ", \"work\": 7}", "/work: "},
       {"{" + good + ", \"net\": \"wifi\"}", "/net: "},
       {"{" + good + ", \"egress\": [\"api.example.com:443\"]}", "/egress: "},
-      {"{" + good + ", \"net\": \"egress-allowlist\", \"egress\": [\"api.example.com:443\", \"no-port\"]}",
+      {"{" + good +
+           ", \"net\": \"egress-allowlist\", \"egress\": [\"api.example.com:443\", \"no-port\"]}",
        "/egress/1: "},
       {"{" + good + ", \"devices\": {\"gpu\": \"all\"}}", "/devices/gpu: "},
       {"{" + good + ", \"reservations\": {\"memory\": \"lots\"}}", "/reservations/memory: "},
@@ -248,7 +266,8 @@ TEST_F(InvalidPolicy, NamesTheJsonPointer) {
   for (std::size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].text);
     const std::string policy = tree.write_text("bad-" + std::to_string(i) + ".json", cases[i].text);
-    RunResult r = agent({"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "write", marker()});
+    RunResult r = agent(
+        {"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "write", marker()});
     expect_launcher_failure(r, 64, {"invalid policy " + policy + ": " + cases[i].pointer});
   }
   expect_nothing_ran();
@@ -271,10 +290,13 @@ TEST_F(InvalidPolicy, UrlsCommentsAndTrailingCommasAreNamedForWhatTheyAre) {
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].first);
-    const std::string policy = tree.write_text("wrong-way-" + std::to_string(i) + ".json", cases[i].first);
-    RunResult r = agent({"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "write", marker()});
+    const std::string policy =
+        tree.write_text("wrong-way-" + std::to_string(i) + ".json", cases[i].first);
+    RunResult r = agent(
+        {"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "write", marker()});
     expect_launcher_failure(r, 64, {});
-    EXPECT_EQ(r.err, "oarbank-agent sandbox-exec: invalid policy " + policy + ": " + cases[i].second + "\n");
+    EXPECT_EQ(r.err, "oarbank-agent sandbox-exec: invalid policy " + policy + ": " +
+                         cases[i].second + "\n");
   }
   expect_nothing_ran();
 }
@@ -282,10 +304,12 @@ TEST_F(InvalidPolicy, UrlsCommentsAndTrailingCommasAreNamedForWhatTheyAre) {
 // Issue 16: "-" reads the policy from standard input, for sandbox-exec as for the others.
 TEST_F(InvalidPolicy, PolicyFromStandardInput) {
   auto from_stdin = [&](const std::string& text, const std::vector<std::string>& args) {
-    const std::string file = tree.write_text("stdin-" + std::to_string(text.size()) + ".json", text);
+    const std::string file =
+        tree.write_text("stdin-" + std::to_string(text.size()) + ".json", text);
     const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
     EXPECT_GE(fd, 0);
-    std::vector<std::string> argv = {OARBANK_AGENT_BINARY, "sandbox-exec", "--config", config_path, "-", "--"};
+    std::vector<std::string> argv = {
+        OARBANK_AGENT_BINARY, "sandbox-exec", "--config", config_path, "-", "--"};
     argv.insert(argv.end(), args.begin(), args.end());
     RunOptions run;
     run.env = launcher_environment();
@@ -294,7 +318,8 @@ TEST_F(InvalidPolicy, PolicyFromStandardInput) {
     ::close(fd);
     return r;
   };
-  RunResult r = from_stdin(tree.base_policy().dump(), {tree.probe(), "write", tree.path("work/from-stdin")});
+  RunResult r =
+      from_stdin(tree.base_policy().dump(), {tree.probe(), "write", tree.path("work/from-stdin")});
   // Below the filesystem floor (the kernel matrix's 6.1 and Landlock-disabled guests run this
   // suite) the valid policy is refused with 70 like any other: the policy was still read.
   if (kernel_landlock_abi() >= 3) {
@@ -304,19 +329,23 @@ TEST_F(InvalidPolicy, PolicyFromStandardInput) {
     EXPECT_TRUE(r.exited(70)) << r.describe();
     EXPECT_NE(r.err.find("which the policy needs"), std::string::npos) << r.describe();
   }
-  r = from_stdin("{\"bundle\": \"" + tree.path("bundle") + "\",}", {tree.probe(), "write", marker()});
+  r = from_stdin("{\"bundle\": \"" + tree.path("bundle") + "\",}",
+                 {tree.probe(), "write", marker()});
   EXPECT_TRUE(r.exited(64)) << r.describe();
-  EXPECT_EQ(r.err, fmt::format("oarbank-agent sandbox-exec: invalid policy (standard input): (document): "
-                               "malformed JSON: a trailing comma at line 1, column {}: JSON allows no comma "
-                               "after the last member of an object\n",
-                               14 + tree.path("bundle").size()));
+  EXPECT_EQ(
+      r.err,
+      fmt::format("oarbank-agent sandbox-exec: invalid policy (standard input): (document): "
+                  "malformed JSON: a trailing comma at line 1, column {}: JSON allows no comma "
+                  "after the last member of an object\n",
+                  14 + tree.path("bundle").size()));
   EXPECT_FALSE(exists(marker()));
 }
 
 TEST_F(InvalidPolicy, MissingPolicyFileIsNamed) {
   const std::string policy = tree.path("etc/no-such-policy.json");
-  expect_launcher_failure(agent({"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "true"}), 64,
-                          {policy, "ENOENT"});
+  expect_launcher_failure(
+      agent({"sandbox-exec", "--config", config_path, policy, "--", tree.probe(), "true"}), 64,
+      {policy, "ENOENT"});
 }
 
 // --- 70: the node cannot enforce it, or a step cannot be applied in full ------------------
@@ -353,13 +382,15 @@ TEST_F(Unenforceable, EgressAny) {
 
 TEST_F(Unenforceable, GpuComputeWithoutGpuDeviceNodes) {
   if (machine_has_gpu_nodes()) GTEST_SKIP() << "this machine has GPU device nodes";
-  expect_launcher_failure(launch(with(base_policy(), "devices", {{"gpu", "compute"}}), {"write", marker()}), 70,
-                          {"no GPU device node"});
+  expect_launcher_failure(
+      launch(with(base_policy(), "devices", {{"gpu", "compute"}}), {"write", marker()}), 70,
+      {"no GPU device node"});
   expect_nothing_ran();
 }
 
 TEST_F(Unenforceable, WritableDirTheModuleUserCannotUse) {
-  if (!running_as_root()) GTEST_SKIP() << "needs root to make a directory the module user cannot use";
+  if (!running_as_root())
+    GTEST_SKIP() << "needs root to make a directory the module user cannot use";
   // work and temp must be readable, writable and searchable by the module user; root's 0755
   // (and 0700) is refused, naming the user, the access, the owner and mode, and the fix.
   for (const char* dir : {"work", "temp"}) {
@@ -399,7 +430,8 @@ TEST_F(Unenforceable, WritableDirTheModuleUserCannotUse) {
 class ReadOnlyData : public LauncherExit {};
 
 TEST_F(ReadOnlyData, ARootOwnedDataDirectoryIsAccepted) {
-  if (!running_as_root()) GTEST_SKIP() << "needs root to give the module user a directory of root's";
+  if (!running_as_root())
+    GTEST_SKIP() << "needs root to give the module user a directory of root's";
   const std::string data = tree.path("data1");
   ASSERT_EQ(::chown(data.c_str(), 0, 0), 0);
   ASSERT_EQ(::chmod(data.c_str(), 0755), 0);
@@ -470,14 +502,16 @@ TEST_F(ExecFailure, NonexistentProgram) {
   o.argv = {program};
   expect_launcher_failure(launch(base_policy(), {}, o), 71, {"execve " + program, "ENOENT"});
   o.argv = {"oarbank-it-no-such-program-on-path"};
-  expect_launcher_failure(launch(base_policy(), {}, o), 71, {"oarbank-it-no-such-program-on-path", "ENOENT"});
+  expect_launcher_failure(launch(base_policy(), {}, o), 71,
+                          {"oarbank-it-no-such-program-on-path", "ENOENT"});
 }
 
 TEST_F(ExecFailure, ProgramTheSandboxCannotExecute) {
   // Executable files (0755, the module user's) the sandbox does not let it execute.
   copy_file(tree.probe(), tree.path("work/prog"), 0755);
   ASSERT_EQ(::chown(tree.path("work/prog").c_str(), module_uid(), module_gid()), 0);
-  for (const std::string& program : {tree.path("work/prog"), tree.path("outside/prog"), tree.path("toolbox/other.txt")}) {
+  for (const std::string& program :
+       {tree.path("work/prog"), tree.path("outside/prog"), tree.path("toolbox/other.txt")}) {
     SCOPED_TRACE(program);
     LaunchOptions o;
     o.argv = {program, "write", tree.path("temp/ran")};
@@ -494,7 +528,8 @@ TEST_F(ExecFailure, ProgramTheSandboxCannotExecute) {
 TEST_F(ExecFailure, DirectoryAsProgram) {
   LaunchOptions o;
   o.argv = {tree.path("bundle")};
-  expect_launcher_failure(launch(base_policy(), {}, o), 71, {"execve " + tree.path("bundle"), "EACCES"});
+  expect_launcher_failure(launch(base_policy(), {}, o), 71,
+                          {"execve " + tree.path("bundle"), "EACCES"});
 }
 
 TEST_F(ExecFailure, ModuleExitStatusPassesThrough) {
@@ -519,7 +554,8 @@ class ExecFailureLine : public LauncherExit {
     expect_line(o, program, why, base_policy());
   }
   static unsigned the_module_uid() {
-    return running_as_root() ? static_cast<unsigned>(module_uid()) : static_cast<unsigned>(::geteuid());
+    return running_as_root() ? static_cast<unsigned>(module_uid())
+                             : static_cast<unsigned>(::geteuid());
   }
   static std::string owner_and_mode(const std::string& path) {
     struct stat st {};
@@ -628,8 +664,10 @@ TEST_F(InvalidConfig, NamesTheKey) {
   const std::string policy = tree.write_json("p.json", base_policy());
   for (std::size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].text);
-    const std::string config = tree.write_text("bad-config-" + std::to_string(i) + ".json", cases[i].text);
-    RunResult r = agent({"sandbox-exec", "--config", config, policy, "--", tree.probe(), "write", marker()});
+    const std::string config =
+        tree.write_text("bad-config-" + std::to_string(i) + ".json", cases[i].text);
+    RunResult r =
+        agent({"sandbox-exec", "--config", config, policy, "--", tree.probe(), "write", marker()});
     expect_launcher_failure(r, 78, {"configuration " + config + ": " + cases[i].pointer});
   }
   expect_nothing_ran();
@@ -638,8 +676,9 @@ TEST_F(InvalidConfig, NamesTheKey) {
 TEST_F(InvalidConfig, MissingExplicitConfigIsNamed) {
   const std::string policy = tree.write_json("p.json", base_policy());
   const std::string config = tree.path("etc/no-such-config.json");
-  expect_launcher_failure(agent({"sandbox-exec", "--config", config, policy, "--", tree.probe(), "true"}), 78,
-                          {config, "ENOENT"});
+  expect_launcher_failure(
+      agent({"sandbox-exec", "--config", config, policy, "--", tree.probe(), "true"}), 78,
+      {config, "ENOENT"});
 }
 
 TEST_F(InvalidConfig, FromTheEnvironmentVariable) {
@@ -648,7 +687,8 @@ TEST_F(InvalidConfig, FromTheEnvironmentVariable) {
   RunOptions run;
   run.env = launcher_environment();
   run.env.push_back("OARBANK_AGENT_CONFIG=" + config);
-  RunResult r = run_command({OARBANK_AGENT_BINARY, "sandbox-exec", policy, "--", tree.probe(), "write", marker()}, run);
+  RunResult r = run_command(
+      {OARBANK_AGENT_BINARY, "sandbox-exec", policy, "--", tree.probe(), "write", marker()}, run);
   expect_launcher_failure(r, 78, {"configuration " + config + ": /landlock_abi_max"});
   expect_nothing_ran();
 }
@@ -658,17 +698,19 @@ TEST_F(InvalidConfig, FromTheEnvironmentVariable) {
 class StatusChannel : public LauncherExit {
  protected:
   // Runs sandbox-exec with the write end of a pipe as --status-fd; returns what it wrote.
-  std::string channel_of(const std::string& policy, const std::vector<std::string>& module, RunResult& r) {
+  std::string channel_of(const std::string& policy, const std::vector<std::string>& module,
+                         RunResult& r) {
     int fds[2];
     EXPECT_EQ(::pipe(fds), 0);
-    std::vector<std::string> args{"sandbox-exec", "--config", config_path, "--status-fd",
-                                  std::to_string(fds[1]), policy, "--"};
+    std::vector<std::string> args{"sandbox-exec",         "--config", config_path, "--status-fd",
+                                  std::to_string(fds[1]), policy,     "--"};
     args.insert(args.end(), module.begin(), module.end());
     r = agent(args);
     ::close(fds[1]);
     std::string text;
     char buffer[512];
-    for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;)
+      text.append(buffer, static_cast<std::size_t>(n));
     ::close(fds[0]);
     return text;
   }
@@ -677,8 +719,8 @@ class StatusChannel : public LauncherExit {
 TEST_F(StatusChannel, SaysExecBeforeTheModuleAndIsClosedByIt) {
   RunResult r;
   // The module lists its descriptors: the channel is not among them.
-  const std::string text = channel_of(tree.write_json("p.json", base_policy()),
-                                      {"/bin/ls", "/proc/self/fd"}, r);
+  const std::string text =
+      channel_of(tree.write_json("p.json", base_policy()), {"/bin/ls", "/proc/self/fd"}, r);
   EXPECT_TRUE(r.exited(0)) << r.describe();
   EXPECT_EQ(text, "exec\n");
   EXPECT_EQ(r.out, "0\n1\n2\n3\n") << "only 0, 1, 2 and ls's own listing";
@@ -688,12 +730,14 @@ TEST_F(StatusChannel, NamesTheLaunchersFailureWithItsCode) {
   auto missing = base_policy();
   missing["runtime"] = {tree.path("no-such-runtime")};
   RunResult r;
-  const std::string text = channel_of(tree.write_json("missing.json", missing), {tree.probe(), "true"}, r);
+  const std::string text =
+      channel_of(tree.write_json("missing.json", missing), {tree.probe(), "true"}, r);
   EXPECT_TRUE(r.exited(70)) << r.describe();
   EXPECT_TRUE(text.starts_with("70\toarbank-agent sandbox-exec: ")) << text;
   EXPECT_NE(text.find("no-such-runtime"), std::string::npos) << text;
   r = {};
-  const std::string exec_failed = channel_of(tree.write_json("p2.json", base_policy()), {tree.path("bundle/nope")}, r);
+  const std::string exec_failed =
+      channel_of(tree.write_json("p2.json", base_policy()), {tree.path("bundle/nope")}, r);
   EXPECT_TRUE(r.exited(71)) << r.describe();
   EXPECT_TRUE(exec_failed.starts_with("exec\n71\t")) << exec_failed;
 }

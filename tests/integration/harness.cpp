@@ -76,7 +76,8 @@ std::string RunResult::describe() const {
   if (timed_out) {
     s = "[timed out]";
   } else if (signal != 0) {
-    s = "[signal " + std::to_string(signal) + " " + (sigabbrev_np(signal) ? sigabbrev_np(signal) : "?") + "]";
+    s = "[signal " + std::to_string(signal) + " " +
+        (sigabbrev_np(signal) ? sigabbrev_np(signal) : "?") + "]";
   } else {
     s = "[exit " + std::to_string(exit_code) + "]";
   }
@@ -126,7 +127,8 @@ RunResult run_command(const std::vector<std::string>& argv, const RunOptions& op
   if (pid == 0) {
     ::signal(SIGPIPE, SIG_DFL);
     int stdin_fd = in_fd >= 0 ? in_fd : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (stdin_fd < 0 || ::dup2(stdin_fd, 0) < 0 || ::dup2(out_pipe[1], 1) < 0 || ::dup2(err_pipe[1], 2) < 0) {
+    if (stdin_fd < 0 || ::dup2(stdin_fd, 0) < 0 || ::dup2(out_pipe[1], 1) < 0 ||
+        ::dup2(err_pipe[1], 2) < 0) {
       _exit(126);
     }
     if (options.controlling_terminal) {
@@ -146,13 +148,15 @@ RunResult run_command(const std::vector<std::string>& argv, const RunOptions& op
   bool out_open = true;
   bool err_open = true;
   while (out_open || err_open) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
       ::kill(pid, SIGKILL);
       break;
     }
-    pollfd fds[2] = {{out_open ? out_pipe[0] : -1, POLLIN, 0}, {err_open ? err_pipe[0] : -1, POLLIN, 0}};
+    pollfd fds[2] = {{out_open ? out_pipe[0] : -1, POLLIN, 0},
+                     {err_open ? err_pipe[0] : -1, POLLIN, 0}};
     int n = ::poll(fds, 2, static_cast<int>(left.count()));
     if (n < 0 && errno != EINTR) fail("poll");
     if (out_open && fds[0].revents != 0) out_open = drain(out_pipe[0], result.out);
@@ -209,12 +213,14 @@ bool become_user(uid_t uid, gid_t gid) {
          ::setresuid(uid, uid, uid) == 0;
 }
 
-// --- Files ----------------------------------------------------------------------------------------
+// --- Files
+// ----------------------------------------------------------------------------------------
 
 void write_file(const std::string& path, const std::string& content, mode_t mode) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   check(fd >= 0, "open " + path);
-  check(::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()), "write " + path);
+  check(::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()),
+        "write " + path);
   ::fchmod(fd, mode);
   ::close(fd);
 }
@@ -251,8 +257,12 @@ void remove_tree(const std::string& path) {
       },
       16, FTW_PHYS);
   ::nftw(
-      path.c_str(), [](const char* p, const struct stat*, int, FTW*) { ::remove(p); return 0; }, 16,
-      FTW_DEPTH | FTW_PHYS);
+      path.c_str(),
+      [](const char* p, const struct stat*, int, FTW*) {
+        ::remove(p);
+        return 0;
+      },
+      16, FTW_DEPTH | FTW_PHYS);
 }
 
 std::vector<std::string> list_dir(const std::string& path) {
@@ -289,15 +299,16 @@ std::string test_leaves_parent() {
   return "";
 }
 
-// --- SandboxTree ------------------------------------------------------------------------------------
+// --- SandboxTree
+// ------------------------------------------------------------------------------------
 
 SandboxTree::SandboxTree() {
   std::string templ = "/tmp/oarbank-it-" + std::to_string(::getpid()) + "-XXXXXX";
   check(::mkdtemp(templ.data()) != nullptr, "mkdtemp");
   root_ = templ;
   check(::chmod(root_.c_str(), 0755) == 0, "chmod " + root_);
-  for (const char* dir : {"bundle", "runtime", "runtime/bin", "toolbox", "work", "temp", "data0", "data1",
-                          "outside", "etc"}) {
+  for (const char* dir : {"bundle", "runtime", "runtime/bin", "toolbox", "work", "temp", "data0",
+                          "data1", "outside", "etc"}) {
     check(::mkdir(path(dir).c_str(), 0755) == 0, std::string("mkdir ") + dir);
   }
   copy_file(OARBANK_PAYLOAD_BINARY, probe(), 0755);
@@ -312,12 +323,15 @@ SandboxTree::SandboxTree() {
   check(::link(probe().c_str(), path("outside/prog").c_str()) == 0, "link outside/prog");
   if (running_as_root()) {
     // Everything but etc/ belongs to the module user: file permissions would allow it all.
-    for (const char* entry : {"bundle", "bundle/probe", "bundle/bundle.txt", "runtime", "runtime/lib.txt",
-                              "runtime/bin", "toolbox", "toolbox/tool", "toolbox/other.txt", "work", "temp", "data0",
-                              "data1", "outside", "outside/secret.txt"}) {
-      check(::chown(path(entry).c_str(), module_uid(), module_gid()) == 0, std::string("chown ") + entry);
+    for (const char* entry :
+         {"bundle", "bundle/probe", "bundle/bundle.txt", "runtime", "runtime/lib.txt",
+          "runtime/bin", "toolbox", "toolbox/tool", "toolbox/other.txt", "work", "temp", "data0",
+          "data1", "outside", "outside/secret.txt"}) {
+      check(::chown(path(entry).c_str(), module_uid(), module_gid()) == 0,
+            std::string("chown ") + entry);
     }
-    for (const char* dir : {"bundle", "runtime", "toolbox", "outside"}) ::chmod(path(dir).c_str(), 0777);
+    for (const char* dir : {"bundle", "runtime", "toolbox", "outside"})
+      ::chmod(path(dir).c_str(), 0777);
   }
 }
 
@@ -347,7 +361,8 @@ std::string SandboxTree::write_text(const std::string& name, const std::string& 
   return p;
 }
 
-// --- Listeners, sleeper, pty -----------------------------------------------------------------------
+// --- Listeners, sleeper, pty
+// -----------------------------------------------------------------------
 
 TcpListener::TcpListener() {
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

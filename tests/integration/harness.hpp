@@ -34,7 +34,9 @@ struct RunResult {
   std::string out;
   std::string err;
 
-  [[nodiscard]] bool exited(int code) const { return signal == 0 && !timed_out && exit_code == code; }
+  [[nodiscard]] bool exited(int code) const {
+    return signal == 0 && !timed_out && exit_code == code;
+  }
   // stdout without its trailing newline.
   [[nodiscard]] std::string out_line() const;
   // How many lines stderr holds (a final line without '\n' counts).
@@ -112,7 +114,9 @@ class SandboxTree {
   SandboxTree& operator=(const SandboxTree&) = delete;
 
   [[nodiscard]] const std::string& root() const { return root_; }
-  [[nodiscard]] std::string path(const std::string& relative) const { return root_ + "/" + relative; }
+  [[nodiscard]] std::string path(const std::string& relative) const {
+    return root_ + "/" + relative;
+  }
   [[nodiscard]] std::string probe() const { return path("bundle/probe"); }
 
   // A policy granting the tree (bundle, runtime, tools, work, temp, data0, data1), net none,

@@ -30,25 +30,26 @@ class BundleRuntimeTools : public CapTest {};
 TEST_P(BundleRuntimeTools, BundleDirectoryIsReadAndExecute) {
   const auto p = base_policy();
   expect_probes(p, {
-      {{"read", tree.path("bundle/bundle.txt")}, kOk},
-      {{"list", tree.path("bundle")}, kOk},
-      {{"exec", tree.path("bundle/probe")}, kOk},
-  });
+                       {{"read", tree.path("bundle/bundle.txt")}, kOk},
+                       {{"list", tree.path("bundle")}, kOk},
+                       {{"exec", tree.path("bundle/probe")}, kOk},
+                   });
 }
 
 TEST_P(BundleRuntimeTools, BundleIsNotWritable) {
   // The bundle belongs to the module user (when root), so only Landlock refuses these.
   const auto p = base_policy();
-  expect_probes(p, {
-      {{"write", tree.path("bundle/bundle.txt")}, kEacces},
-      {{"append", tree.path("bundle/bundle.txt")}, kEacces},
-      {{"truncate", tree.path("bundle/bundle.txt")}, kEacces},
-      {{"write", tree.path("bundle/new.txt")}, kEacces},
-      {{"mkdir", tree.path("bundle/dir")}, kEacces},
-      {{"unlink", tree.path("bundle/bundle.txt")}, kEacces},
-      {{"rename", tree.path("bundle/bundle.txt"), tree.path("bundle/moved.txt")}, kEacces},
-      {{"symlink", "/etc/passwd", tree.path("bundle/link")}, kEacces},
-  });
+  expect_probes(
+      p, {
+             {{"write", tree.path("bundle/bundle.txt")}, kEacces},
+             {{"append", tree.path("bundle/bundle.txt")}, kEacces},
+             {{"truncate", tree.path("bundle/bundle.txt")}, kEacces},
+             {{"write", tree.path("bundle/new.txt")}, kEacces},
+             {{"mkdir", tree.path("bundle/dir")}, kEacces},
+             {{"unlink", tree.path("bundle/bundle.txt")}, kEacces},
+             {{"rename", tree.path("bundle/bundle.txt"), tree.path("bundle/moved.txt")}, kEacces},
+             {{"symlink", "/etc/passwd", tree.path("bundle/link")}, kEacces},
+         });
   EXPECT_EQ(read_file(tree.path("bundle/bundle.txt")), "bundle\n");
   EXPECT_FALSE(exists(tree.path("bundle/new.txt")));
 }
@@ -56,26 +57,26 @@ TEST_P(BundleRuntimeTools, BundleIsNotWritable) {
 TEST_P(BundleRuntimeTools, RuntimeDirectoryIsReadAndExecute) {
   const auto p = base_policy();
   expect_probes(p, {
-      {{"read", tree.path("runtime/lib.txt")}, kOk},
-      {{"list", tree.path("runtime/bin")}, kOk},
-      {{"exec", tree.path("runtime/bin/rt")}, kOk},
-      {{"write", tree.path("runtime/lib.txt")}, kEacces},
-      {{"write", tree.path("runtime/new.txt")}, kEacces},
-      {{"mkdir", tree.path("runtime/dir")}, kEacces},
-  });
+                       {{"read", tree.path("runtime/lib.txt")}, kOk},
+                       {{"list", tree.path("runtime/bin")}, kOk},
+                       {{"exec", tree.path("runtime/bin/rt")}, kOk},
+                       {{"write", tree.path("runtime/lib.txt")}, kEacces},
+                       {{"write", tree.path("runtime/new.txt")}, kEacces},
+                       {{"mkdir", tree.path("runtime/dir")}, kEacces},
+                   });
 }
 
 TEST_P(BundleRuntimeTools, ToolFileIsReadAndExecuteAndNothingBesideIt) {
   // tools: [toolbox/tool] — a single file: its directory and its siblings stay closed.
   const auto p = base_policy();
   expect_probes(p, {
-      {{"read", tree.path("toolbox/tool")}, kOk},
-      {{"exec", tree.path("toolbox/tool")}, kOk},
-      {{"write", tree.path("toolbox/tool")}, kEacces},
-      {{"read", tree.path("toolbox/other.txt")}, kEacces},
-      {{"list", tree.path("toolbox")}, kEacces},
-      {{"write", tree.path("toolbox/new.txt")}, kEacces},
-  });
+                       {{"read", tree.path("toolbox/tool")}, kOk},
+                       {{"exec", tree.path("toolbox/tool")}, kOk},
+                       {{"write", tree.path("toolbox/tool")}, kEacces},
+                       {{"read", tree.path("toolbox/other.txt")}, kEacces},
+                       {{"list", tree.path("toolbox")}, kEacces},
+                       {{"write", tree.path("toolbox/new.txt")}, kEacces},
+                   });
 }
 
 TEST_P(BundleRuntimeTools, SameFileThroughAnUngrantedPathIsRefused) {
@@ -83,10 +84,10 @@ TEST_P(BundleRuntimeTools, SameFileThroughAnUngrantedPathIsRefused) {
   // beneath it, not the inodes, so the same file through another path stays closed.
   const auto p = base_policy();
   expect_probes(p, {
-      {{"exec", tree.path("outside/prog")}, kEacces},
-      {{"read", tree.path("outside/prog")}, kEacces},
-      {{"read", tree.path("outside/secret.txt")}, kEacces},
-  });
+                       {{"exec", tree.path("outside/prog")}, kEacces},
+                       {{"read", tree.path("outside/prog")}, kEacces},
+                       {{"read", tree.path("outside/secret.txt")}, kEacces},
+                   });
 }
 
 TEST_P(BundleRuntimeTools, ToolFileRuleCoversItsHardLinks) {
@@ -94,11 +95,13 @@ TEST_P(BundleRuntimeTools, ToolFileRuleCoversItsHardLinks) {
   // inode, so every hard link of a granted tool file is granted too, wherever it is. (A module
   // cannot make such a link itself: linking out of an ungranted directory needs the refer right.)
   ASSERT_EQ(::link(tree.path("toolbox/tool").c_str(), tree.path("outside/tool-link").c_str()), 0);
-  expect_probes(base_policy(), {
-      {{"read", tree.path("outside/tool-link")}, kOk},
-      {{"exec", tree.path("outside/tool-link")}, kOk},
-      {{"link", tree.path("toolbox/tool"), tree.path("work/tool-link")}, "errno EXDEV"},
-  });
+  expect_probes(
+      base_policy(),
+      {
+          {{"read", tree.path("outside/tool-link")}, kOk},
+          {{"exec", tree.path("outside/tool-link")}, kOk},
+          {{"link", tree.path("toolbox/tool"), tree.path("work/tool-link")}, "errno EXDEV"},
+      });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -112,19 +115,19 @@ TEST_P(WritableDirs, WorkDataAndTempHaveEveryFileRight) {
     SCOPED_TRACE(dir);
     const std::string d = tree.path(dir);
     expect_probes(p, {
-        {{"write", d + "/f"}, kOk},
-        {{"append", d + "/f"}, kOk},
-        {{"read", d + "/f"}, kOk},
-        {{"truncate", d + "/f"}, kOk},
-        {{"list", d}, kOk},
-        {{"mkdir", d + "/sub"}, kOk},
-        {{"rename", d + "/f", d + "/sub/g"}, kOk},
-        {{"link", d + "/sub/g", d + "/hard"}, kOk},
-        {{"symlink", "sub/g", d + "/soft"}, kOk},
-        {{"mkfifo", d + "/fifo"}, kOk},
-        {{"unlink", d + "/sub/g"}, kOk},
-        {{"rmdir", d + "/sub"}, kOk},
-    });
+                         {{"write", d + "/f"}, kOk},
+                         {{"append", d + "/f"}, kOk},
+                         {{"read", d + "/f"}, kOk},
+                         {{"truncate", d + "/f"}, kOk},
+                         {{"list", d}, kOk},
+                         {{"mkdir", d + "/sub"}, kOk},
+                         {{"rename", d + "/f", d + "/sub/g"}, kOk},
+                         {{"link", d + "/sub/g", d + "/hard"}, kOk},
+                         {{"symlink", "sub/g", d + "/soft"}, kOk},
+                         {{"mkfifo", d + "/fifo"}, kOk},
+                         {{"unlink", d + "/sub/g"}, kOk},
+                         {{"rmdir", d + "/sub"}, kOk},
+                     });
     EXPECT_EQ(list_dir(d), (std::vector<std::string>{"fifo", "hard", "soft"}));
     EXPECT_EQ(read_file(d + "/hard"), "");  // written, appended, then truncated
   }
@@ -135,23 +138,24 @@ TEST_P(WritableDirs, RenameBetweenWritableDirsOnlyNotIntoTheBundle) {
   write_file(tree.path("work/f"), "x");
   ASSERT_EQ(::chown(tree.path("work/f").c_str(), module_uid(), module_gid()), 0);
   expect_probes(p, {
-      {{"rename", tree.path("work/f"), tree.path("data0/f")}, kOk},
-      {{"rename", tree.path("data0/f"), tree.path("temp/f")}, kOk},
-  });
+                       {{"rename", tree.path("work/f"), tree.path("data0/f")}, kOk},
+                       {{"rename", tree.path("data0/f"), tree.path("temp/f")}, kOk},
+                   });
   // Into a read-only or ungranted hierarchy (the bundle and outside/ belong to the module user
   // when root, so only Landlock refuses): no make_reg right there.
   expect_probes(p, {
-      {{"rename", tree.path("temp/f"), tree.path("bundle/f")}, kEacces},
-      {{"rename", tree.path("temp/f"), tree.path("outside/f")}, kEacces},
-      {{"link", tree.path("temp/f"), tree.path("bundle/g")}, kEacces},
-  });
+                       {{"rename", tree.path("temp/f"), tree.path("bundle/f")}, kEacces},
+                       {{"rename", tree.path("temp/f"), tree.path("outside/f")}, kEacces},
+                       {{"link", tree.path("temp/f"), tree.path("bundle/g")}, kEacces},
+                   });
   EXPECT_TRUE(exists(tree.path("temp/f")));
 }
 
 TEST_P(WritableDirs, WrittenFilesCannotBeExecutedWithoutExecWritable) {
   std::vector<Probe> probes;
   for (const char* dir : {"work", "temp", "data0", "data1"}) {
-    probes.push_back({{"copy-exec", tree.path("bundle/probe"), tree.path(std::string(dir) + "/prog")}, kEacces});
+    probes.push_back(
+        {{"copy-exec", tree.path("bundle/probe"), tree.path(std::string(dir) + "/prog")}, kEacces});
   }
   expect_probes(base_policy(), probes);
 }
@@ -159,7 +163,8 @@ TEST_P(WritableDirs, WrittenFilesCannotBeExecutedWithoutExecWritable) {
 TEST_P(WritableDirs, ExecWritableAllowsExecutingWrittenFiles) {
   std::vector<Probe> probes;
   for (const char* dir : {"work", "temp", "data0", "data1"}) {
-    probes.push_back({{"copy-exec", tree.path("bundle/probe"), tree.path(std::string(dir) + "/prog")}, kOk});
+    probes.push_back(
+        {{"copy-exec", tree.path("bundle/probe"), tree.path(std::string(dir) + "/prog")}, kOk});
   }
   // exec_writable does not widen anything else.
   probes.push_back({{"exec", tree.path("outside/prog")}, kEacces});
@@ -176,43 +181,44 @@ class BaseSystem : public CapTest {};
 TEST_P(BaseSystem, SystemTreesAreReadAndExecute) {
   const auto p = base_policy();
   expect_probes(p, {
-      {{"read", "/etc/passwd"}, kOk},
-      {{"list", "/etc"}, kOk},
-      {{"list", "/usr/lib"}, kOk},
-      {{"list", "/lib"}, kOk},
-      {{"list", "/bin"}, kOk},
-      {{"exec", "/usr/bin/true"}, kOk},
-      {{"exec", "/bin/true"}, kOk},
-      {{"read", "/proc/self/status"}, kOk},
-      {{"read", "/sys/devices/system/cpu/online"}, kOk},
-      {{"list", "/opt"}, exists("/opt") ? kOk : "errno ENOENT"},
-  });
+                       {{"read", "/etc/passwd"}, kOk},
+                       {{"list", "/etc"}, kOk},
+                       {{"list", "/usr/lib"}, kOk},
+                       {{"list", "/lib"}, kOk},
+                       {{"list", "/bin"}, kOk},
+                       {{"exec", "/usr/bin/true"}, kOk},
+                       {{"exec", "/bin/true"}, kOk},
+                       {{"read", "/proc/self/status"}, kOk},
+                       {{"read", "/sys/devices/system/cpu/online"}, kOk},
+                       {{"list", "/opt"}, exists("/opt") ? kOk : "errno ENOENT"},
+                   });
 }
 
 TEST_P(BaseSystem, DeviceNodesAreReadWrite) {
   expect_probes(base_policy(), {
-      {{"open-rw", "/dev/null"}, kOk},
-      {{"open-rw", "/dev/zero"}, kOk},
-      {{"open-rw", "/dev/random"}, kOk},
-      {{"open-rw", "/dev/urandom"}, kOk},
-      {{"open-rw", "/dev/full"}, kOk},
-      {{"write", "/dev/null"}, kOk},
-  });
+                                   {{"open-rw", "/dev/null"}, kOk},
+                                   {{"open-rw", "/dev/zero"}, kOk},
+                                   {{"open-rw", "/dev/random"}, kOk},
+                                   {{"open-rw", "/dev/urandom"}, kOk},
+                                   {{"open-rw", "/dev/full"}, kOk},
+                                   {{"write", "/dev/null"}, kOk},
+                               });
 }
 
 TEST_P(BaseSystem, SystemTreesAreNotWritable) {
   const auto p = base_policy();
   expect_probes(p, {
-      {{"write", "/etc/oarbank-it-should-not-exist"}, kEacces},
-      {{"write", "/usr/oarbank-it-should-not-exist"}, kEacces},
-      {{"mkdir", "/opt/oarbank-it-should-not-exist"}, kEacces},
-  });
+                       {{"write", "/etc/oarbank-it-should-not-exist"}, kEacces},
+                       {{"write", "/usr/oarbank-it-should-not-exist"}, kEacces},
+                       {{"mkdir", "/opt/oarbank-it-should-not-exist"}, kEacces},
+                   });
   EXPECT_FALSE(exists("/etc/oarbank-it-should-not-exist"));
 }
 
 TEST_P(BaseSystem, EverythingElseIsNotReadable) {
   std::vector<Probe> probes;
-  for (const char* dir : {"/", "/root", "/home", "/tmp", "/var", "/run", "/dev", "/sys", "/sys/kernel"}) {
+  for (const char* dir :
+       {"/", "/root", "/home", "/tmp", "/var", "/run", "/dev", "/sys", "/sys/kernel"}) {
     probes.push_back({{"list", dir}, kEacces});
   }
   probes.push_back({{"read", "/etc/../root/.bashrc"}, kEacces});
@@ -229,14 +235,16 @@ TEST_P(BaseSystem, TerminalsAreNotOpenable) {
   Pty pty;
   char name[128];
   ASSERT_EQ(::ptsname_r(pty.master(), name, sizeof name), 0);
-  expect_probes(p, {
-      {{"open-rw", "/dev/tty"}, kEacces},
-      {{"read", "/dev/tty"}, kEacces},
-      {{"open-rw", "/dev/ptmx"}, kEacces},
-      {{"list", "/dev/pts"}, kEacces},
-      {{"open-rw", name}, kEacces},  // this test's own pty, 0620 root: DAC alone would also refuse
-      {{"open-rw", "/dev/console"}, exists("/dev/console") ? kEacces : "errno ENOENT"},
-  });
+  expect_probes(
+      p, {
+             {{"open-rw", "/dev/tty"}, kEacces},
+             {{"read", "/dev/tty"}, kEacces},
+             {{"open-rw", "/dev/ptmx"}, kEacces},
+             {{"list", "/dev/pts"}, kEacces},
+             {{"open-rw", name},
+              kEacces},  // this test's own pty, 0620 root: DAC alone would also refuse
+             {{"open-rw", "/dev/console"}, exists("/dev/console") ? kEacces : "errno ENOENT"},
+         });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -248,12 +256,12 @@ TEST_P(Sockets, UnixSocketsRefusedWithoutBroker) {
   const auto p = base_policy();
   UnixListener broker(broker_path);
   expect_probes(p, {
-      {{"socket", "unix", "stream"}, kEafnosupport},
-      {{"socket", "unix", "dgram"}, kEafnosupport},
-      {{"socket", "unix", "seqpacket"}, kEafnosupport},
-      {{"connect-unix", broker_path}, kEafnosupport},
-      {{"env", "OARBANK_BROKER"}, "(unset)"},
-  });
+                       {{"socket", "unix", "stream"}, kEafnosupport},
+                       {{"socket", "unix", "dgram"}, kEafnosupport},
+                       {{"socket", "unix", "seqpacket"}, kEafnosupport},
+                       {{"connect-unix", broker_path}, kEafnosupport},
+                       {{"env", "OARBANK_BROKER"}, "(unset)"},
+                   });
 }
 
 TEST_P(Sockets, UnixSocketsAllowedWithBroker) {
@@ -261,11 +269,11 @@ TEST_P(Sockets, UnixSocketsAllowedWithBroker) {
   UnixListener broker(broker_path);
   // The broker's socket is outside every granted path: connecting to it needs no file right.
   expect_probes(p, {
-      {{"socket", "unix", "stream"}, kOk},
-      {{"socket", "unix", "dgram"}, kOk},
-      {{"connect-unix", broker_path}, kOk},
-      {{"env", "OARBANK_BROKER"}, broker_path},
-  });
+                       {{"socket", "unix", "stream"}, kOk},
+                       {{"socket", "unix", "dgram"}, kOk},
+                       {{"connect-unix", broker_path}, kOk},
+                       {{"env", "OARBANK_BROKER"}, broker_path},
+                   });
 }
 
 TEST_P(Sockets, SocketpairUnixStaysOtherFamiliesRefused) {
@@ -273,11 +281,11 @@ TEST_P(Sockets, SocketpairUnixStaysOtherFamiliesRefused) {
     SCOPED_TRACE(broker ? "broker" : "no broker");
     const auto p = with(base_policy(), "broker", broker);
     expect_probes(p, {
-        {{"socketpair", "unix"}, kOk},
-        {{"socketpair", "inet"}, kEafnosupport},  // unfiltered: EOPNOTSUPP
-        {{"socketpair", "tipc"}, kEafnosupport},
-        {{"socketpair", "netlink"}, kEafnosupport},
-    });
+                         {{"socketpair", "unix"}, kOk},
+                         {{"socketpair", "inet"}, kEafnosupport},  // unfiltered: EOPNOTSUPP
+                         {{"socketpair", "tipc"}, kEafnosupport},
+                         {{"socketpair", "netlink"}, kEafnosupport},
+                     });
   }
 }
 
@@ -286,12 +294,12 @@ TEST_P(Sockets, InetRefusedUnderNetNone) {
     SCOPED_TRACE(broker ? "broker" : "no broker");
     const auto p = with(base_policy(), "broker", broker);
     expect_probes(p, {
-        {{"socket", "inet", "stream"}, kEafnosupport},
-        {{"socket", "inet6", "stream"}, kEafnosupport},
-        {{"socket", "inet", "dgram"}, kEafnosupport},
-        {{"connect", "127.0.0.1", std::to_string(proxy.port())}, kEafnosupport},
-        {{"env", "http_proxy"}, "(unset)"},
-    });
+                         {{"socket", "inet", "stream"}, kEafnosupport},
+                         {{"socket", "inet6", "stream"}, kEafnosupport},
+                         {{"socket", "inet", "dgram"}, kEafnosupport},
+                         {{"connect", "127.0.0.1", std::to_string(proxy.port())}, kEafnosupport},
+                         {{"env", "http_proxy"}, "(unset)"},
+                     });
   }
 }
 
@@ -307,18 +315,30 @@ TEST_P(Sockets, OtherFamiliesRefusedInEveryMode) {
       {"egress-allowlist+broker", with(egress_policy(), "broker", true)},
   };
   const std::vector<std::vector<std::string>> attempts = {
-      {"socket", "netlink", "dgram"},     {"socket", "netlink", "raw"},     {"socket", "packet", "dgram"},
-      {"socket", "packet", "raw"},        {"socket", "vsock", "stream"},    {"socket", "alg", "seqpacket"},
-      {"socket", "tipc", "rdm"},          {"socket", "bluetooth", "stream"}, {"socket", "xdp", "raw"},
-      {"socket", "key", "raw"},           {"socket", "can", "raw"},          {"socket", "rds", "seqpacket"},
-      {"socket", "46", "stream"},         {"socket", "255", "stream"},
+      {"socket", "netlink", "dgram"},
+      {"socket", "netlink", "raw"},
+      {"socket", "packet", "dgram"},
+      {"socket", "packet", "raw"},
+      {"socket", "vsock", "stream"},
+      {"socket", "alg", "seqpacket"},
+      {"socket", "tipc", "rdm"},
+      {"socket", "bluetooth", "stream"},
+      {"socket", "xdp", "raw"},
+      {"socket", "key", "raw"},
+      {"socket", "can", "raw"},
+      {"socket", "rds", "seqpacket"},
+      {"socket", "46", "stream"},
+      {"socket", "255", "stream"},
       // A 64-bit family argument whose low 32 bits are AF_INET / AF_UNIX: the kernel reads an
       // int, the filter compares 64 bits and refuses it as "above the highest family".
-      {"socket-raw-family", "0x100000002"}, {"socket-raw-family", "0x100000001"},
+      {"socket-raw-family", "0x100000002"},
+      {"socket-raw-family", "0x100000001"},
   };
   for (const auto& mode : modes) {
     SCOPED_TRACE(mode.name);
-    if (mode.policy["net"] == "egress-allowlist" && !runs_or_refused(mode.policy, "net.egress-allowlist", 4)) continue;
+    if (mode.policy["net"] == "egress-allowlist" &&
+        !runs_or_refused(mode.policy, "net.egress-allowlist", 4))
+      continue;
     std::vector<Probe> probes;
     for (const auto& attempt : attempts) probes.push_back({attempt, kEafnosupport});
     expect_probes(mode.policy, probes);
@@ -350,10 +370,10 @@ TEST_P(EgressAllowlist, ConnectToTheProxyPortAlone) {
   if (!runs_or_refused(p, "net.egress-allowlist", 4)) return;
   TcpListener other;
   expect_probes(p, {
-      {{"connect", "127.0.0.1", std::to_string(proxy.port())}, kOk},
-      {{"connect", "127.0.0.1", std::to_string(other.port())}, kEacces},
-      {{"connect", "127.0.0.1", "1"}, kEacces},  // unfiltered: ECONNREFUSED
-  });
+                       {{"connect", "127.0.0.1", std::to_string(proxy.port())}, kOk},
+                       {{"connect", "127.0.0.1", std::to_string(other.port())}, kEacces},
+                       {{"connect", "127.0.0.1", "1"}, kEacces},  // unfiltered: ECONNREFUSED
+                   });
 }
 
 TEST_P(EgressAllowlist, LandlockRuleIsAPortNotAnAddress) {
@@ -363,55 +383,60 @@ TEST_P(EgressAllowlist, LandlockRuleIsAPortNotAnAddress) {
   // connect passes Landlock and the kernel refuses it.
   const auto p = egress_policy();
   if (!runs_or_refused(p, "net.egress-allowlist", 4)) return;
-  expect_probes(p, {
-      {{"connect", "127.0.0.2", std::to_string(proxy.port())}, "errno ECONNREFUSED"},
-      {{"connect", "127.0.0.2", std::to_string(proxy.port() == 65535 ? 65534 : proxy.port() + 1)}, kEacces},
-  });
+  expect_probes(p,
+                {
+                    {{"connect", "127.0.0.2", std::to_string(proxy.port())}, "errno ECONNREFUSED"},
+                    {{"connect", "127.0.0.2",
+                      std::to_string(proxy.port() == 65535 ? 65534 : proxy.port() + 1)},
+                     kEacces},
+                });
 }
 
 TEST_P(EgressAllowlist, BindRefused) {
   const auto p = egress_policy();
   if (!runs_or_refused(p, "net.egress-allowlist", 4)) return;
   expect_probes(p, {
-      {{"bind", "127.0.0.1", "0"}, kEacces},
-      {{"bind", "127.0.0.1", std::to_string(proxy.port())}, kEacces},
-      {{"bind", "::1", "0"}, kEacces},
-  });
+                       {{"bind", "127.0.0.1", "0"}, kEacces},
+                       {{"bind", "127.0.0.1", std::to_string(proxy.port())}, kEacces},
+                       {{"bind", "::1", "0"}, kEacces},
+                   });
 }
 
 TEST_P(EgressAllowlist, StreamSocketsOnly) {
   const auto p = egress_policy();
   if (!runs_or_refused(p, "net.egress-allowlist", 4)) return;
-  expect_probes(p, {
-      {{"socket", "inet", "stream"}, kOk},
-      {{"socket", "inet", "stream", "6"}, kOk},                 // IPPROTO_TCP
-      {{"socket", "inet6", "stream"}, kOk},
-      {{"socket", "inet", "0x801"}, kOk},                       // SOCK_STREAM|SOCK_NONBLOCK
-      {{"socket", "inet", "dgram"}, kEprotonosupport},          // UDP
-      {{"socket", "inet6", "dgram"}, kEprotonosupport},
-      {{"socket", "inet", "0x80802"}, kEprotonosupport},        // SOCK_DGRAM|CLOEXEC|NONBLOCK
-      {{"socket", "inet", "raw", "1"}, kEprotonosupport},       // raw ICMP
-      {{"socket", "inet6", "raw", "58"}, kEprotonosupport},
-      {{"socket", "inet", "seqpacket", "132"}, kEprotonosupport},
-      {{"socket", "inet", "stream", "132"}, kEprotonosupport},  // SCTP
-      {{"socket", "inet6", "stream", "132"}, kEprotonosupport},
-      {{"socket", "inet", "stream", "262"}, kEprotonosupport},  // MPTCP
-      {{"socket", "inet6", "stream", "262"}, kEprotonosupport},
-      {{"socket", "unix", "stream"}, kEafnosupport},            // no broker grant
-  });
+  expect_probes(
+      p, {
+             {{"socket", "inet", "stream"}, kOk},
+             {{"socket", "inet", "stream", "6"}, kOk},  // IPPROTO_TCP
+             {{"socket", "inet6", "stream"}, kOk},
+             {{"socket", "inet", "0x801"}, kOk},               // SOCK_STREAM|SOCK_NONBLOCK
+             {{"socket", "inet", "dgram"}, kEprotonosupport},  // UDP
+             {{"socket", "inet6", "dgram"}, kEprotonosupport},
+             {{"socket", "inet", "0x80802"}, kEprotonosupport},   // SOCK_DGRAM|CLOEXEC|NONBLOCK
+             {{"socket", "inet", "raw", "1"}, kEprotonosupport},  // raw ICMP
+             {{"socket", "inet6", "raw", "58"}, kEprotonosupport},
+             {{"socket", "inet", "seqpacket", "132"}, kEprotonosupport},
+             {{"socket", "inet", "stream", "132"}, kEprotonosupport},  // SCTP
+             {{"socket", "inet6", "stream", "132"}, kEprotonosupport},
+             {{"socket", "inet", "stream", "262"}, kEprotonosupport},  // MPTCP
+             {{"socket", "inet6", "stream", "262"}, kEprotonosupport},
+             {{"socket", "unix", "stream"}, kEafnosupport},  // no broker grant
+         });
 }
 
 TEST_P(EgressAllowlist, FastOpenRefused) {
   const auto p = egress_policy();
   if (!runs_or_refused(p, "net.egress-allowlist", 4)) return;
   TcpListener other;
-  expect_probes(p, {
-      {{"sendto-fastopen", "127.0.0.1", std::to_string(proxy.port())}, kEopnotsupp},
-      {{"sendmsg-fastopen", "127.0.0.1", std::to_string(proxy.port())}, kEopnotsupp},
-      {{"sendto-fastopen", "127.0.0.1", std::to_string(other.port())}, kEopnotsupp},
-      {{"sendmsg-fastopen", "127.0.0.1", std::to_string(other.port())}, kEopnotsupp},
-      {{"connect", "127.0.0.1", std::to_string(proxy.port())}, kOk},  // the way that stays
-  });
+  expect_probes(
+      p, {
+             {{"sendto-fastopen", "127.0.0.1", std::to_string(proxy.port())}, kEopnotsupp},
+             {{"sendmsg-fastopen", "127.0.0.1", std::to_string(proxy.port())}, kEopnotsupp},
+             {{"sendto-fastopen", "127.0.0.1", std::to_string(other.port())}, kEopnotsupp},
+             {{"sendmsg-fastopen", "127.0.0.1", std::to_string(other.port())}, kEopnotsupp},
+             {{"connect", "127.0.0.1", std::to_string(proxy.port())}, kOk},  // the way that stays
+         });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -446,7 +471,8 @@ TEST_P(GpuCompute, GrantsGpuDeviceNodesWhenPresent) {
   // permissions (e.g. /dev/nvidiactl, 0666), so that only Landlock decides.
   if (!machine_has_gpu_nodes()) GTEST_SKIP() << "this machine has no GPU device node";
   std::string node;
-  for (const char* candidate : {"/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dri/renderD128"}) {
+  for (const char* candidate :
+       {"/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dri/renderD128"}) {
     struct stat st {};
     if (::stat(candidate, &st) == 0 && (st.st_mode & 0006) == 0006) {
       node = candidate;
@@ -468,15 +494,18 @@ TEST_P(Children, ForkAllowedAndChildrenStaySandboxed) {
   const auto p = base_policy();
   const std::string probe_path = tree.probe();
   // A forked and exec'ed child keeps Landlock and seccomp, and so does its own child.
-  expect_probes(p, {
-      {{"fork"}, kOk},
-      {{"clone", "0"}, kOk},
-      {{"spawn", probe_path, "read", tree.path("outside/secret.txt")}, "errno EACCES\nexit 0"},
-      {{"spawn", probe_path, "read", tree.path("bundle/bundle.txt")}, "ok\nexit 0"},
-      {{"spawn", probe_path, "listen"}, "errno EPERM\nexit 0"},
-      {{"spawn", "/usr/bin/true"}, "exit 0"},
-      {{"spawn", probe_path, "spawn", probe_path, "socket", "inet", "stream"}, "errno EAFNOSUPPORT\nexit 0\nexit 0"},
-  });
+  expect_probes(
+      p,
+      {
+          {{"fork"}, kOk},
+          {{"clone", "0"}, kOk},
+          {{"spawn", probe_path, "read", tree.path("outside/secret.txt")}, "errno EACCES\nexit 0"},
+          {{"spawn", probe_path, "read", tree.path("bundle/bundle.txt")}, "ok\nexit 0"},
+          {{"spawn", probe_path, "listen"}, "errno EPERM\nexit 0"},
+          {{"spawn", "/usr/bin/true"}, "exit 0"},
+          {{"spawn", probe_path, "spawn", probe_path, "socket", "inet", "stream"},
+           "errno EAFNOSUPPORT\nexit 0\nexit 0"},
+      });
   const std::string status = probe(p, {"spawn", probe_path, "status"});
   EXPECT_NE(status.find("NoNewPrivs:\t1"), std::string::npos) << status;
   EXPECT_NE(status.find("Seccomp:\t2"), std::string::npos) << status;
@@ -484,8 +513,9 @@ TEST_P(Children, ForkAllowedAndChildrenStaySandboxed) {
 
 TEST_P(Children, CloneNamespaceFlagsRefused) {
   std::vector<Probe> probes;
-  for (unsigned long flag : {CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
-                             CLONE_NEWNET, CLONE_NEWUSER | CLONE_NEWNET}) {
+  for (unsigned long flag :
+       {CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
+        CLONE_NEWNET, CLONE_NEWUSER | CLONE_NEWNET}) {
     char hex[32];
     std::snprintf(hex, sizeof hex, "%#lx", flag);
     probes.push_back({{"clone", hex}, kEperm});
@@ -501,55 +531,56 @@ TEST_P(Children, Clone3AnswersEnosys) {
 TEST_P(Children, NamespaceAndMountCallsRefused) {
   const auto p = base_policy();
   expect_probes(p, {
-      {{"unshare", "0"}, kEperm},  // unfiltered: ok
-      {{"unshare", "0x10000000"}, kEperm},
-      {{"unshare", "0x80"}, kEperm},  // CLONE_NEWTIME
-      {{"setns"}, kEperm},            // unfiltered: EBADF
-      {{"mount"}, kEperm},
-      {{"chroot"}, kEperm},           // unfiltered: EFAULT
-      {{"open_tree"}, kEperm},
-      {{"fsopen"}, kEperm},
-  });
+                       {{"unshare", "0"}, kEperm},  // unfiltered: ok
+                       {{"unshare", "0x10000000"}, kEperm},
+                       {{"unshare", "0x80"}, kEperm},  // CLONE_NEWTIME
+                       {{"setns"}, kEperm},            // unfiltered: EBADF
+                       {{"mount"}, kEperm},
+                       {{"chroot"}, kEperm},  // unfiltered: EFAULT
+                       {{"open_tree"}, kEperm},
+                       {{"fsopen"}, kEperm},
+                   });
 }
 
 TEST_P(Children, ProcessAccessRefused) {
   const auto p = base_policy();
   expect_probes(p, {
-      {{"ptrace"}, kEperm},          // attach to the parent
-      {{"ptrace-traceme"}, kEperm},  // unfiltered: ok
-      {{"process_vm_readv"}, kEperm},
-      {{"pidfd_getfd"}, kEperm},     // unfiltered: EBADF
-  });
+                       {{"ptrace"}, kEperm},          // attach to the parent
+                       {{"ptrace-traceme"}, kEperm},  // unfiltered: ok
+                       {{"process_vm_readv"}, kEperm},
+                       {{"pidfd_getfd"}, kEperm},  // unfiltered: EBADF
+                   });
 }
 
 TEST_P(Children, KernelInterfacesRefused) {
   const auto p = base_policy();
-  expect_probes(p, {
-      {{"bpf"}, kEperm},
-      {{"keyctl"}, kEperm},  // unfiltered: ok (the session keyring's id)
-      {{"add_key"}, kEperm},
-      {{"request_key"}, kEperm},
-      {{"init_module"}, kEperm},
-      {{"finit_module"}, kEperm},
-      {{"delete_module"}, kEperm},
-      {{"io_uring_setup"}, kEnosys},
-      {{"userfaultfd"}, kEperm},
-      {{"perf_event_open"}, kEperm},
-      {{"open_by_handle_at"}, kEperm},  // unfiltered: EBADF
-      // Issue 12: a memfd that could be executed is refused (Landlock does not cover it);
-      // one sealed non-executable (MFD_NOEXEC_SEAL, Linux 6.3) is an ordinary call.
-      {{"memfd_create"}, kEnosys},
-      {{"memfd_create-sealed"}, kOk},
-  });
+  expect_probes(
+      p, {
+             {{"bpf"}, kEperm},
+             {{"keyctl"}, kEperm},  // unfiltered: ok (the session keyring's id)
+             {{"add_key"}, kEperm},
+             {{"request_key"}, kEperm},
+             {{"init_module"}, kEperm},
+             {{"finit_module"}, kEperm},
+             {{"delete_module"}, kEperm},
+             {{"io_uring_setup"}, kEnosys},
+             {{"userfaultfd"}, kEperm},
+             {{"perf_event_open"}, kEperm},
+             {{"open_by_handle_at"}, kEperm},  // unfiltered: EBADF
+             // Issue 12: a memfd that could be executed is refused (Landlock does not cover it);
+             // one sealed non-executable (MFD_NOEXEC_SEAL, Linux 6.3) is an ordinary call.
+             {{"memfd_create"}, kEnosys},
+             {{"memfd_create-sealed"}, kOk},
+         });
 }
 
 TEST_P(Children, SysVAndPosixIpcRefused) {
   const auto p = base_policy();
   expect_probes(p, {
-      {{"shmget"}, kEperm},   // unfiltered: ok
-      {{"msgget"}, kEperm},   // unfiltered: ok
-      {{"mq_open"}, kEperm},  // unfiltered: EFAULT
-  });
+                       {{"shmget"}, kEperm},   // unfiltered: ok
+                       {{"msgget"}, kEperm},   // unfiltered: ok
+                       {{"mq_open"}, kEperm},  // unfiltered: EFAULT
+                   });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -563,25 +594,24 @@ TEST_P(SyscallAbi, Int80KillsWithSigsys) {
   // do not run it at all; then there is nothing for the filter to refuse.
   RunResult control = run_command({tree.probe(), "int80-getpid"});
   if (!(control.exited(0) && control.out == "ok\n")) {
-    GTEST_SKIP() << "int 0x80 does not work on this machine even outside the sandbox: " << control.describe();
+    GTEST_SKIP() << "int 0x80 does not work on this machine even outside the sandbox: "
+                 << control.describe();
   }
   RunResult r = launch(base_policy(), {"int80-getpid"});
   EXPECT_EQ(r.signal, SIGSYS) << r.describe();
   EXPECT_EQ(r.out, "");
 }
 
-TEST_P(SyscallAbi, X32SyscallRefused) {
-  EXPECT_EQ(probe(base_policy(), {"x32-getpid"}), kEnosys);
-}
+TEST_P(SyscallAbi, X32SyscallRefused) { EXPECT_EQ(probe(base_policy(), {"x32-getpid"}), kEnosys); }
 
 TEST_P(SyscallAbi, SyscallAboveTheCeilingAnswersEnosys) {
   const auto p = base_policy();
   expect_probes(p, {
-      {{"syscall", "39"}, kOk},  // getpid: below the ceiling, allowed
-      {{"syscall", "470"}, kEnosys},
-      {{"syscall", "1000"}, kEnosys},
-      {{"syscall", "0x3fffffff"}, kEnosys},
-  });
+                       {{"syscall", "39"}, kOk},  // getpid: below the ceiling, allowed
+                       {{"syscall", "470"}, kEnosys},
+                       {{"syscall", "1000"}, kEnosys},
+                       {{"syscall", "0x3fffffff"}, kEnosys},
+                   });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -595,12 +625,13 @@ TEST_P(IpcScoping, SignalsToProcessesOutsideRefusedFromAbi6) {
   const auto p = base_policy();  // ipc_isolation best-effort
   Sleeper outside;               // the module user's own uid, outside the sandbox
   // Below ABI 6, best-effort runs without scoping: the signal reaches the outside process.
-  expect_probes(p, {
-      {{"kill", std::to_string(outside.pid()), "0"}, abi() >= 6 ? kEperm : kOk},
-      {{"kill-child"}, kOk},  // inside the sandbox
-      // The parent (this test) runs as root when the tests do: refused by uid alone then.
-      {{"kill-parent"}, (abi() >= 6 || running_as_root()) ? kEperm : kOk},
-  });
+  expect_probes(
+      p, {
+             {{"kill", std::to_string(outside.pid()), "0"}, abi() >= 6 ? kEperm : kOk},
+             {{"kill-child"}, kOk},  // inside the sandbox
+             // The parent (this test) runs as root when the tests do: refused by uid alone then.
+             {{"kill-parent"}, (abi() >= 6 || running_as_root()) ? kEperm : kOk},
+         });
 }
 
 TEST_P(IpcScoping, AbstractUnixSocketsOutsideRefusedFromAbi6) {
@@ -609,10 +640,10 @@ TEST_P(IpcScoping, AbstractUnixSocketsOutsideRefusedFromAbi6) {
   UnixListener outside(name);
   UnixListener broker(broker_path);
   expect_probes(p, {
-      {{"connect-unix", name}, abi() >= 6 ? kEperm : kOk},
-      {{"abstract-pair", "@" + unique_name("inner")}, kOk},  // inside the sandbox
-      {{"connect-unix", broker_path}, kOk},                 // a pathname socket: allowed
-  });
+                       {{"connect-unix", name}, abi() >= 6 ? kEperm : kOk},
+                       {{"abstract-pair", "@" + unique_name("inner")}, kOk},  // inside the sandbox
+                       {{"connect-unix", broker_path}, kOk},  // a pathname socket: allowed
+                   });
   // Without the broker grant no unix socket exists to try with.
   EXPECT_EQ(probe(base_policy(), {"connect-unix", name}), kEafnosupport);
 }
@@ -626,13 +657,15 @@ TEST_P(IpcScoping, ProcFilesOfProcessesOutsideRefused) {
     RunOptions as_module_user;
     as_module_user.user = std::make_pair(module_uid(), module_gid());
     RunResult control = run_command({tree.probe(), "read", environ_path}, as_module_user);
-    EXPECT_EQ(control.out_line(), kOk) << "control, unsandboxed as the module user: " << control.describe();
+    EXPECT_EQ(control.out_line(), kOk)
+        << "control, unsandboxed as the module user: " << control.describe();
   }
   expect_probes(base_policy(), {
-      {{"read", environ_path}, kEacces},
-      {{"read", "/proc/" + std::to_string(outside.pid()) + "/cmdline"}, kOk},  // world-readable by design
-      {{"read", "/proc/self/environ"}, kOk},
-  });
+                                   {{"read", environ_path}, kEacces},
+                                   {{"read", "/proc/" + std::to_string(outside.pid()) + "/cmdline"},
+                                    kOk},  // world-readable by design
+                                   {{"read", "/proc/self/environ"}, kOk},
+                               });
 }
 
 TEST_P(IpcScoping, RequiredIsRefusedBelowAbi6AndEnforcedFrom6) {
@@ -642,10 +675,10 @@ TEST_P(IpcScoping, RequiredIsRefusedBelowAbi6AndEnforcedFrom6) {
   const std::string name = "@" + unique_name("abstract");
   UnixListener listener(name);
   expect_probes(p, {
-      {{"kill", std::to_string(outside.pid()), "0"}, kEperm},
-      {{"connect-unix", name}, kEperm},
-      {{"kill-child"}, kOk},
-  });
+                       {{"kill", std::to_string(outside.pid()), "0"}, kEperm},
+                       {{"connect-unix", name}, kEperm},
+                       {{"kill-child"}, kOk},
+                   });
 }
 
 TEST_P(IpcScoping, DefaultIpcIsolationIsRequired) {

@@ -32,8 +32,8 @@ TEST(Report, HasThePagesRowsInItsWords) {
   std::set<std::string> titles;
   for (const auto& row : report["rows"]) titles.insert(row["title"]);
   for (const char* title : {"filesystem, net.none, exec_writable deny, GPU",
-                            "net.egress-allowlist, no loopback, no link-local", "IPC", "net.egress-any",
-                            "hiding which files exist"}) {
+                            "net.egress-allowlist, no loopback, no link-local", "IPC",
+                            "net.egress-any", "hiding which files exist"}) {
     EXPECT_EQ(titles.count(title), 1U) << title;
   }
   EXPECT_EQ(row_status(report, "net.egress-any"), "unavailable");
@@ -45,10 +45,12 @@ TEST(Report, HasThePagesRowsInItsWords) {
 
 TEST(Report, NfdFileIsOneValidLabelPerRow) {
   SandboxTree tree;
-  auto result = run_command({kAgent, "sandbox-report", "--config",
-                             tree.write_json("config.json", nlohmann::json::object()), "--format", "nfd"});
+  auto result =
+      run_command({kAgent, "sandbox-report", "--config",
+                   tree.write_json("config.json", nlohmann::json::object()), "--format", "nfd"});
   ASSERT_TRUE(result.exited(0)) << result.describe();
-  const std::regex line(R"(feature\.node\.kubernetes\.io/oarbank-sandbox\.[A-Za-z0-9._-]{1,63}=[A-Za-z0-9._-]{1,63})");
+  const std::regex line(
+      R"(feature\.node\.kubernetes\.io/oarbank-sandbox\.[A-Za-z0-9._-]{1,63}=[A-Za-z0-9._-]{1,63})");
   std::size_t labels = 0;
   std::istringstream lines(result.out);
   for (std::string text; std::getline(lines, text);) {
@@ -93,7 +95,8 @@ TEST(Report, VerifyProvesEveryEnforcedRowOnThisKernel) {
   EXPECT_EQ(verified, abi >= 6 ? 4U : abi >= 4 ? 3U : abi >= 3 ? 2U : 0U);
   EXPECT_EQ(row_status(report, "setid-files"), "enforced");
   // Nothing left behind.
-  for (const auto& entry : list_dir("/tmp")) EXPECT_EQ(entry.rfind("oarbank-verify-", 0), std::string::npos) << entry;
+  for (const auto& entry : list_dir("/tmp"))
+    EXPECT_EQ(entry.rfind("oarbank-verify-", 0), std::string::npos) << entry;
 }
 
 struct PolicyCase {
@@ -113,20 +116,26 @@ TEST_P(ReportAgreesWithTheLauncher, ForEveryPolicyShape) {
   const std::vector<PolicyCase> cases = {
       {"net-none-best-effort", {{"ipc_isolation", "best-effort"}}, {"filesystem"}},
       {"net-none-required", {{"ipc_isolation", "required"}}, {"filesystem", "ipc"}},
-      {"egress-best-effort", {{"net", "egress-allowlist"}, {"ipc_isolation", "best-effort"}},
+      {"egress-best-effort",
+       {{"net", "egress-allowlist"}, {"ipc_isolation", "best-effort"}},
        {"filesystem", "net.egress-allowlist"}},
-      {"egress-required", {{"net", "egress-allowlist"}, {"ipc_isolation", "required"}},
+      {"egress-required",
+       {{"net", "egress-allowlist"}, {"ipc_isolation", "required"}},
        {"filesystem", "net.egress-allowlist", "ipc"}},
-      {"egress-any", {{"net", "egress-any"}, {"ipc_isolation", "best-effort"}}, {"filesystem", "net.egress-any"}},
+      {"egress-any",
+       {{"net", "egress-any"}, {"ipc_isolation", "best-effort"}},
+       {"filesystem", "net.egress-any"}},
   };
   for (const auto& c : cases) {
     auto policy = tree.base_policy();
     for (const auto& [key, value] : c.extra.items()) policy[key] = value;
     const std::string file = tree.write_json(std::string(c.name) + ".json", policy);
     bool report_says_runnable = true;
-    for (const auto& row : c.rows) report_says_runnable = report_says_runnable && row_status(report, row) == "enforced";
+    for (const auto& row : c.rows)
+      report_says_runnable = report_says_runnable && row_status(report, row) == "enforced";
     auto check = run_command({kAgent, "sandbox-check", "--config", config, file});
-    auto exec = run_command({kAgent, "sandbox-exec", "--config", config, file, "--", tree.probe(), "true"});
+    auto exec =
+        run_command({kAgent, "sandbox-exec", "--config", config, file, "--", tree.probe(), "true"});
     const int expected = report_says_runnable ? 0 : 70;
     EXPECT_TRUE(check.exited(expected)) << c.name << " at cap " << cap << ": " << check.describe();
     EXPECT_TRUE(exec.exited(expected)) << c.name << " at cap " << cap << ": " << exec.describe();

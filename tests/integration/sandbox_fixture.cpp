@@ -53,7 +53,8 @@ nlohmann::json SandboxBase::egress_policy() const {
 
 RunResult SandboxBase::launch(const nlohmann::json& policy, const std::vector<std::string>& args,
                               const LaunchOptions& options) {
-  const std::string policy_file = tree.write_json("policy-" + std::to_string(policy_counter_++) + ".json", policy);
+  const std::string policy_file =
+      tree.write_json("policy-" + std::to_string(policy_counter_++) + ".json", policy);
   std::vector<std::string> argv = {OARBANK_AGENT_BINARY, "sandbox-exec", "--config",
                                    options.config.value_or(config_path)};
   for (const auto& entry : options.setenv) {
@@ -104,7 +105,9 @@ void SandboxBase::expect_probes(const nlohmann::json& policy, const std::vector<
   // Each probe takes as many lines as its expected answer has.
   std::size_t next = 0;
   for (const auto& probe_item : probes) {
-    const auto count = static_cast<std::size_t>(std::count(probe_item.expected.begin(), probe_item.expected.end(), '\n')) + 1;
+    const auto count = static_cast<std::size_t>(std::count(probe_item.expected.begin(),
+                                                           probe_item.expected.end(), '\n')) +
+                       1;
     std::string got;
     for (std::size_t k = 0; k < count; ++k, ++next) {
       got += (k == 0 ? "" : "\n") + (next < lines.size() ? lines[next] : std::string("(no line)"));
@@ -114,24 +117,30 @@ void SandboxBase::expect_probes(const nlohmann::json& policy, const std::vector<
   EXPECT_EQ(next, lines.size()) << "more output than probes: " << r.describe();
 }
 
-void SandboxBase::expect_launcher_failure(const RunResult& r, int code, const std::vector<std::string>& mentions) {
+void SandboxBase::expect_launcher_failure(const RunResult& r, int code,
+                                          const std::vector<std::string>& mentions) {
   EXPECT_TRUE(r.exited(code)) << "expected exit " << code << ", got " << r.describe();
   EXPECT_TRUE(r.out.empty()) << "stdout must be empty: " << r.describe();
   EXPECT_EQ(r.err_line_count(), 1U) << "stderr must be exactly one line: " << r.describe();
   EXPECT_TRUE(r.err.starts_with("oarbank-agent sandbox-exec: ")) << r.describe();
   EXPECT_TRUE(r.err.ends_with("\n")) << r.describe();
   for (const auto& mention : mentions) {
-    EXPECT_NE(r.err.find(mention), std::string::npos) << "stderr should mention " << mention << ": " << r.describe();
+    EXPECT_NE(r.err.find(mention), std::string::npos)
+        << "stderr should mention " << mention << ": " << r.describe();
   }
 }
 
-bool SandboxBase::runs_or_refused(const nlohmann::json& policy, const std::string& row, int needed_abi) {
+bool SandboxBase::runs_or_refused(const nlohmann::json& policy, const std::string& row,
+                                  int needed_abi) {
   if (abi() >= needed_abi) return true;
   const std::string marker = tree.path("work/ran");
   RunResult r = launch(policy, {"write", marker});
-  expect_launcher_failure(r, 70, {"cannot enforce \"" + row + "\"", "needs Landlock ABI " + std::to_string(needed_abi)});
+  expect_launcher_failure(
+      r, 70,
+      {"cannot enforce \"" + row + "\"", "needs Landlock ABI " + std::to_string(needed_abi)});
   if (cap_ != kUncapped && cap_ < kernel_landlock_abi()) {
-    EXPECT_NE(r.err.find("caps Landlock at ABI " + std::to_string(cap_)), std::string::npos) << r.describe();
+    EXPECT_NE(r.err.find("caps Landlock at ABI " + std::to_string(cap_)), std::string::npos)
+        << r.describe();
   }
   EXPECT_FALSE(exists(marker)) << "the payload ran although the launcher refused";
   return false;

@@ -61,7 +61,8 @@ class SandboxBase {
 
   // A launcher failure: `code`, nothing on stdout, exactly one line on stderr starting with
   // "oarbank-agent sandbox-exec: " and mentioning each of `mentions`.
-  static void expect_launcher_failure(const RunResult& r, int code, const std::vector<std::string>& mentions);
+  static void expect_launcher_failure(const RunResult& r, int code,
+                                      const std::vector<std::string>& mentions);
 
   // True when this node (under the cap) enforces the row; otherwise asserts the launcher
   // refuses the policy with 70 naming the row, before the payload runs, and returns false.
@@ -104,7 +105,7 @@ std::string cap_name(const ::testing::TestParamInfo<int>& info);
 }  // namespace oarbank::it
 
 // Caps 3, 4, 5, 6 and uncapped (the kernel's own ABI, 7 on the reference machine).
-#define OARBANK_INSTANTIATE_CAPS(Suite)                                                           \
-  INSTANTIATE_TEST_SUITE_P(LandlockCap, Suite,                                                    \
+#define OARBANK_INSTANTIATE_CAPS(Suite)                                             \
+  INSTANTIATE_TEST_SUITE_P(LandlockCap, Suite,                                      \
                            ::testing::Values(3, 4, 5, 6, ::oarbank::it::kUncapped), \
                            ::oarbank::it::cap_name)

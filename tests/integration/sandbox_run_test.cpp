@@ -432,9 +432,10 @@ TEST_F(SandboxRun, TimeoutTakesUnits) {
     SCOPED_TRACE(bad);
     r = run({"--timeout", bad}, payload({"true"}));
     EXPECT_TRUE(r.exited(64)) << r.describe();
-    EXPECT_EQ(r.err,
-              "oarbank-agent sandbox-run: usage: --timeout: expected a duration: seconds, or with a "
-              "unit s, m, h or d (10s, 2m, 1h) (see --help)\n");
+    EXPECT_EQ(
+        r.err,
+        "oarbank-agent sandbox-run: usage: --timeout: expected a duration: seconds, or with a "
+        "unit s, m, h or d (10s, 2m, 1h) (see --help)\n");
   }
   expect_nothing_left();
 }
@@ -505,8 +506,10 @@ TEST_F(SandboxRun, FreezeStopsACounterAndThawResumesIt) {
 TEST_F(SandboxRun, CtlNamesAnUnknownModule) {
   RunResult r = ctl("status", "no-such-module");
   EXPECT_TRUE(r.exited(69)) << r.describe();
-  EXPECT_EQ(r.err, "oarbank-agent sandbox-ctl: no module with id no-such-module is running (state "
-                   "directory " + state_dir + ")\n");
+  EXPECT_EQ(r.err,
+            "oarbank-agent sandbox-ctl: no module with id no-such-module is running (state "
+            "directory " +
+                state_dir + ")\n");
   r = ctl("freeze", "../etc");
   EXPECT_TRUE(r.exited(64)) << r.describe();
 }
@@ -519,14 +522,15 @@ TEST_F(SandboxRun, CtlListShowsWhatRuns) {
   EXPECT_TRUE(r.exited(0)) << r.describe();
   EXPECT_EQ(r.out, "ID  PID  CONTAINER  AGE  STATE\n");
   Background run_bg(run_argv({}, payload({"sleep-forever"})), env(), tree.path("out.txt"));
-  ASSERT_TRUE(eventually([&] { return read_if_there(tree.path("out.txt")).find("ok\n") != std::string::npos; }));
+  ASSERT_TRUE(eventually(
+      [&] { return read_if_there(tree.path("out.txt")).find("ok\n") != std::string::npos; }));
   r = run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "list"}, o);
   EXPECT_TRUE(r.exited(0)) << r.describe();
   const auto status = nlohmann::json::parse(ctl("status").out);
   const std::string pid = std::to_string(status["pid"].get<long>());
   const std::string container = status["container"];
-  EXPECT_TRUE(std::regex_match(r.out, std::regex("ID +PID +CONTAINER +AGE +STATE\n" + id + " +" + pid +
-                                                 " +" + container + " +[0-9]+s +running\n")))
+  EXPECT_TRUE(std::regex_match(r.out, std::regex("ID +PID +CONTAINER +AGE +STATE\n" + id + " +" +
+                                                 pid + " +" + container + " +[0-9]+s +running\n")))
       << r.out;
   // Without an id, another action is a usage error that points at list.
   r = run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "kill"}, o);
@@ -766,13 +770,14 @@ TEST_F(SandboxRun, UnprivilegedEgressModulesEachGetAProxyPortOfTheirOwn) {
   RunOptions o;
   o.env = user_env;
   o.user = std::make_pair(user, static_cast<gid_t>(user));
-  RunResult second = run_command(
-      {OARBANK_AGENT_BINARY, "sandbox-run", "--config", config_path, "--id", id + "-b", policy_path,
-       "--", "/bin/sh", "-c",
-       "p=${https_proxy##*:}; echo \"$p\"; " + tree.probe() + " connect 127.0.0.1 \"$p\"; " +
-           tree.probe() + " connect 127.0.0.1 " + first_port + "; " + tree.probe() + " connect ::1 " +
-           first_port + "; " + tree.probe() + " sendto-fastopen 127.0.0.1 " + first_port},
-      o);
+  RunResult second =
+      run_command({OARBANK_AGENT_BINARY, "sandbox-run", "--config", config_path, "--id", id + "-b",
+                   policy_path, "--", "/bin/sh", "-c",
+                   "p=${https_proxy##*:}; echo \"$p\"; " + tree.probe() +
+                       " connect 127.0.0.1 \"$p\"; " + tree.probe() + " connect 127.0.0.1 " +
+                       first_port + "; " + tree.probe() + " connect ::1 " + first_port + "; " +
+                       tree.probe() + " sendto-fastopen 127.0.0.1 " + first_port},
+                  o);
   EXPECT_TRUE(second.exited(0)) << second.describe();
   const auto nl = second.out.find('\n');
   ASSERT_NE(nl, std::string::npos) << second.describe();

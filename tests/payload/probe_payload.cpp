@@ -8,20 +8,20 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/filter.h>
 #include <linux/keyctl.h>
 #include <linux/perf_event.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <poll.h>
 #include <sys/ioctl.h>
-#include <sys/prctl.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/msg.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/shm.h>
@@ -29,17 +29,17 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
-#include <sys/xattr.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -65,10 +65,22 @@ int report(long rc) {
 
 int family_from(const std::string& name) {
   static const std::map<std::string, int> kFamilies = {
-      {"unix", AF_UNIX},       {"inet", AF_INET},   {"inet6", AF_INET6},     {"netlink", AF_NETLINK},
-      {"packet", AF_PACKET},   {"vsock", AF_VSOCK}, {"alg", AF_ALG},         {"tipc", AF_TIPC},
-      {"bluetooth", AF_BLUETOOTH}, {"xdp", AF_XDP}, {"key", AF_KEY},         {"can", AF_CAN},
-      {"rds", AF_RDS},         {"appletalk", AF_APPLETALK}, {"x25", AF_X25}, {"ax25", AF_AX25},
+      {"unix", AF_UNIX},
+      {"inet", AF_INET},
+      {"inet6", AF_INET6},
+      {"netlink", AF_NETLINK},
+      {"packet", AF_PACKET},
+      {"vsock", AF_VSOCK},
+      {"alg", AF_ALG},
+      {"tipc", AF_TIPC},
+      {"bluetooth", AF_BLUETOOTH},
+      {"xdp", AF_XDP},
+      {"key", AF_KEY},
+      {"can", AF_CAN},
+      {"rds", AF_RDS},
+      {"appletalk", AF_APPLETALK},
+      {"x25", AF_X25},
+      {"ax25", AF_AX25},
   };
   auto it = kFamilies.find(name);
   if (it != kFamilies.end()) return it->second;
@@ -77,8 +89,8 @@ int family_from(const std::string& name) {
 
 int type_from(const std::string& name) {
   static const std::map<std::string, int> kTypes = {
-      {"stream", SOCK_STREAM}, {"dgram", SOCK_DGRAM}, {"raw", SOCK_RAW},
-      {"seqpacket", SOCK_SEQPACKET}, {"rdm", SOCK_RDM}, {"packet", SOCK_PACKET},
+      {"stream", SOCK_STREAM},       {"dgram", SOCK_DGRAM}, {"raw", SOCK_RAW},
+      {"seqpacket", SOCK_SEQPACKET}, {"rdm", SOCK_RDM},     {"packet", SOCK_PACKET},
   };
   auto it = kTypes.find(name);
   if (it != kTypes.end()) return it->second;
@@ -137,13 +149,15 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     }
     return report(fd);
   }
-  if (cmd == "list" && need(1)) return report(open(a[0].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (cmd == "list" && need(1))
+    return report(open(a[0].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (cmd == "write" && need(1)) {
     int fd = open(a[0].c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd >= 0 && write(fd, "x", 1) != 1) return report(-1);
     return report(fd);
   }
-  if (cmd == "append" && need(1)) return report(open(a[0].c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+  if (cmd == "append" && need(1))
+    return report(open(a[0].c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
   if (cmd == "truncate" && need(1)) return report(truncate(a[0].c_str(), 0));
   if (cmd == "mkdir" && need(1)) return report(mkdir(a[0].c_str(), 0755));
   if (cmd == "unlink" && need(1)) return report(unlink(a[0].c_str()));
@@ -215,16 +229,21 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     if (how == "fchmodat") return report(syscall(SYS_fchmodat, AT_FDCWD, path, mode));
     if (how == "fchmodat2") return report(syscall(452, AT_FDCWD, path, mode, 0));  // Linux 6.6
     if (how == "open") return report(syscall(SYS_open, path, O_WRONLY | O_CREAT | O_CLOEXEC, mode));
-    if (how == "openat") return report(syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+    if (how == "openat")
+      return report(
+          syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
     if (how == "creat") return report(syscall(SYS_creat, path, mode));
-    if (how == "open-tmpfile") return report(syscall(SYS_open, path, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode));
-    if (how == "openat-tmpfile") return report(syscall(SYS_openat, AT_FDCWD, path, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode));
+    if (how == "open-tmpfile")
+      return report(syscall(SYS_open, path, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode));
+    if (how == "openat-tmpfile")
+      return report(syscall(SYS_openat, AT_FDCWD, path, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode));
     if (how == "mkdir") return report(syscall(SYS_mkdir, path, mode));
     if (how == "mkdirat") return report(syscall(SYS_mkdirat, AT_FDCWD, path, mode));
     if (how == "mknod") return report(syscall(SYS_mknod, path, S_IFREG | mode, 0));
     if (how == "mknodat") return report(syscall(SYS_mknodat, AT_FDCWD, path, S_IFREG | mode, 0));
     if (how == "openat2") {
-      std::uint64_t open_how[3] = {O_WRONLY | O_CREAT | O_CLOEXEC, mode, 0};  // flags, mode, resolve
+      std::uint64_t open_how[3] = {O_WRONLY | O_CREAT | O_CLOEXEC, mode,
+                                   0};  // flags, mode, resolve
       return report(syscall(SYS_openat2, AT_FDCWD, path, open_how, sizeof open_how));
     }
     return usage();
@@ -255,8 +274,10 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     struct timespec times[2] = {{1000000000, 0}, {1000000000, 0}};
     return report(utimensat(AT_FDCWD, a[0].c_str(), times, AT_SYMLINK_NOFOLLOW));
   }
-  if (cmd == "setxattr" && need(1)) return report(setxattr(a[0].c_str(), "user.oarbank", "x", 1, 0));
-  if (cmd == "lsetxattr" && need(1)) return report(lsetxattr(a[0].c_str(), "user.oarbank", "x", 1, 0));
+  if (cmd == "setxattr" && need(1))
+    return report(setxattr(a[0].c_str(), "user.oarbank", "x", 1, 0));
+  if (cmd == "lsetxattr" && need(1))
+    return report(lsetxattr(a[0].c_str(), "user.oarbank", "x", 1, 0));
   if (cmd == "open-rw" && need(1)) {
     // Opens an existing file read-write without creating it (devices), then reads one byte.
     int fd = open(a[0].c_str(), O_RDWR | O_CLOEXEC);
@@ -399,9 +420,11 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   }
 
   // --- namespaces, mounts, processes, kernel
-  if (cmd == "unshare" && need(1)) return report(unshare(static_cast<int>(std::strtol(a[0].c_str(), nullptr, 0))));
+  if (cmd == "unshare" && need(1))
+    return report(unshare(static_cast<int>(std::strtol(a[0].c_str(), nullptr, 0))));
   if (cmd == "setns") return report(setns(-1, 0));  // allowed: EBADF
-  if (cmd == "mount") return report(mount(nullptr, nullptr, nullptr, 0, nullptr));  // allowed: EFAULT/EPERM
+  if (cmd == "mount")
+    return report(mount(nullptr, nullptr, nullptr, 0, nullptr));  // allowed: EFAULT/EPERM
   if (cmd == "chroot") return report(syscall(SYS_chroot, nullptr));
   if (cmd == "open_tree") return report(syscall(SYS_open_tree, -1, nullptr, 0));
   if (cmd == "fsopen") return report(syscall(SYS_fsopen, nullptr, 0));
@@ -422,10 +445,12 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   }
   if (cmd == "ptrace") return report(ptrace(PTRACE_ATTACH, getppid(), nullptr, nullptr));
   if (cmd == "ptrace-traceme") return report(ptrace(PTRACE_TRACEME, 0, nullptr, nullptr));
-  if (cmd == "process_vm_readv") return report(syscall(SYS_process_vm_readv, getppid(), nullptr, 0, nullptr, 0, 0));
+  if (cmd == "process_vm_readv")
+    return report(syscall(SYS_process_vm_readv, getppid(), nullptr, 0, nullptr, 0, 0));
   if (cmd == "pidfd_getfd") return report(syscall(SYS_pidfd_getfd, -1, 0, 0));
   if (cmd == "bpf") return report(syscall(SYS_bpf, BPF_PROG_LOAD, nullptr, 0));
-  if (cmd == "keyctl") return report(syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0));
+  if (cmd == "keyctl")
+    return report(syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0));
   if (cmd == "add_key") return report(syscall(SYS_add_key, nullptr, nullptr, nullptr, 0, 0));
   if (cmd == "request_key") return report(syscall(SYS_request_key, nullptr, nullptr, nullptr, 0));
   if (cmd == "init_module") return report(syscall(SYS_init_module, nullptr, 0, nullptr));
@@ -438,7 +463,8 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   if (cmd == "shmget") return report(shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600));
   if (cmd == "msgget") return report(msgget(IPC_PRIVATE, IPC_CREAT | 0600));
   if (cmd == "mq_open") return report(syscall(SYS_mq_open, nullptr, 0, 0, nullptr));
-  if (cmd == "kill" && need(2)) return report(kill(std::atoi(a[0].c_str()), std::atoi(a[1].c_str())));
+  if (cmd == "kill" && need(2))
+    return report(kill(std::atoi(a[0].c_str()), std::atoi(a[1].c_str())));
   if (cmd == "kill-child") {
     // Signals its own child (inside the same sandbox): the allowed side of signal scoping.
     pid_t pid = fork();
@@ -486,13 +512,16 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     // ioctl(FD, CMD) with CMD as a 64-bit number (the kernel reads the low 32 bits) and a
     // zeroed buffer as the argument, large enough for what a reading command writes.
     unsigned char buffer[512] = {};
-    return report(syscall(SYS_ioctl, std::atoi(a[0].c_str()), std::strtoull(a[1].c_str(), nullptr, 0), buffer));
+    return report(syscall(SYS_ioctl, std::atoi(a[0].c_str()),
+                          std::strtoull(a[1].c_str(), nullptr, 0), buffer));
   }
   // personality(A) with A as a 64-bit number: "ok" when the kernel took it.
-  if (cmd == "personality" && need(1)) return report(syscall(SYS_personality, std::strtoull(a[0].c_str(), nullptr, 0)));
+  if (cmd == "personality" && need(1))
+    return report(syscall(SYS_personality, std::strtoull(a[0].c_str(), nullptr, 0)));
   if (cmd == "int80-getpid") return report(int80_getpid());
   if (cmd == "x32-getpid") return report(syscall(0x40000000 | SYS_getpid));
-  if (cmd == "syscall" && need(1)) return report(syscall(std::strtol(a[0].c_str(), nullptr, 0), 0, 0, 0, 0, 0, 0));
+  if (cmd == "syscall" && need(1))
+    return report(syscall(std::strtol(a[0].c_str(), nullptr, 0), 0, 0, 0, 0, 0, 0));
   // --- other processes of the same uid, and leaving the process group
   if (cmd == "prlimit" && need(1)) {
     rlimit64 limit{1, 1};  // RLIMIT_CPU of 1 s would kill a busy victim
@@ -817,7 +846,8 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     // Allocates and touches A[0] MiB, one MiB at a time; prints "ok" if it got them all.
     long mib = std::atol(a[0].c_str());
     for (long i = 0; i < mib; ++i) {
-      void* block = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      void* block =
+          mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (block == MAP_FAILED) return report(-1);
       std::memset(block, 1, 1 << 20);
     }
@@ -844,7 +874,8 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   }
   if (cmd == "busy" && need(1)) {
     // Spins for A[0] seconds of wall time; prints the CPU seconds it got, as "cpu S".
-    struct timespec start {}, now {};
+    struct timespec start {
+    }, now{};
     clock_gettime(CLOCK_MONOTONIC, &start);
     double wall = std::atof(a[0].c_str());
     volatile unsigned long spin = 0;

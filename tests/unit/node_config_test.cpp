@@ -170,8 +170,10 @@ std::vector<InvalidConfig> invalid_configs() {
       {"TrailingCommaBeforeAComment", "{\"hard_limits\": true, // the limits\n}", "",
        "malformed JSON: a trailing comma at line 1, column 21: JSON allows no comma after the "
        "last member of an object"},
-      {"WritableRootsNotAList", R"({"writable_roots": "/tmp"})", "/writable_roots", "must be a list"},
-      {"WritableRootsRelative", R"({"writable_roots": ["/tmp", "jobs"]})", "/writable_roots/1", "absolute"},
+      {"WritableRootsNotAList", R"({"writable_roots": "/tmp"})", "/writable_roots",
+       "must be a list"},
+      {"WritableRootsRelative", R"({"writable_roots": ["/tmp", "jobs"]})", "/writable_roots/1",
+       "absolute"},
       {"WritableRootsSlash", R"({"writable_roots": ["/"]})", "/writable_roots/0", "must not be /"},
       {"WritableRootsDotDot", R"({"writable_roots": ["/var/../etc"]})", "/writable_roots/0", ".."},
       {"NulThenGarbage", "{}\0{\"module_user\":{\"uid\":0}}"s, "", "NUL byte"},

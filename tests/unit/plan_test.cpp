@@ -383,9 +383,10 @@ TEST(PlanEgressConfinement, NamespaceAsRootElsePortOnlyOnlyWhereTheNodeAcceptsIt
     const Plan plan = make_plan(policy, features, accepting, paths, request());
     // filesystem, setid-files and the egress row, which alone is port only.
     ASSERT_EQ(plan.relies_on.size(), 3U);
-    EXPECT_EQ(std::count_if(plan.relies_on.begin(), plan.relies_on.end(),
-                            [](const auto& row) { return row.status == CapabilityStatus::PortOnly; }),
-              1);
+    EXPECT_EQ(
+        std::count_if(plan.relies_on.begin(), plan.relies_on.end(),
+                      [](const auto& row) { return row.status == CapabilityStatus::PortOnly; }),
+        1);
   }
   // Root with namespaces: the key changes nothing.
   EXPECT_EQ(egress_confinement(root, accepting), EgressConfinement::Namespace);

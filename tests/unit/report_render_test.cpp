@@ -131,21 +131,20 @@ TEST(ReportRender, OwnUserOffByTheNodeNamesModuleUser) {
 TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
   Report report = make_report(full_node(), NodeConfig{});
   const std::string p = kNfdPrefix;
-  EXPECT_EQ(report_to_nfd(report),
-            "# oarbank-agent sandbox-report --format nfd: what this node's sandbox enforces\n" + p +
-                "filesystem=enforced\n" + p + "net.egress-allowlist=enforced\n" + p +
-                "ipc=enforced\n" + p + "net.egress-any=unavailable\n" + p +
-                "stat-hiding=not-promised\n" + p + "devices.gpu=enforced\n" + p +
-                "setid-files=enforced\n" + p + "container.cgroup=enforced\n" + p +
-                "limit.cpu=enforced\n" + p + "limit.memory=enforced\n" + p +
-                "limit.pids=enforced\n" + p + "egress.netns=enforced\n" + p + "user.own=enforced\n" +
-                p + "mounts.shm=enforced\n" + p + "mounts.noexec=enforced\n" + p +
-                "mounts.proc=enforced\n" + p + "mounts.pts=enforced\n" + p +
-                "known-limit.exec-writable=not-promised\n" + p +
-                "known-limit.metadata=not-promised\n" + p +
-                "known-limit.broker-sockets=not-promised\n" + p + "denials.syscalls=enforced\n" + p +
-                "denials.filesystem=enforced\n" + p + "denials.network=enforced\n" + p +
-                "landlock-abi=7\n");
+  EXPECT_EQ(
+      report_to_nfd(report),
+      "# oarbank-agent sandbox-report --format nfd: what this node's sandbox enforces\n" + p +
+          "filesystem=enforced\n" + p + "net.egress-allowlist=enforced\n" + p + "ipc=enforced\n" +
+          p + "net.egress-any=unavailable\n" + p + "stat-hiding=not-promised\n" + p +
+          "devices.gpu=enforced\n" + p + "setid-files=enforced\n" + p +
+          "container.cgroup=enforced\n" + p + "limit.cpu=enforced\n" + p +
+          "limit.memory=enforced\n" + p + "limit.pids=enforced\n" + p + "egress.netns=enforced\n" +
+          p + "user.own=enforced\n" + p + "mounts.shm=enforced\n" + p + "mounts.noexec=enforced\n" +
+          p + "mounts.proc=enforced\n" + p + "mounts.pts=enforced\n" + p +
+          "known-limit.exec-writable=not-promised\n" + p + "known-limit.metadata=not-promised\n" +
+          p + "known-limit.broker-sockets=not-promised\n" + p + "denials.syscalls=enforced\n" + p +
+          "denials.filesystem=enforced\n" + p + "denials.network=enforced\n" + p +
+          "landlock-abi=7\n");
   // Port only and a failed verification are label values too; the ABI is the one used.
   report = make_report(user_node(), port_only_config());
   report.verifications.push_back({CapabilityRow::Filesystem, false, "a write got through"});

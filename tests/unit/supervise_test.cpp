@@ -20,16 +20,11 @@ TEST(ModuleId, AcceptsSafePathComponents) {
 
 TEST(ModuleId, RefusesAnythingThatIsNotOnePlainComponent) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"", "is empty"},
-      {std::string(65, 'x'), "longer than 64"},
-      {".", "starts with"},
-      {"..", "starts with"},
-      {".hidden", "starts with"},
-      {"-rf", "starts with"},
-      {"a/b", "only letters"},
-      {"a b", "only letters"},
-      {"a\nb", "only letters"},
-      {"caf\xc3\xa9", "only letters"},
+      {"", "is empty"},           {std::string(65, 'x'), "longer than 64"},
+      {".", "starts with"},       {"..", "starts with"},
+      {".hidden", "starts with"}, {"-rf", "starts with"},
+      {"a/b", "only letters"},    {"a b", "only letters"},
+      {"a\nb", "only letters"},   {"caf\xc3\xa9", "only letters"},
       {"supervisor", "reserved"},
   };
   for (const auto& [id, problem] : cases) {
@@ -54,7 +49,8 @@ std::string with_line(std::string text, const std::string& key, const std::strin
 
 TEST(ExecVerification, ASandboxedModulePasses) {
   const ExecExpectation root_launch{65534, 65534, true};
-  EXPECT_EQ(exec_verification_problem(parse_proc_status(kSandboxedStatus), root_launch), std::nullopt);
+  EXPECT_EQ(exec_verification_problem(parse_proc_status(kSandboxedStatus), root_launch),
+            std::nullopt);
 }
 
 TEST(ExecVerification, EachMissingStepIsNamedByItsField) {
@@ -82,11 +78,13 @@ TEST(ExecVerification, TheLaunchersFilterMustStackOnWhatSandboxRunInherited) {
   ExecExpectation in_a_container{65534, 65534, true};
   in_a_container.inherited_seccomp_filters = 1;
   // One filter: only the container's. Two: the launcher's on top.
-  EXPECT_EQ(exec_verification_problem(parse_proc_status(kSandboxedStatus), in_a_container).value_or(""),
-            "Seccomp_filters: 1 (expected more than the 1 sandbox-run has)");
-  EXPECT_EQ(exec_verification_problem(
-                parse_proc_status(with_line(kSandboxedStatus, "Seccomp_filters", "2")), in_a_container),
-            std::nullopt);
+  EXPECT_EQ(
+      exec_verification_problem(parse_proc_status(kSandboxedStatus), in_a_container).value_or(""),
+      "Seccomp_filters: 1 (expected more than the 1 sandbox-run has)");
+  EXPECT_EQ(
+      exec_verification_problem(
+          parse_proc_status(with_line(kSandboxedStatus, "Seccomp_filters", "2")), in_a_container),
+      std::nullopt);
 }
 
 TEST(ExecVerification, AMissingFieldFailsClosed) {
@@ -106,8 +104,8 @@ TEST(ExecVerification, AnUnprivilegedLaunchKeepsItsBoundingSetAndGroups) {
   status = with_line(status, "CapBnd", "000001ffffffffff");
   status = with_line(status, "Groups", "27 1000");
   EXPECT_EQ(exec_verification_problem(parse_proc_status(status), user_launch), std::nullopt);
-  EXPECT_EQ(exec_verification_problem(parse_proc_status(with_line(status, "CapEff", "0000000000000001")),
-                                      user_launch)
+  EXPECT_EQ(exec_verification_problem(
+                parse_proc_status(with_line(status, "CapEff", "0000000000000001")), user_launch)
                 .value_or(""),
             "CapEff: 0000000000000001 (expected 0)");
 }
