@@ -1,6 +1,7 @@
 #include "supervise/module_run.hpp"
 
 #include <limits.h>
+#include <sched.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -102,6 +103,18 @@ std::string generate_module_id() {
 void ModuleRun::launch_in_child(void* context, int status_fd) {
   auto* child = static_cast<ChildLaunch*>(context);
   set_launch_status_fd(status_fd);
+  // Issue 12: an IPC namespace of the module's own, made by its first process (as root, before
+  // the launcher drops the capability to). Its SysV objects and POSIX message queues are the
+  // module's alone and go with its last process: nothing to release.
+  if (child->own_ipc && ::unshare(CLONE_NEWIPC) != 0) {
+    const int err = errno;
+    std::string line =
+        "oarbank-agent sandbox-run: " +
+        step_failed_message(LaunchStep::Ipc, "unshare(CLONE_NEWIPC): " + errno_text(err));
+    std::fprintf(stderr, "%s\n", line.c_str());
+    report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
+    ::_exit(exit_code_for(ErrorKind::StepFailed));
+  }
   if (child->netns_fd >= 0) {
     if (int err = join_network_namespace(child->netns_fd); err != 0) {
       std::string line =
@@ -207,6 +220,10 @@ RunResult ModuleRun::run() {
   make_directories();
   if (int sig = stop_requested()) return stopped_before_spawn(sig);
 
+  // The filter allows what the module's own world makes safe (seccomp_rules.hpp); the world
+  // is made below (make_network, the child's IPC namespace) or the run fails with 70 before
+  // the module starts, so the plan never allows more than what this run made.
+  request_.launch.world = module_world();
   // Everything the launch can fail at softly, here in the parent: a failure is one line and
   // an exit code, with what was made released.
   prepared_ = prepare_exec(request_.launch, module_config_, policy, std::move(features));
@@ -231,6 +248,7 @@ RunResult ModuleRun::run() {
 
   child_.prepared = prepared_.get();
   child_.netns_fd = network_.netns.get();
+  child_.own_ipc = request_.launch.world.own_namespaces;
   launch_.launcher = &launch_in_child;
   launch_.launcher_context = &child_;
   launch_.terminal = terminal_.get();
@@ -335,11 +353,36 @@ void ModuleRun::make_directories() {
 
 // Egress under namespace confinement (root): the proxy's listener inside the module's own
 // network namespace, which the child joins. (Port only: the listener was made before the
-// plan, which names its port.)
+// plan, which names its port.) Issue 12: every other module of a root sandbox-run gets a
+// namespace of its own too, holding loopback alone. Anonymous: it lives while the module's
+// processes (or the descriptor released here) hold it.
 void ModuleRun::make_network() {
-  if (!namespace_confinement_) return;
-  network_ = make_module_network(request_.config.proxy_host, request_.config.proxy_port);
+  if (namespace_confinement_) {
+    network_ = make_module_network(request_.config.proxy_host, request_.config.proxy_port);
+  } else if (request_.launch.world.own_namespaces) {
+    network_ = make_loopback_network();
+  } else {
+    return;
+  }
   held_.push(LaunchStep::Network, [this] { network_ = ModuleNetwork{}; });
+}
+
+// What the run makes the module's own: the namespaces as root (an egress module's only where
+// it is confined by one; port only keeps the node's); a process group it may leave where its
+// container is a leaf and no descriptor it is handed is a terminal but its own pty (0-2 are
+// the module's own pty when any of them is a terminal, make_terminal); its own user where the
+// node leases it one (issue 12's uid registry).
+seccomp::ModuleWorld ModuleRun::module_world() const {
+  seccomp::ModuleWorld world;
+  if (!root_) return world;
+  world.own_namespaces = !egress_ || namespace_confinement_;
+  bool kept_terminal = false;
+  for (int fd : request_.launch.keep_fds) kept_terminal = kept_terminal || ::isatty(fd) == 1;
+  world.own_group = world.own_namespaces && launch_.leaf.has_value() && !kept_terminal;
+  // own_user: set where the module runs as a uid leased to it alone (h-uid's registry); the
+  // fixed module_user is shared by every module, so it stays false there.
+  world.own_user = false;
+  return world;
 }
 
 // The proxy for this module, on the listener above. Its thread starts once the child exists

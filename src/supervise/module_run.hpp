@@ -83,6 +83,8 @@ class ModuleRun {
   void make_network();
   void make_proxy();
   void make_terminal();
+  // What of the module's world this run makes its own (the filter's allowances follow it).
+  seccomp::ModuleWorld module_world() const;
   void say_how_it_ended(const RunResult& result);
   // A stop signal that arrived since the last step (consumed), else 0.
   int stop_requested() const;
@@ -112,6 +114,7 @@ class ModuleRun {
   struct ChildLaunch {
     PreparedExec* prepared = nullptr;
     int netns_fd = -1;
+    bool own_ipc = false;  // unshare(CLONE_NEWIPC) before the launcher's steps
   } child_;
   ReleaseStack held_;  // last: released before the members its releases use are destroyed
 };

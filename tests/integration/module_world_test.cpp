@@ -1,0 +1,384 @@
+// Issue 12, "Its own IPC and network" and "What the world lets us allow": a root sandbox-run
+// gives each module its own IPC namespace and its own network namespace (net: none: loopback
+// only), and the filter allows what that world makes safe (docs/seccomp.md). From inside real
+// sandboxed modules: the allowed thing works, the same thing stays refused where the world is
+// not made (a bare sandbox-exec, the process-group fallback), and nothing of one module reaches
+// another module or the host. Real programs (python3, coreutils' timeout, util-linux's ipcmk)
+// run as they do outside.
+//
+// Some of what the issue shows needs its sibling parts (h-uid's leased uid for prlimit64,
+// sched_* and inotify by pid; h-mounts' private /dev/shm and devpts for multiprocessing.Pool and
+// `script`): those tests find out whether the part is there and skip, naming it, where not.
+#include <fcntl.h>
+#include <mqueue.h>
+#include <signal.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.hpp"
+#include "sandbox_fixture.hpp"
+
+namespace oarbank::it {
+namespace {
+
+using namespace std::chrono_literals;
+
+const char* const kOk = "ok";
+const char* const kEperm = "errno EPERM";
+
+bool have_program(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) return false;
+  const std::string target = resolved;
+  return ::access(target.c_str(), X_OK) == 0 && target.find("busybox") == std::string::npos;
+}
+
+// A module run in the background (two modules at once): its output goes to a file.
+class BackgroundRun {
+ public:
+  BackgroundRun(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                std::string output)
+      : output_(std::move(output)) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(output_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int null = ::open("/dev/null", O_RDONLY);
+      ::dup2(null, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      exec_in_child(argv, env);
+    }
+  }
+  ~BackgroundRun() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  BackgroundRun(const BackgroundRun&) = delete;
+  BackgroundRun& operator=(const BackgroundRun&) = delete;
+  // The output so far ("" before the file exists).
+  [[nodiscard]] std::string output() const { return exists(output_) ? read_file(output_) : ""; }
+  // The exit code (128+N for signal N); -1 on timeout.
+  int wait(std::chrono::milliseconds timeout = 20s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return -1;
+  }
+
+ private:
+  std::string output_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+template <typename Predicate>
+bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return predicate();
+}
+
+class ModuleWorld : public SandboxBase, public ::testing::Test {
+ protected:
+  ModuleWorld() {
+    init(kUncapped);
+    state_dir = tree.path("state");
+  }
+  void SetUp() override {
+    if (!running_as_root()) GTEST_SKIP() << "the module's world is made by a root sandbox-run";
+  }
+
+  std::vector<std::string> env() const {
+    auto e = launcher_environment();
+    e.push_back("OARBANK_STATE_DIR=" + state_dir);
+    return e;
+  }
+  std::vector<std::string> run_argv(const nlohmann::json& policy,
+                                    const std::vector<std::string>& module,
+                                    const std::string& id = "",
+                                    const std::string& config = "") {
+    const std::string policy_file =
+        tree.write_json("run-" + std::to_string(counter_++) + ".json", policy);
+    std::vector<std::string> argv{OARBANK_AGENT_BINARY, "sandbox-run",
+                                  "--config",           config.empty() ? config_path : config,
+                                  "--id",               id.empty() ? unique_name("world") : id,
+                                  policy_file,          "--"};
+    argv.insert(argv.end(), module.begin(), module.end());
+    return argv;
+  }
+  // sandbox-run of the payload with ARGS; the run's whole result.
+  RunResult run(const nlohmann::json& policy, const std::vector<std::string>& args,
+                const std::string& config = "") {
+    std::vector<std::string> module{tree.probe()};
+    module.insert(module.end(), args.begin(), args.end());
+    RunOptions o;
+    o.env = env();
+    o.timeout = 30s;
+    return run_command(run_argv(policy, module, "", config), o);
+  }
+  // The payload's lines under sandbox-run, with the module's exit checked.
+  std::string run_out(const nlohmann::json& policy, const std::vector<std::string>& args,
+                      const std::string& config = "") {
+    RunResult r = run(policy, args, config);
+    EXPECT_TRUE(r.exited(0)) << r.describe();
+    return r.out;
+  }
+  // A configuration whose cgroup_parent is missing: the container is the process group.
+  std::string process_group_config() const {
+    auto config = node_config();
+    config["cgroup_parent"] = "/oarbank-test-no-such-cgroup";
+    return tree.write_json("pgroup-config.json", config);
+  }
+  static bool have_cgroup() {
+    return running_as_root() && !test_leaves_parent().empty() && exists("/sys/fs/cgroup");
+  }
+  // The uid a sandbox-run module runs as (its status line), for the parts that need h-uid.
+  std::string module_uid_under_run() {
+    std::string out = run_out(base_policy(), {"status"});
+    const auto at = out.find("Uid:");
+    if (at == std::string::npos) return "";
+    std::string rest = out.substr(at + 4);
+    rest.erase(0, rest.find_first_not_of(" \t"));
+    return rest.substr(0, rest.find_first_of(" \t\n"));
+  }
+  // Whether the module runs as a uid of its own (h-uid's leased uid), not the shared module
+  // user: the allowances for prlimit64, sched_*, setpriority/ioprio_set by pid and inotify
+  // rely on it.
+  bool has_own_user() {
+    const std::string uid = module_uid_under_run();
+    return !uid.empty() && uid != std::to_string(module_uid());
+  }
+
+  std::string state_dir;
+  int counter_ = 0;
+};
+
+// --- Its own IPC ------------------------------------------------------------------------------
+
+TEST_F(ModuleWorld, SysVIpcAndPosixQueuesWorkInsideAndStayRefusedToABareSandboxExec) {
+  const std::string mq = "/" + unique_name("oarbank-mq");
+  EXPECT_EQ(run_out(base_policy(), {"batch", "sysv-roundtrip", ",", "mq-roundtrip", mq, ",",
+                                    "mq-find", mq}),
+            "ok\nok\nok\n");
+  // Without its own world (sandbox-exec shares the node's IPC namespace): refused as before.
+  expect_probes(base_policy(), {{{"sysv-roundtrip"}, kEperm},
+                                {{"shmget"}, kEperm},
+                                {{"msgget"}, kEperm},
+                                {{"mq_open"}, kEperm}});
+  // The queue was the module's own: the host's namespace never had it.
+  mqd_t q = ::mq_open(mq.c_str(), O_RDONLY);
+  EXPECT_EQ(q, static_cast<mqd_t>(-1));
+  if (q != static_cast<mqd_t>(-1)) {
+    ::mq_close(q);
+    ::mq_unlink(mq.c_str());
+  }
+}
+
+TEST_F(ModuleWorld, OneModulesIpcObjectsAreInvisibleToAnotherAndToTheHostAndGoWithIt) {
+  // A key and a queue name of this test's own.
+  const key_t key = static_cast<key_t>(0x0a000000 | (::getpid() & 0xffffff));
+  const std::string key_text = std::to_string(key);
+  const std::string mq = "/" + unique_name("oarbank-mq");
+  // Module A makes a segment and a queue and keeps running.
+  const std::string out_a = tree.path("a.out");
+  std::vector<std::string> module_a{tree.probe(), "batch", "shm-create", key_text,  ",",
+                                    "mq-roundtrip", mq,   ",",          "shm-find", key_text,
+                                    ",",            "spawn", "/bin/sleep", "3"};
+  BackgroundRun a(run_argv(base_policy(), module_a), env(), out_a);
+  ASSERT_TRUE(eventually([&] { return a.output().find("ok\nok\nok\n") == 0; }))
+      << "module A: " << a.output();
+  // Module B, at the same time: neither the segment nor the queue is there, by either route
+  // (SysV by key, POSIX by name); it makes its own of the same key.
+  EXPECT_EQ(run_out(base_policy(), {"batch", "shm-find", key_text, ",", "mq-find", mq, ",",
+                                    "shm-create", key_text}),
+            "errno ENOENT\nerrno ENOENT\nok\n");
+  // The host does not see module A's either.
+  EXPECT_LT(::shmget(key, 0, 0), 0);
+  EXPECT_EQ(errno, ENOENT);
+  EXPECT_EQ(::mq_open(mq.c_str(), O_RDONLY), static_cast<mqd_t>(-1));
+  EXPECT_EQ(a.wait(), 0) << a.output();
+  // After the module: nothing of its IPC left on the node (its namespace went with it).
+  EXPECT_LT(::shmget(key, 0, 0), 0);
+}
+
+TEST_F(ModuleWorld, IpcmkAndIpcsWorkInside) {
+  if (!have_program("/usr/bin/ipcmk") || !have_program("/usr/bin/ipcs")) {
+    GTEST_SKIP() << "util-linux's ipcmk and ipcs are not here";
+  }
+  // ipcmk makes a segment; ipcs lists the module's own segments (only that one).
+  EXPECT_EQ(run_out(base_policy(),
+                    {"spawn", "/bin/sh", "-c",
+                     "ipcmk -M 4096 >/dev/null && ipcmk -Q >/dev/null && ipcs -m | grep -c '^0x'"}),
+            "1\nexit 0\n");
+}
+
+// --- Its own network namespace ------------------------------------------------------------
+
+TEST_F(ModuleWorld, NetNoneHoldsOnlyLoopbackWhichNetlinkRouteListsAndCannotChange) {
+  EXPECT_EQ(run_out(base_policy(), {"batch", "ifaddrs", ",", "netlink", "0", ",", "netlink", "9",
+                                    ",", "netlink", "15", ",", "netlink", "4", ",",
+                                    "netlink-addaddr"}),
+            "lo\n"
+            "ok\n"                       // NETLINK_ROUTE
+            "errno EPROTONOSUPPORT\n"    // NETLINK_AUDIT
+            "errno EPROTONOSUPPORT\n"    // NETLINK_KOBJECT_UEVENT
+            "errno EPROTONOSUPPORT\n"    // NETLINK_SOCK_DIAG
+            "errno EPERM\n");            // RTM_NEWADDR: no CAP_NET_ADMIN in its namespace
+  // An egress module's namespace: loopback too (the proxy's listener is there).
+  EXPECT_EQ(run_out(egress_policy(), {"ifaddrs"}), "lo\n");
+  // A bare sandbox-exec stays in the node's namespace: netlink refused (it would list the
+  // node's interfaces).
+  expect_probes(base_policy(), {{{"netlink", "0"}, "errno EAFNOSUPPORT"}});
+}
+
+// The host's abstract unix sockets live in the node's network namespace: a module in its own
+// cannot reach them, even where Landlock cannot scope them (below ABI 6: the node cap at 5).
+class AbstractSockets : public ModuleWorld {
+ protected:
+  AbstractSockets() {
+    auto config = node_config();
+    config["landlock_abi_max"] = 5;
+    capped_config = tree.write_json("cap5.json", config);
+  }
+  std::string capped_config;
+};
+
+TEST_F(AbstractSockets, TheHostsAreOutOfReachOfAModuleInItsOwnNamespace) {
+  if (kernel_landlock_abi() < 5) GTEST_SKIP() << "needs Landlock ABI 5 for the capped node";
+  const std::string name = unique_name("oarbank-abstract");
+  int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path + 1, name.data(), name.size());
+  const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), length), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  auto policy = with(base_policy(), "broker", true);
+  policy["ipc_isolation"] = "best-effort";
+  // Control: a bare sandbox-exec at ABI 5 shares the node's namespace and reaches it.
+  LaunchOptions capped;
+  capped.config = capped_config;
+  EXPECT_EQ(probe(policy, {"connect-abstract", name}, capped), kOk);
+  // sandbox-run: the module's own namespace has no such socket.
+  EXPECT_EQ(run_out(policy, {"connect-abstract", name}, capped_config), "errno ECONNREFUSED\n");
+  ::close(listener);
+}
+
+// --- Its own process groups (a leaf and its own terminal) ----------------------------------
+
+TEST_F(ModuleWorld, LeavingTheProcessGroupWorksInALeafAndStaysRefusedWithoutOne) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here";
+  // GNU timeout's pattern: the child's kill(0, SIGTERM) reaches only its own new group.
+  EXPECT_EQ(run_out(base_policy(), {"batch", "group-kill", ",", "fork-setsid", ",",
+                                    "fork-setpgid"}),
+            "ok\nok\nok\n");
+  // The process-group fallback: the group is the container, so leaving it stays refused; and
+  // the child's kill(0, SIGTERM) then ends the whole module (143).
+  const std::string pgroup = process_group_config();
+  EXPECT_EQ(run_out(base_policy(), {"batch", "fork-setsid", ",", "fork-setpgid"}, pgroup),
+            "errno EPERM\nerrno EPERM\n");
+  RunResult killed = run(base_policy(), {"group-kill"}, pgroup);
+  EXPECT_TRUE(killed.exited(128 + SIGTERM)) << killed.describe();
+  // A bare sandbox-exec: refused as before.
+  expect_probes(base_policy(), {{{"fork-setsid"}, kEperm}, {{"fork-setpgid"}, kEperm}});
+}
+
+TEST_F(ModuleWorld, GnuTimeoutAndStartNewSessionWorkAndTheModuleGoesOn) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here";
+  if (!have_program("/usr/bin/timeout")) GTEST_SKIP() << "coreutils' timeout is not here";
+  EXPECT_EQ(run_out(base_policy(), {"spawn", "/bin/sh", "-c",
+                                    "timeout 0.3 sleep 5; echo $?; echo going-on"}),
+            "124\ngoing-on\nexit 0\n");
+  if (have_program("/usr/bin/python3")) {
+    EXPECT_EQ(run_out(base_policy(),
+                      {"spawn", "/usr/bin/python3", "-c",
+                       "import os, subprocess\n"
+                       "r = subprocess.run(['/usr/bin/python3', '-c', 'import os; "
+                       "print(os.getsid(0) == os.getpid())'], start_new_session=True, "
+                       "capture_output=True, text=True)\n"
+                       "print(r.stdout.strip(), r.returncode)\n"
+                       "r = subprocess.run(['/bin/true'], process_group=0)\n"
+                       "print(r.returncode)"}),
+              "True 0\n0\nexit 0\n");
+  }
+}
+
+// --- Its own user (h-uid): its own processes by pid, inotify ----------------------------------
+
+TEST_F(ModuleWorld, ItsOwnProcessesByPidAndInotifyWithAUidOfItsOwn) {
+  if (!has_own_user()) GTEST_SKIP() << "needs h-uid's leased uid (the module user is shared)";
+  EXPECT_EQ(run_out(base_policy(), {"batch", "own-pid-ops", ",", "inotify-watch",
+                                    tree.path("work")}),
+            "ok\nok\n");
+  // Another uid's process (this test's, root's): the kernel's same-user checks refuse.
+  EXPECT_EQ(run_out(base_policy(), {"batch", "prlimit", std::to_string(::getpid()), ",",
+                                    "sched_setaffinity", std::to_string(::getpid())}),
+            "errno EPERM\nerrno EPERM\n");
+  if (have_program("/usr/bin/python3")) {
+    EXPECT_EQ(run_out(base_policy(), {"spawn", "/usr/bin/python3", "-c",
+                                      "import os, resource\n"
+                                      "os.sched_setaffinity(os.getpid(), {0})\n"
+                                      "print(resource.prlimit(os.getpid(), "
+                                      "resource.RLIMIT_NOFILE) == "
+                                      "resource.getrlimit(resource.RLIMIT_NOFILE))"}),
+              "True\nexit 0\n");
+  }
+  if (have_program("/usr/bin/node")) {
+    EXPECT_EQ(run_out(base_policy(), {"spawn", "/usr/bin/node", "-e",
+                                      "const w = require('fs').watch('" + tree.path("work") +
+                                          "'); w.close(); console.log('watched')"}),
+              "watched\nexit 0\n");
+  }
+}
+
+// --- Real programs that need h-mounts' private /dev/shm and devpts ---------------------------
+
+TEST_F(ModuleWorld, MultiprocessingPoolAndProcessPoolExecutor) {
+  if (!have_program("/usr/bin/python3")) GTEST_SKIP() << "python3 is not here";
+  const std::string shm = run_out(base_policy(), {"write", "/dev/shm/oarbank-probe"});
+  if (shm != "ok\n") GTEST_SKIP() << "needs h-mounts' private /dev/shm (" << shm << ")";
+  EXPECT_EQ(run_out(base_policy(),
+                    {"spawn", "/usr/bin/python3", "-c",
+                     "import multiprocessing as m, concurrent.futures as f\n"
+                     "if __name__ == '__main__':\n"
+                     "    with m.Pool(2) as p: print(sum(p.map(abs, range(-10, 0))))\n"
+                     "    with f.ProcessPoolExecutor(2) as e: print(sum(e.map(abs, [-1, -2])))"}),
+            "55\n3\nexit 0\n");
+}
+
+TEST_F(ModuleWorld, ScriptRunsOnAPtyOfItsOwn) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here";
+  if (!have_program("/usr/bin/script")) GTEST_SKIP() << "util-linux's script is not here";
+  const std::string ptmx = run_out(base_policy(), {"openpty"});
+  if (ptmx != "ok\n") GTEST_SKIP() << "needs h-mounts' private devpts (/dev/ptmx: " << ptmx << ")";
+  EXPECT_EQ(run_out(base_policy(), {"spawn", "/usr/bin/script", "-qc", "true", "/dev/null"}),
+            "exit 0\n");
+}
+
+}  // namespace
+}  // namespace oarbank::it
