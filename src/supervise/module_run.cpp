@@ -11,6 +11,7 @@
 #include <ctime>
 #include <utility>
 
+#include "apply/ipc_namespace.hpp"
 #include "apply/prepared_exec.hpp"
 #include "plan/cgroup_limits.hpp"
 #include "plan/launch_steps.hpp"
@@ -106,11 +107,15 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
   // Issue 12: an IPC namespace of the module's own, made by its first process (as root, before
   // the launcher drops the capability to). Its SysV objects and POSIX message queues are the
   // module's alone and go with its last process: nothing to release.
-  if (child->own_ipc && ::unshare(CLONE_NEWIPC) != 0) {
-    const int err = errno;
-    std::string line =
-        "oarbank-agent sandbox-run: " +
-        step_failed_message(LaunchStep::Ipc, "unshare(CLONE_NEWIPC): " + errno_text(err));
+  const char* what = nullptr;
+  if (int err = child->own_ipc ? enter_own_ipc_namespace(child->prepared->launch.ruleset.get(),
+                                                         child->prepared->plan.landlock.handled_fs,
+                                                         &what)
+                               : 0;
+      err != 0) {
+    std::string line = "oarbank-agent sandbox-run: " +
+                       step_failed_message(LaunchStep::Ipc, std::string(what) + ": " +
+                                                                errno_text(err));
     std::fprintf(stderr, "%s\n", line.c_str());
     report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
     ::_exit(exit_code_for(ErrorKind::StepFailed));
