@@ -31,6 +31,10 @@ enum class CapabilityRow {
   LimitMemory,      // memory.max
   LimitPids,        // pids.max
   EgressNetns,      // egress confinement by network namespace (else port only)
+  // Issue 12: the module's own world (root sandbox-run), and what the filter allows in it.
+  WorldIpc,            // its own IPC namespace: SysV IPC and POSIX message queues allowed
+  WorldNetwork,        // its own network namespace for every module: loopback, NETLINK_ROUTE
+  WorldProcessGroups,  // setsid, setpgid, TIOCSCTTY: a leaf as container, its own terminal
   // Known limits, documented in docs/launcher.md.
   ExecWritableScope,
   MetadataCalls,
@@ -70,6 +74,7 @@ enum class CapabilityFact {
   CgroupContainer,   // a delegated cgroup v2 leaf parent with cgroup.kill or cgroup.freeze
   CgroupController,  // that, and the entry's controller enabled there
   NetworkNamespace,  // the agent can give a module a network namespace of its own
+  IpcNamespace,      // the agent can give a module an IPC namespace of its own
 };
 
 struct CapabilityEntry;

@@ -32,6 +32,7 @@ KernelFeatures full_node() {
   f.cgroup.freeze_file = true;
   f.network_namespaces_probed = true;
   f.network_namespaces = true;
+  f.ipc_namespaces = true;
   return f;
 }
 
@@ -77,6 +78,9 @@ TEST(ReportRender, EveryRowAndEveryStatusOnAFullNode) {
       {"limit.memory", "enforced"},
       {"limit.pids", "enforced"},
       {"egress.netns", "enforced"},
+      {"world.ipc", "enforced"},
+      {"world.net", "enforced"},
+      {"world.process-groups", "enforced"},
       {"known-limit.exec-writable", "not promised"},
       {"known-limit.metadata", "not promised"},
       {"known-limit.broker-sockets", "not promised"},
@@ -94,6 +98,33 @@ TEST(ReportRender, PortOnlyAndUnavailableOnAnUnprivilegedNode) {
   EXPECT_EQ(got.at("container.cgroup"), "unavailable");
   EXPECT_EQ(got.at("limit.cpu"), "unavailable");
   EXPECT_EQ(got.at("egress.netns"), "unavailable");
+  // Issue 12: the module's world is made by a root sandbox-run alone.
+  EXPECT_EQ(got.at("world.ipc"), "unavailable");
+  EXPECT_EQ(got.at("world.net"), "unavailable");
+  EXPECT_EQ(got.at("world.process-groups"), "unavailable");
+}
+
+TEST(ReportRender, TheModulesWorldSaysWhyItIsNotMade) {
+  // Root, but IPC namespaces cannot be made, and no cgroup v2 container: the process group.
+  KernelFeatures f = full_node();
+  f.ipc_namespaces = false;
+  f.cgroup = {};
+  f.cgroup.probed = true;
+  const Report report = make_report(f, NodeConfig{});
+  for (const auto& row : report.rows) {
+    if (row.row == CapabilityRow::WorldIpc) {
+      EXPECT_EQ(row.status, CapabilityStatus::Unavailable);
+      EXPECT_NE(row.reason.find("cannot create IPC namespaces"), std::string::npos) << row.reason;
+    }
+    if (row.row == CapabilityRow::WorldNetwork) {
+      EXPECT_EQ(row.status, CapabilityStatus::Enforced);
+    }
+    if (row.row == CapabilityRow::WorldProcessGroups) {
+      EXPECT_EQ(row.status, CapabilityStatus::Unavailable);
+      EXPECT_NE(row.reason.find("setsid and setpgid stay refused"), std::string::npos)
+          << row.reason;
+    }
+  }
 }
 
 TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
@@ -107,6 +138,8 @@ TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
                 "setid-files=enforced\n" + p + "container.cgroup=enforced\n" + p +
                 "limit.cpu=enforced\n" + p + "limit.memory=enforced\n" + p +
                 "limit.pids=enforced\n" + p + "egress.netns=enforced\n" + p +
+                "world.ipc=enforced\n" + p + "world.net=enforced\n" + p +
+                "world.process-groups=enforced\n" + p +
                 "known-limit.exec-writable=not-promised\n" + p +
                 "known-limit.metadata=not-promised\n" + p +
                 "known-limit.broker-sockets=not-promised\n" + p + "landlock-abi=7\n");
