@@ -217,6 +217,9 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
     } else if (key == "accept_port_only_egress") {
       if (!value.is_boolean()) r.fail(pointer, "must be true or false");
       config.accept_port_only_egress = value.get<bool>();
+    } else if (key == "module_world") {
+      if (!value.is_boolean()) r.fail(pointer, "must be true or false");
+      config.module_world = value.get<bool>();
     } else {
       // The keys the configuration knows are the ones it writes out.
       const nlohmann::json defaults = node_config_to_json(NodeConfig{});
@@ -266,6 +269,7 @@ json node_config_to_json(const NodeConfig& config) {
       {"proxy_max_tunnels_per_module", config.proxy_max_tunnels_per_module},
       {"proxy_max_tunnels_total", config.proxy_max_tunnels_total},
       {"accept_port_only_egress", config.accept_port_only_egress},
+      {"module_world", config.module_world},
   };
 }
 

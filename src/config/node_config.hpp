@@ -53,6 +53,11 @@ struct NodeConfig {
   // their own (it is not root), confined by Landlock's port rule alone: such a module can
   // reach any host that listens on its proxy port. false: such launches are refused (70).
   bool accept_port_only_egress = false;
+  // Issue 12: a root sandbox-run makes each module a world of its own (its own IPC namespace,
+  // a network namespace for every module), and the filter allows what that makes safe
+  // (docs/sandbox-run.md, "What a module sees"). false: modules share the node's IPC and
+  // (without egress) network namespaces, and the filter refuses as for a bare sandbox-exec.
+  bool module_world = true;
 
   friend bool operator==(const NodeConfig&, const NodeConfig&) = default;
 };

@@ -131,10 +131,9 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
     const std::string why =
         "only the families the policy grants: unix with the broker grant, IPv4 and IPv6 under "
         "egress-allowlist";
-    refuse_unless_in(rules, "socket", 0, families, kHighestFamily, EAFNOSUPPORT, {},
-                     variant.own_namespaces
-                         ? why + ", netlink (route only) in its own network namespace"
-                         : why);
+    refuse_unless_in(
+        rules, "socket", 0, families, kHighestFamily, EAFNOSUPPORT, {},
+        variant.own_namespaces ? why + ", netlink (route only) in its own network namespace" : why);
   }
   if (variant.own_namespaces) {
     // Other netlink protocols reach the node itself, whatever the namespace: audit, uevents
@@ -336,8 +335,7 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
          "shmget", "shmat", "shmdt", "shmctl"},
         EPERM, "System V IPC objects are shared by every process of the module user");
     add(rules,
-        {"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
-         "mq_getsetattr"},
+        {"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"},
         EPERM, "POSIX message queues are shared by every process of the module user");
   }
 

@@ -379,7 +379,7 @@ void ModuleRun::make_network() {
 // node leases it one (issue 12's uid registry).
 seccomp::ModuleWorld ModuleRun::module_world() const {
   seccomp::ModuleWorld world;
-  if (!root_) return world;
+  if (!root_ || !request_.config.module_world) return world;
   world.own_namespaces = !egress_ || namespace_confinement_;
   bool kept_terminal = false;
   for (int fd : request_.launch.keep_fds) kept_terminal = kept_terminal || ::isatty(fd) == 1;

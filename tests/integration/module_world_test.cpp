@@ -119,14 +119,17 @@ class ModuleWorld : public SandboxBase, public ::testing::Test {
   }
   std::vector<std::string> run_argv(const nlohmann::json& policy,
                                     const std::vector<std::string>& module,
-                                    const std::string& id = "",
-                                    const std::string& config = "") {
+                                    const std::string& id = "", const std::string& config = "") {
     const std::string policy_file =
         tree.write_json("run-" + std::to_string(counter_++) + ".json", policy);
-    std::vector<std::string> argv{OARBANK_AGENT_BINARY, "sandbox-run",
-                                  "--config",           config.empty() ? config_path : config,
-                                  "--id",               id.empty() ? unique_name("world") : id,
-                                  policy_file,          "--"};
+    std::vector<std::string> argv{OARBANK_AGENT_BINARY,
+                                  "sandbox-run",
+                                  "--config",
+                                  config.empty() ? config_path : config,
+                                  "--id",
+                                  id.empty() ? unique_name("world") : id,
+                                  policy_file,
+                                  "--"};
     argv.insert(argv.end(), module.begin(), module.end());
     return argv;
   }
@@ -181,8 +184,8 @@ class ModuleWorld : public SandboxBase, public ::testing::Test {
 
 TEST_F(ModuleWorld, SysVIpcAndPosixQueuesWorkInsideAndStayRefusedToABareSandboxExec) {
   const std::string mq = "/" + unique_name("oarbank-mq");
-  EXPECT_EQ(run_out(base_policy(), {"batch", "sysv-roundtrip", ",", "mq-roundtrip", mq, ",",
-                                    "mq-find", mq}),
+  EXPECT_EQ(run_out(base_policy(),
+                    {"batch", "sysv-roundtrip", ",", "mq-roundtrip", mq, ",", "mq-find", mq}),
             "ok\nok\nok\n");
   // Without its own world (sandbox-exec shares the node's IPC namespace): refused as before.
   expect_probes(base_policy(), {{{"sysv-roundtrip"}, kEperm},
@@ -198,6 +201,15 @@ TEST_F(ModuleWorld, SysVIpcAndPosixQueuesWorkInsideAndStayRefusedToABareSandboxE
   }
 }
 
+TEST_F(ModuleWorld, ANodeThatTurnsTheWorldOffSharesTheNodesAndRefusesAsBefore) {
+  auto config = node_config();
+  config["module_world"] = false;
+  const std::string off = tree.write_json("world-off.json", config);
+  EXPECT_EQ(run_out(base_policy(),
+                    {"batch", "sysv-roundtrip", ",", "netlink", "0", ",", "fork-setsid"}, off),
+            "errno EPERM\nerrno EAFNOSUPPORT\nerrno EPERM\n");
+}
+
 TEST_F(ModuleWorld, OneModulesIpcObjectsAreInvisibleToAnotherAndToTheHostAndGoWithIt) {
   // A key and a queue name of this test's own.
   const key_t key = static_cast<key_t>(0x0a000000 | (::getpid() & 0xffffff));
@@ -205,9 +217,9 @@ TEST_F(ModuleWorld, OneModulesIpcObjectsAreInvisibleToAnotherAndToTheHostAndGoWi
   const std::string mq = "/" + unique_name("oarbank-mq");
   // Module A makes a segment and a queue and keeps running.
   const std::string out_a = tree.path("a.out");
-  std::vector<std::string> module_a{tree.probe(), "batch", "shm-create", key_text,  ",",
-                                    "mq-roundtrip", mq,   ",",          "shm-find", key_text,
-                                    ",",            "spawn", "/bin/sleep", "3"};
+  std::vector<std::string> module_a{
+      tree.probe(), "batch",    "shm-create", key_text, ",",     "mq-roundtrip", mq,
+      ",",          "shm-find", key_text,     ",",      "spawn", "/bin/sleep",   "3"};
   BackgroundRun a(run_argv(base_policy(), module_a), env(), out_a);
   ASSERT_TRUE(eventually([&] { return a.output().find("ok\nok\nok\n") == 0; }))
       << "module A: " << a.output();
@@ -239,15 +251,15 @@ TEST_F(ModuleWorld, IpcmkAndIpcsWorkInside) {
 // --- Its own network namespace ------------------------------------------------------------
 
 TEST_F(ModuleWorld, NetNoneHoldsOnlyLoopbackWhichNetlinkRouteListsAndCannotChange) {
-  EXPECT_EQ(run_out(base_policy(), {"batch", "ifaddrs", ",", "netlink", "0", ",", "netlink", "9",
-                                    ",", "netlink", "15", ",", "netlink", "4", ",",
-                                    "netlink-addaddr"}),
-            "lo\n"
-            "ok\n"                       // NETLINK_ROUTE
-            "errno EPROTONOSUPPORT\n"    // NETLINK_AUDIT
-            "errno EPROTONOSUPPORT\n"    // NETLINK_KOBJECT_UEVENT
-            "errno EPROTONOSUPPORT\n"    // NETLINK_SOCK_DIAG
-            "errno EPERM\n");            // RTM_NEWADDR: no CAP_NET_ADMIN in its namespace
+  EXPECT_EQ(
+      run_out(base_policy(), {"batch", "ifaddrs", ",", "netlink", "0", ",", "netlink", "9", ",",
+                              "netlink", "15", ",", "netlink", "4", ",", "netlink-addaddr"}),
+      "lo\n"
+      "ok\n"                     // NETLINK_ROUTE
+      "errno EPROTONOSUPPORT\n"  // NETLINK_AUDIT
+      "errno EPROTONOSUPPORT\n"  // NETLINK_KOBJECT_UEVENT
+      "errno EPROTONOSUPPORT\n"  // NETLINK_SOCK_DIAG
+      "errno EPERM\n");          // RTM_NEWADDR: no CAP_NET_ADMIN in its namespace
   // An egress module's namespace: loopback too (the proxy's listener is there).
   EXPECT_EQ(run_out(egress_policy(), {"ifaddrs"}), "lo\n");
   // A bare sandbox-exec stays in the node's namespace: netlink refused (it would list the
@@ -294,9 +306,9 @@ TEST_F(AbstractSockets, TheHostsAreOutOfReachOfAModuleInItsOwnNamespace) {
 TEST_F(ModuleWorld, LeavingTheProcessGroupWorksInALeafAndStaysRefusedWithoutOne) {
   if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here";
   // GNU timeout's pattern: the child's kill(0, SIGTERM) reaches only its own new group.
-  EXPECT_EQ(run_out(base_policy(), {"batch", "group-kill", ",", "fork-setsid", ",",
-                                    "fork-setpgid"}),
-            "ok\nok\nok\n");
+  EXPECT_EQ(
+      run_out(base_policy(), {"batch", "group-kill", ",", "fork-setsid", ",", "fork-setpgid"}),
+      "ok\nok\nok\n");
   // The process-group fallback: the group is the container, so leaving it stays refused; and
   // the child's kill(0, SIGTERM) then ends the whole module (143).
   const std::string pgroup = process_group_config();
@@ -311,20 +323,20 @@ TEST_F(ModuleWorld, LeavingTheProcessGroupWorksInALeafAndStaysRefusedWithoutOne)
 TEST_F(ModuleWorld, GnuTimeoutAndStartNewSessionWorkAndTheModuleGoesOn) {
   if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here";
   if (!have_program("/usr/bin/timeout")) GTEST_SKIP() << "coreutils' timeout is not here";
-  EXPECT_EQ(run_out(base_policy(), {"spawn", "/bin/sh", "-c",
-                                    "timeout 0.3 sleep 5; echo $?; echo going-on"}),
+  EXPECT_EQ(run_out(base_policy(),
+                    {"spawn", "/bin/sh", "-c", "timeout 0.3 sleep 5; echo $?; echo going-on"}),
             "124\ngoing-on\nexit 0\n");
   if (have_program("/usr/bin/python3")) {
-    EXPECT_EQ(run_out(base_policy(),
-                      {"spawn", "/usr/bin/python3", "-c",
-                       "import os, subprocess\n"
-                       "r = subprocess.run(['/usr/bin/python3', '-c', 'import os; "
-                       "print(os.getsid(0) == os.getpid())'], start_new_session=True, "
-                       "capture_output=True, text=True)\n"
-                       "print(r.stdout.strip(), r.returncode)\n"
-                       "r = subprocess.run(['/bin/true'], process_group=0)\n"
-                       "print(r.returncode)"}),
-              "True 0\n0\nexit 0\n");
+    EXPECT_EQ(
+        run_out(base_policy(), {"spawn", "/usr/bin/python3", "-c",
+                                "import os, subprocess\n"
+                                "r = subprocess.run(['/usr/bin/python3', '-c', 'import os; "
+                                "print(os.getsid(0) == os.getpid())'], start_new_session=True, "
+                                "capture_output=True, text=True)\n"
+                                "print(r.stdout.strip(), r.returncode)\n"
+                                "r = subprocess.run(['/bin/true'], process_group=0)\n"
+                                "print(r.returncode)"}),
+        "True 0\n0\nexit 0\n");
   }
 }
 
@@ -332,9 +344,9 @@ TEST_F(ModuleWorld, GnuTimeoutAndStartNewSessionWorkAndTheModuleGoesOn) {
 
 TEST_F(ModuleWorld, ItsOwnProcessesByPidAndInotifyWithAUidOfItsOwn) {
   if (!has_own_user()) GTEST_SKIP() << "needs h-uid's leased uid (the module user is shared)";
-  EXPECT_EQ(run_out(base_policy(), {"batch", "own-pid-ops", ",", "inotify-watch",
-                                    tree.path("work")}),
-            "ok\nok\n");
+  EXPECT_EQ(
+      run_out(base_policy(), {"batch", "own-pid-ops", ",", "inotify-watch", tree.path("work")}),
+      "ok\nok\n");
   // Another uid's process (this test's, root's): the kernel's same-user checks refuse.
   EXPECT_EQ(run_out(base_policy(), {"batch", "prlimit", std::to_string(::getpid()), ",",
                                     "sched_setaffinity", std::to_string(::getpid())}),
