@@ -141,14 +141,19 @@ constexpr const char* kBenchmarks[] = {"BM_getppid", "BM_read_devzero_1byte", "B
 // --- Filters. ------------------------------------------------------------------------------
 
 // A filter: "none" (-1), "allow" (kAllowAll: a one-instruction program that allows everything,
-// the cost of having any filter at all), or a variant index 0..3 (the launcher's programs).
+// the cost of having any filter at all), or a variant index 0..31 (the launcher's programs;
+// 4 and up: the module's own world, seccomp_rules.hpp).
 constexpr int kNone = -1;
 constexpr int kAllowAll = 100;
 
 int parse_filter(const std::string& text) {
   if (text == "none") return kNone;
   if (text == "allow") return kAllowAll;
-  if (text.size() == 1 && text[0] >= '0' && text[0] < '0' + oarbank::seccomp::kVariantCount) return text[0] - '0';
+  if (!text.empty() && text.size() <= 2 &&
+      text.find_first_not_of("0123456789") == std::string::npos) {
+    const int index = std::stoi(text);
+    if (index < oarbank::seccomp::kVariantCount) return index;
+  }
   std::fprintf(stderr, "syscall-bench: unknown filter %s (none, allow, 0..%d)\n", text.c_str(),
                oarbank::seccomp::kVariantCount - 1);
   std::exit(64);
