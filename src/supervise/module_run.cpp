@@ -301,7 +301,8 @@ void ModuleRun::claim_record() {
                 .supervisor_pid = ::getpid(),
                 .supervisor_start_time = process_start_time(::getpid()),
                 .cgroup = place_ ? place_->parent + "/" + leaf_name_for(request_.id) : "",
-                .netns = egress_ && root_,
+                // Issue 12: every module of a root sandbox-run (module_world), not only egress.
+                .netns = root_ && (egress_ || request_.config.module_world),
                 .started_at = static_cast<std::int64_t>(std::time(nullptr))}));
   held_.push(LaunchStep::RunState, [this] { state_->finish(); });
   // Issue 16: an operator at a terminal learns the id (a generated one too) sandbox-ctl

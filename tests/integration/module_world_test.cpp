@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -247,6 +248,40 @@ TEST_F(ModuleWorld, IpcmkAndIpcsWorkInside) {
                     {"spawn", "/bin/sh", "-c",
                      "ipcmk -M 4096 >/dev/null && ipcmk -Q >/dev/null && ipcs -m | grep -c '^0x'"}),
             "1\nexit 0\n");
+}
+
+// Whether any process is in the namespace `link` ("net:[4026...]") of kind `kind` (net, ipc).
+bool namespace_in_use(const std::string& kind, const std::string& link) {
+  for (const auto& entry : list_dir("/proc")) {
+    if (entry.find_first_not_of("0123456789") != std::string::npos) continue;
+    char target[64];
+    const ssize_t n = ::readlink(("/proc/" + entry + "/ns/" + kind).c_str(), target, sizeof target);
+    if (n > 0 && std::string(target, static_cast<std::size_t>(n)) == link) return true;
+  }
+  return false;
+}
+
+std::string own_namespace(const std::string& kind) {
+  char target[64];
+  const ssize_t n = ::readlink(("/proc/self/ns/" + kind).c_str(), target, sizeof target);
+  return n > 0 ? std::string(target, static_cast<std::size_t>(n)) : "";
+}
+
+TEST_F(ModuleWorld, ItsNamespacesAreItsOwnAndGoWithIt) {
+  RunResult r = run(base_policy(),
+                    {"spawn", "/bin/sh", "-c", "readlink /proc/self/ns/net /proc/self/ns/ipc"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  std::istringstream lines(r.out);
+  std::string net, ipc;
+  std::getline(lines, net);
+  std::getline(lines, ipc);
+  ASSERT_EQ(net.rfind("net:[", 0), 0U) << r.describe();
+  ASSERT_EQ(ipc.rfind("ipc:[", 0), 0U) << r.describe();
+  EXPECT_NE(net, own_namespace("net"));
+  EXPECT_NE(ipc, own_namespace("ipc"));
+  // Nothing outlives the run: no process is left in either (the kernel frees them then).
+  EXPECT_TRUE(eventually([&] { return !namespace_in_use("net", net); })) << net;
+  EXPECT_TRUE(eventually([&] { return !namespace_in_use("ipc", ipc); })) << ipc;
 }
 
 // --- Its own network namespace ------------------------------------------------------------
