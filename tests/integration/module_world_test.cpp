@@ -121,7 +121,8 @@ class ModuleWorld : public SandboxBase, public ::testing::Test {
   }
   std::vector<std::string> run_argv(const nlohmann::json& policy,
                                     const std::vector<std::string>& module,
-                                    const std::string& id = "", const std::string& config = "") {
+                                    const std::string& id = "", const std::string& config = "",
+                                    const std::vector<std::string>& options = {}) {
     const std::string policy_file =
         tree.write_json("run-" + std::to_string(counter_++) + ".json", policy);
     std::vector<std::string> argv{OARBANK_AGENT_BINARY,
@@ -129,9 +130,10 @@ class ModuleWorld : public SandboxBase, public ::testing::Test {
                                   "--config",
                                   config.empty() ? config_path : config,
                                   "--id",
-                                  id.empty() ? unique_name("world") : id,
-                                  policy_file,
-                                  "--"};
+                                  id.empty() ? unique_name("world") : id};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.push_back(policy_file);
+    argv.emplace_back("--");
     argv.insert(argv.end(), module.begin(), module.end());
     return argv;
   }
@@ -354,6 +356,26 @@ TEST_F(ModuleWorld, LeavingTheProcessGroupWorksInALeafAndStaysRefusedWithoutOne)
   EXPECT_TRUE(killed.exited(128 + SIGTERM)) << killed.describe();
   // A bare sandbox-exec: refused as before.
   expect_probes(base_policy(), {{{"fork-setsid"}, kEperm}, {{"fork-setpgid"}, kEperm}});
+}
+
+TEST_F(ModuleWorld, ATerminalItIsHandedKeepsItInItsProcessGroup) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here";
+  // A terminal passed with --keep-fd is not the module's own: a new session could make it its
+  // controlling terminal, and leaving the group would escape its job control. So the run's
+  // filter keeps setsid and setpgid refused (and SysV IPC, its own namespace, allowed).
+  Pty pty;
+  const int kept = ::fcntl(pty.slave(), F_DUPFD, 10);
+  ASSERT_GE(kept, 10);
+  RunOptions o;
+  o.env = env();
+  RunResult r = run_command(
+      run_argv(base_policy(),
+               {tree.probe(), "batch", "fork-setsid", ",", "fork-setpgid", ",", "sysv-roundtrip"},
+               "", "", {"--keep-fd", std::to_string(kept)}),
+      o);
+  ::close(kept);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "errno EPERM\nerrno EPERM\nok\n") << r.describe();
 }
 
 TEST_F(ModuleWorld, GnuTimeoutAndStartNewSessionWorkAndTheModuleGoesOn) {
