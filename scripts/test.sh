@@ -20,31 +20,33 @@ print_timings() {
   printf '%s\n' "${timings[@]}"
 }
 # behind LOG COMMAND...: runs COMMAND at the lowest priority, output to LOG, behind the stages
-# that follow until `collect` waits for it, shows LOG and fails if it failed. For builds: the
-# stages they run behind leave a core mostly idle (ctest waits on launches, qemu emulates its
-# one CPU on one host thread), and keep their CPU whenever they want it. SCHED_IDLE as well as
-# nice 19: nice alone is nothing when this script already runs at nice 19.
-behind_pid='' behind_log='' idle=()
+# that follow until `collect LOG` waits for it, shows LOG and fails if it failed; several may
+# run behind at once, each known by its LOG. For builds and lint: the stages they run behind
+# leave a core mostly idle (ctest waits on launches, qemu emulates its one CPU on one host
+# thread), and keep their CPU whenever they want it. SCHED_IDLE as well as nice 19: nice alone
+# is nothing when this script already runs at nice 19.
+declare -A behind_pids=()
+idle=()
 if chrt -i 0 true 2>/dev/null; then idle=(chrt -i 0); fi
 behind() {
-  behind_log=$1
+  local log=$1
   shift
-  mkdir -p "$(dirname "$behind_log")"
+  mkdir -p "$(dirname "$log")"
   (
     trap - EXIT
     exec nice -n 19 "${idle[@]}" "$@"
-  ) >"$behind_log" 2>&1 &
-  behind_pid=$!
+  ) >"$log" 2>&1 &
+  behind_pids[$log]=$!
 }
 collect() {
-  local status=0
-  wait "$behind_pid" || status=$?
-  behind_pid=''
-  cat "$behind_log"
-  ((status == 0)) || { echo "failed (exit $status): see $behind_log" >&2; exit 1; }
+  local log=$1 status=0
+  wait "${behind_pids[$log]}" || status=$?
+  unset "behind_pids[$log]"
+  cat "$log"
+  ((status == 0)) || { echo "failed (exit $status): see $log" >&2; exit 1; }
 }
-# ninja, on SIGTERM, stops the compilers it started.
-trap '[[ -z $behind_pid ]] || kill "$behind_pid" 2>/dev/null || true; print_timings' EXIT
+# ninja and run-clang-tidy, on SIGTERM, stop the processes they started.
+trap '((${#behind_pids[@]} == 0)) || kill "${behind_pids[@]}" 2>/dev/null || true; print_timings' EXIT
 
 stage deps
 ./scripts/install-deps.sh
@@ -54,6 +56,12 @@ stage build "build (Release, static launcher)"
 # The benchmarks are built and run by bench/run-*.sh in build-bench, not here.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DOARBANK_BENCH=OFF >/dev/null
 ./scripts/build.sh
+
+# The format now (seconds); clang-tidy over src/ (minutes: it parses every translation unit
+# again) behind the stages that follow, from build/compile_commands.json.
+stage lint "lint: the tree's format (clang-format), and clang-tidy over src/ behind the stages that follow"
+./scripts/lint.sh --format-only
+behind build/ci-lint.log ./scripts/lint.sh --tidy-only build
 
 # The ASan build needs nothing from the stages up to the kernel matrix: it runs behind them.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DOARBANK_SANITIZE=ON -DOARBANK_BENCH=OFF >/dev/null
@@ -77,8 +85,10 @@ tests/vm/run-kernel-matrix.sh build 6.1 6.12 6.12-no-ll
 stage vm-systemd "the production path: a Debian 12 guest booted with systemd on the 6.12 kernel, the .deb installed, modules run as oarbank-agent@ID.service"
 OARBANK_VM_DEB=$deb tests/vm/run-kernel-matrix.sh build 6.12-systemd
 
+stage lint-tidy "clang-tidy over src/: what is left of it after the stages it ran behind"
+collect build/ci-lint.log
 stage asan-build "build (ASan + UBSan): what is left of it after the stages it ran behind"
-collect
+collect build-asan/ci-build.log
 stage asan-tests "tests under ASan + UBSan"
 # The fuzzers' clang build runs behind these tests.
 fuzz=0
@@ -95,7 +105,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 if ((fuzz)); then
   stage fuzz "fuzzing the policy, configuration and proxy parsers"
-  collect
+  collect build-fuzz/ci-build.log
   ./scripts/run-fuzz.sh "${OARBANK_FUZZ_SECONDS:-20}"
 fi
 echo "=== all tests passed"

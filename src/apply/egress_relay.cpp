@@ -15,9 +15,9 @@
 #include <iterator>
 #include <vector>
 
+#include "apply/module_network.hpp"
 #include "apply/relay_loop.hpp"
 #include "plan/launch_steps.hpp"
-#include "supervise/module_network.hpp"
 #include "sys/error.hpp"
 #include "sys/unique_fd.hpp"
 

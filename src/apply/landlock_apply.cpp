@@ -41,8 +41,8 @@ UniqueFd build_landlock_ruleset(const LandlockPlan& plan, const OpenedPaths& pat
   return ruleset;
 }
 
-int restrict_self(const UniqueFd& ruleset) {
-  return landlock::restrict_self(ruleset.get(), 0) == 0 ? 0 : errno;
+int restrict_self(const UniqueFd& ruleset, unsigned flags) {
+  return landlock::restrict_self(ruleset.get(), flags) == 0 ? 0 : errno;
 }
 
 }  // namespace oarbank

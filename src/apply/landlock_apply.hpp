@@ -13,6 +13,7 @@ UniqueFd build_landlock_ruleset(const LandlockPlan& plan, const OpenedPaths& pat
 
 // landlock_restrict_self: from here on the ruleset binds this process and its children.
 // Returns 0 or the errno.
-int restrict_self(const UniqueFd& ruleset);
+// `flags`: landlock_restrict_self's (the logging flags of ABI 7), 0 below ABI 7.
+int restrict_self(const UniqueFd& ruleset, unsigned flags = 0);
 
 }  // namespace oarbank

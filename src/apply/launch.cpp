@@ -19,6 +19,7 @@
 #include "plan/status_line.hpp"
 #include "probe/writable_path_rule.hpp"
 #include "sys/error.hpp"
+#include "sys/landlock_abi.hpp"
 
 namespace oarbank {
 
@@ -179,7 +180,11 @@ bool step_no_new_privs(LaunchState& state) {
 }
 
 bool step_landlock(LaunchState& state) {
-  if (int err = restrict_self(state.prepared.ruleset); err != 0) {
+  // Under sandbox-run on ABI 7 (Linux 6.15), Landlock keeps logging the module's denials after
+  // its exec (docs/denials.md); the flag is 0 elsewhere.
+  const unsigned log_flags =
+      state.plan.landlock_log_new_exec ? LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON : 0;
+  if (int err = restrict_self(state.prepared.ruleset, log_flags); err != 0) {
     return fail(state, "landlock_restrict_self", err);
   }
   state.prepared.ruleset.reset();
@@ -188,7 +193,10 @@ bool step_landlock(LaunchState& state) {
 
 bool step_seccomp(LaunchState& state) {
   if (launch_test_skips(LaunchStep::Seccomp)) return true;
-  if (int err = load_seccomp_filter(state.plan.filter); err != 0) {
+  // Under sandbox-run the notifying program's listener goes to the supervisor over the status
+  // channel (a socket pair there); -1: the errno program, no listener.
+  if (int err = load_seccomp_filter(state.plan.filter, state.plan.seccomp_notify ? g_status_fd : -1);
+      err != 0) {
     return fail(state, "seccomp(SECCOMP_SET_MODE_FILTER, " + state.plan.filter.name() + ")", err);
   }
   return true;

@@ -15,7 +15,7 @@ LaunchRequest make_launch_request(const std::vector<std::string>& argv,
   request.argv = argv;
   for (const auto& entry : setenv) {
     auto eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0 || entry.find_first_of("\n") != std::string::npos) {
+    if (eq == std::string::npos || eq == 0 || entry.find('\n') != std::string::npos) {
       throw Error(ErrorKind::Usage, "--setenv " + entry + ": expected NAME=VALUE");
     }
     request.setenv.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
@@ -36,7 +36,8 @@ ProbeScope launch_probe_scope(const Policy& policy, const NodeConfig& config) {
   // the egress row on whether this process can make network namespaces.
   return ProbeScope{.gpu_devices = policy.gpu == GpuMode::Compute,
                     .cgroup = config.hard_limits,
-                    .network_namespaces = policy.net == NetMode::EgressAllowlist};
+                    .network_namespaces = policy.net == NetMode::EgressAllowlist,
+                    .denial_facts = false};
 }
 
 std::unique_ptr<PreparedExec> prepare_exec(const LaunchRequest& request, const NodeConfig& config,

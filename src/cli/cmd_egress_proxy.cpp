@@ -7,12 +7,12 @@
 #include <csignal>
 #include <nlohmann/json.hpp>
 
+#include "apply/module_network.hpp"
 #include "cli/commands.hpp"
-#include "supervise/proxy_host.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
-#include "supervise/module_id.hpp"
-#include "supervise/module_network.hpp"
+#include "policy/module_id.hpp"
+#include "supervise/proxy_host.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank::cli {

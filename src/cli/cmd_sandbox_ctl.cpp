@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "policy/module_id.hpp"
 #include "supervise/cgroup_leaf.hpp"
-#include "supervise/module_id.hpp"
 #include "supervise/run_state.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"

@@ -55,10 +55,9 @@ int run_sandbox_exec(const ExecArgs& options) {
     if (options.explain) {
       // stdio, not <iostream>: this file is in the launch binary, which runs no iostream
       // static constructor (docs/performance.md).
-      const std::string text =
-          explain_plan(prepared->plan, prepared->policy, prepared->features, prepared->config)
-              .dump(2) +
-          "\n";
+      const std::string text = explain_plan_text(prepared->plan, prepared->policy,
+                                                 prepared->features, prepared->config) +
+                               "\n";
       std::fputs(text.c_str(), stdout);
       std::fflush(stdout);
       return 0;

@@ -10,11 +10,12 @@
 #include "apply/descriptors.hpp"
 #include "apply/prepared_exec.hpp"
 #include "cli/commands.hpp"
+#include "cli/denial_report.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
-#include "supervise/module_id.hpp"
-#include "supervise/module_run.hpp"
 #include "plan/launch_steps.hpp"
+#include "policy/module_id.hpp"
+#include "supervise/module_run.hpp"
 #include "sys/error.hpp"
 #include "sys/safe_open.hpp"
 
@@ -86,8 +87,14 @@ int run_sandbox_run(const RunArgs& options) {
                          .proxy_log = options.proxy_log,
                          .say = [](const std::string& line) { print_error(kCommand, line); }});
     const RunResult result = run.run();
+    // Issue 14: what the sandbox refused, on stderr when the module failed (or --denials), and
+    // in --result (docs/denials.md).
+    const RunDenials* denials = run.denials();
+    if (denials != nullptr) report_denials(kCommand, *denials, result.exit_code != 0 || options.denials);
     if (options.result_path) {
-      write_result_file(result_fd.get(), *options.result_path, run.result_json(result));
+      const std::string json = run.result_json(result);
+      write_result_file(result_fd.get(), *options.result_path,
+                        denials != nullptr ? with_denials(json, *denials) : json);
       result_written = true;
     }
     run.finish();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/learn.hpp"
 #include "policy/suggest.hpp"
 #include "sys/error.hpp"
 
@@ -143,11 +144,23 @@ Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
   sub->add_option("--proxy-log", options->proxy_log,
                   "Append the egress proxy's JSON log lines to FILE (default: stderr; on a "
                   "terminal, one line per refusal instead)");
+  sub->add_flag("--denials", options->denials,
+                "Print what the sandbox refused the module on stderr even when it succeeds "
+                "(always printed when it fails)");
+  sub->add_option("--learn", options->learn,
+                  "Run the module up to N times, widening a proposed policy by what was refused "
+                  "and can be granted; print the proposal (the policy file is not changed)");
   sub->add_flag("--explain", options->exec.explain,
                 "Print the compiled plan as JSON and run nothing");
   return [options, &command] {
     options->exec.separator = command.separator;
     options->exec.argv = command.argv;
+    // --learn runs sandbox-run again as a child per trial (cli/learn.hpp): not on the launch
+    // path, so it lives in this binary only.
+    if (options->learn && !options->exec.explain) {
+      return run_guarded("sandbox-run", options->exec.policy_path,
+                         [&] { return run_learn(*options); });
+    }
     return run_sandbox_run(*options);
   };
 }

@@ -101,6 +101,11 @@ std::optional<RunArgs> parse_plain_run_args(int argc, const char* const* argv) {
       args.exec.argv.assign(argv + i + 1, argv + argc);
       break;
     }
+    if (word == "--denials") {  // a flag: the denials' summary even when the module succeeds
+      if (args.denials) return std::nullopt;  // CLI11 decides what a repeat means
+      args.denials = true;
+      continue;
+    }
     const bool takes_value = word == "--config" || word == "--setenv" || word == "--keep-fd" ||
                              word == "--id" || word == "--timeout" || word == "--kill-after" ||
                              word == "--result" || word == "--proxy-log";

@@ -31,6 +31,8 @@ struct RunArgs {
   double kill_after = 10;
   std::optional<std::string> result_path;
   std::optional<std::string> proxy_log;
+  bool denials = false;      // --denials: the summary of refusals on stderr even when it succeeds
+  std::optional<int> learn;  // --learn N: propose a policy from up to N runs (cli/learn.hpp)
   friend bool operator==(const RunArgs&, const RunArgs&) = default;
 };
 

@@ -7,14 +7,16 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "sys/landlock_abi.hpp"
 #include "policy/paths.hpp"
 #include "policy/strict_json.hpp"
 #include "policy/suggest.hpp"
+#include "sys/landlock_abi.hpp"
+#include "sys/landlock_abi.hpp"
 
 namespace oarbank {
 
-ConfigError::ConfigError(std::string source, std::string pointer, std::string problem)
+ConfigError::ConfigError(const std::string& source, const std::string& pointer,
+                         const std::string& problem)
     : Error(ErrorKind::Config, std::nullopt, pointer,
             "configuration " + printable(source) + ": " +
                 (pointer.empty() ? std::string("(document)") : printable(pointer)) + ": " +
@@ -220,6 +222,12 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
     } else if (key == "module_world") {
       if (!value.is_boolean()) r.fail(pointer, "must be true or false");
       config.module_world = value.get<bool>();
+    } else if (key == "denial_audit") {
+      const std::string& mode = r.string(value, pointer);
+      if (mode != "off" && mode != "if-enabled" && mode != "enable") {
+        r.fail(pointer, "must be \"off\", \"if-enabled\" or \"enable\"");
+      }
+      config.denial_audit = mode;
     } else {
       // The keys the configuration knows are the ones it writes out.
       const nlohmann::json defaults = node_config_to_json(NodeConfig{});
@@ -270,6 +278,7 @@ json node_config_to_json(const NodeConfig& config) {
       {"proxy_max_tunnels_total", config.proxy_max_tunnels_total},
       {"accept_port_only_egress", config.accept_port_only_egress},
       {"module_world", config.module_world},
+      {"denial_audit", config.denial_audit},
   };
 }
 

@@ -58,6 +58,10 @@ struct NodeConfig {
   // (docs/sandbox-run.md, "What a module sees"). false: modules share the node's IPC and
   // (without egress) network namespaces, and the filter refuses as for a bare sandbox-exec.
   bool module_world = true;
+  // Issue 14: whether sandbox-run reads Landlock's denials from the kernel's audit log
+  // (docs/denials.md). "if-enabled": where audit is already on; "enable": turns audit on for the
+  // node when it is off (a global change the operator asks for here, and leaves on); "off".
+  std::string denial_audit = "if-enabled";
 
   friend bool operator==(const NodeConfig&, const NodeConfig&) = default;
 };
@@ -67,7 +71,7 @@ struct NodeConfig {
 // SOURCE: POINTER: PROBLEM".
 class ConfigError : public Error {
  public:
-  ConfigError(std::string source, std::string pointer, std::string problem);
+  ConfigError(const std::string& source, const std::string& pointer, const std::string& problem);
   [[nodiscard]] const std::string& pointer() const { return where(); }
 };
 

@@ -269,6 +269,45 @@ CapabilityVerdict world_groups_row(const CapabilityEntry& entry, const KernelFea
   return {entry.row, CapabilityStatus::Enforced, std::string(entry.reason) + kOnlySandboxRun};
 }
 
+// Issue 14: the filter's refusals named by sandbox-run's supervisor (docs/denials.md).
+CapabilityVerdict denials_syscalls_row(const CapabilityEntry& entry,
+                                       const KernelFeatures& features, const NodeConfig&) {
+  if (!features.seccomp_filter || !features.seccomp_user_notif) {
+    return {entry.row, CapabilityStatus::Unavailable,
+            "needs seccomp user notification (Linux 5.0); this kernel has none: refusals stay "
+            "refusals, unnamed"};
+  }
+  return {entry.row, CapabilityStatus::Enforced, std::string(entry.reason)};
+}
+
+// Issue 14: Landlock's refusals are read from the kernel's audit log (docs/denials.md).
+CapabilityVerdict audit_denials_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                                    const NodeConfig& config) {
+  const int abi = effective_landlock_abi(features, config);
+  if (!landlock::supports(abi, landlock::Abi::V7)) {
+    return {entry.row, CapabilityStatus::Unavailable,
+            "needs Landlock ABI 7 (Linux 6.15) for audit records; this node uses ABI " +
+                std::to_string(abi)};
+  }
+  if (config.denial_audit == "off") {
+    return {entry.row, CapabilityStatus::Unavailable,
+            "the node's configuration says denial_audit: off"};
+  }
+  if (!features.running_as_root) {
+    return {entry.row, CapabilityStatus::Unavailable,
+            "reading the audit log needs root (CAP_AUDIT_READ)"};
+  }
+  if (features.audit_enabled == 0 && config.denial_audit != "enable") {
+    return {entry.row, CapabilityStatus::Unavailable,
+            "audit is disabled on this node (denial_audit: \"enable\" would turn it on)"};
+  }
+  return {entry.row, CapabilityStatus::Enforced,
+          std::string(entry.reason) +
+              (features.audit_enabled == 0 ? "; audit is off and sandbox-run turns it on "
+                                             "(denial_audit: \"enable\")"
+                                           : "")};
+}
+
 using landlock::Abi;
 using Fact = CapabilityFact;
 using Row = CapabilityRow;
@@ -359,6 +398,17 @@ constexpr CapabilityEntry kTable[] = {
      not_promised_row, nullptr, 0,
      "Landlock does not govern connect to pathname unix sockets: with the broker grant a module "
      "reaches any socket its user may write to"},
+    // Issue 14: what sandbox-run can tell a module's author it was refused (docs/denials.md).
+    {Row::DenialsSyscalls, "denials.syscalls", "sandbox-run names the filter's refusals (seccomp)",
+     Abi::Unsupported, Fact::SeccompFilter, "", denials_syscalls_row, nullptr, 0,
+     "sandbox-run's supervisor answers the filter's refusals (SECCOMP_RET_USER_NOTIF) and names "
+     "each with the policy change that would allow it"},
+    {Row::DenialsFilesystem, "denials.filesystem",
+     "sandbox-run names Landlock's file refusals (audit)", Abi::Unsupported, Fact::None, "",
+     audit_denials_row, nullptr, 0, "Landlock's audit records (ABI 7), read by sandbox-run"},
+    {Row::DenialsNetwork, "denials.network", "sandbox-run names Landlock's TCP refusals (audit)",
+     Abi::Unsupported, Fact::None, "", audit_denials_row, nullptr, 0,
+     "Landlock's audit records (ABI 7), read by sandbox-run"},
 };
 
 }  // namespace

@@ -39,6 +39,10 @@ enum class CapabilityRow {
   ExecWritableScope,
   MetadataCalls,
   BrokerSockets,
+  // Issue 14: what sandbox-run can tell a module's author it was refused (docs/denials.md).
+  DenialsSyscalls,    // the seccomp filter's refusals (user notification)
+  DenialsFilesystem,  // Landlock's file refusals (audit records, ABI 7)
+  DenialsNetwork,     // Landlock's TCP refusals (audit records, ABI 7)
 };
 
 // PortOnly: the net.egress-allowlist row where the launcher cannot make the module a network

@@ -146,7 +146,10 @@ std::vector<std::string> module_environment(const Policy& policy, const NodeConf
   for (const auto& [name, value] : request.setenv) {
     if (name == "PATH" || name == "LANG" || name == "HOME") {
       // The caller may choose these; replace the default.
-      std::erase_if(env, [&](const std::string& e) { return e.starts_with(name + "="); });
+      // The prefix, not the structured binding, in the lambda: clang (14, clang-tidy's) does not
+      // capture bindings, which C++20 allows.
+      const std::string prefix = name + "=";
+      std::erase_if(env, [&prefix](const std::string& e) { return e.starts_with(prefix); });
     } else if (sandbox_sets({env.begin(), env.begin() + static_cast<std::ptrdiff_t>(sandbox_count)},
                             name) ||
                withheld_proxy_variable(name)) {

@@ -13,20 +13,9 @@
 #include "plan/capabilities.hpp"
 #include "plan/seccomp_rules.hpp"
 #include "probe/kernel_features.hpp"
+#include "probe/path_oracle.hpp"
 
 namespace oarbank {
-
-enum class PathKind { Missing, Directory, File };
-
-// Answers what a path is on this node. The real one (probe/path_facts.hpp) opens each path
-// once with O_PATH and keeps the descriptor for the launch; tests use a map.
-class PathOracle {
- public:
-  virtual ~PathOracle() = default;
-  [[nodiscard]] virtual PathKind kind(const std::string& path) const = 0;
-  // The path with every symbolic link resolved (of a path kind() found).
-  [[nodiscard]] virtual std::string canonical(const std::string& path) const = 0;
-};
 
 // What the caller of sandbox-exec asks beyond the policy.
 struct LaunchRequest {
@@ -70,6 +59,12 @@ struct IdentityPlan {
 struct Plan {
   LandlockPlan landlock;
   seccomp::FilterVariant filter;
+  // sandbox-run only: the filter hands its refusals to the supervisor (SECCOMP_RET_USER_NOTIF),
+  // which answers each with the rule's errno and records it (docs/denials.md). Same refusals.
+  bool seccomp_notify = false;
+  // sandbox-run only, Landlock ABI 7: the module's Landlock denials are logged to audit after
+  // its exec too (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON), for the supervisor to read.
+  bool landlock_log_new_exec = false;
   IdentityPlan identity;
   std::vector<std::string> environment;  // NAME=VALUE
   std::vector<std::string> argv;

@@ -1,5 +1,7 @@
 #include "plan/plan_json.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "plan/landlock_rights.hpp"
 #include "plan/launch_steps.hpp"
 
@@ -14,6 +16,9 @@ json kernel_features_to_json(const KernelFeatures& features, const NodeConfig& c
       {"landlock_abi", features.landlock_abi},
       {"landlock_abi_used", effective_landlock_abi(features, config)},
       {"seccomp_filter", features.seccomp_filter},
+      {"seccomp_user_notif", features.seccomp_user_notif},
+      {"audit_enabled",
+       features.audit_enabled >= 0 ? json(features.audit_enabled > 0) : json(nullptr)},
       {"running_as_root", features.running_as_root},
       {"gpu_device_nodes", features.gpu_device_nodes},
       {"network_namespaces",
@@ -135,6 +140,11 @@ json explain_plan(const Plan& plan, const Policy& policy, const KernelFeatures& 
     out["egress_confinement"] = egress_confinement_to_json(features, config);
   }
   return out;
+}
+
+std::string explain_plan_text(const Plan& plan, const Policy& policy,
+                              const KernelFeatures& features, const NodeConfig& config) {
+  return explain_plan(plan, policy, features, config).dump(2);
 }
 
 }  // namespace oarbank

@@ -30,7 +30,9 @@ scmp_arg_cmp to_libseccomp(const ArgCheck& check) {
   throw std::logic_error("unknown comparison");
 }
 
-int resolve(const Rule& rule) {
+}  // namespace
+
+int syscall_number(const Rule& rule) {
   int nr = seccomp_syscall_resolve_name(rule.syscall.c_str());
   if (nr == __NR_SCMP_ERROR) {
 #if defined(__x86_64__)
@@ -39,6 +41,8 @@ int resolve(const Rule& rule) {
   }
   return nr;
 }
+
+namespace {
 
 // The ceiling: syscall numbers above the highest reviewed one answer ENOSYS. Three classic
 // BPF instructions put in front of libseccomp's program; its jumps are relative, so they
@@ -62,7 +66,7 @@ std::vector<sock_filter> ceiling_prefix() {
 // The architecture is checked first so that a foreign ABI's call with the same number still
 // reaches libseccomp's check, which kills it. Classic BPF loads 32-bit words: on little-endian
 // x86-64 the low half of args[N] is the word at its offset, the half the kernel reads.
-std::vector<sock_filter> allowlist_prefix() {
+std::vector<sock_filter> allowlist_prefix(Refusal refusal) {
   std::vector<sock_filter> out;
 #if defined(__x86_64__)
   for (const auto& list : allowlists32()) {
@@ -84,9 +88,11 @@ std::vector<sock_filter> allowlist_prefix() {
     for (std::size_t i = 0; i < n; ++i) {
       out.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, list.allowed[i], to_end(5 + i), 0));
     }
-    out.push_back(BPF_STMT(
-        BPF_RET | BPF_K,
-        SECCOMP_RET_ERRNO | (static_cast<std::uint32_t>(list.errno_value) & SECCOMP_RET_DATA)));
+    out.push_back(BPF_STMT(BPF_RET | BPF_K,
+                           refusal == Refusal::Notify && notified(list.errno_value)
+                               ? SECCOMP_RET_USER_NOTIF
+                               : SECCOMP_RET_ERRNO | (static_cast<std::uint32_t>(list.errno_value) &
+                                                      SECCOMP_RET_DATA)));
   }
 #endif
   return out;
@@ -94,7 +100,7 @@ std::vector<sock_filter> allowlist_prefix() {
 
 }  // namespace
 
-std::vector<sock_filter> compile(const FilterVariant& variant) {
+std::vector<sock_filter> compile(const FilterVariant& variant, Refusal refusal) {
   std::unique_ptr<void, CtxDeleter> ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) throw std::runtime_error("seccomp_init failed");
   // A syscall from another ABI of this CPU (int 0x80 from a 64-bit process) kills the process:
@@ -107,15 +113,17 @@ std::vector<sock_filter> compile(const FilterVariant& variant) {
     throw std::runtime_error("seccomp_attr_set failed");
   }
   for (const auto& rule : rules_for(variant)) {
-    int nr = resolve(rule);
+    int nr = syscall_number(rule);
     if (nr < 0) {
       throw std::runtime_error(fmt::format("libseccomp does not know syscall {}", rule.syscall));
     }
     std::vector<scmp_arg_cmp> args;
     for (const auto& check : rule.args) args.push_back(to_libseccomp(check));
-    int rc = seccomp_rule_add_array(ctx.get(),
-                                    SCMP_ACT_ERRNO(static_cast<std::uint32_t>(rule.errno_value)),
-                                    nr, static_cast<unsigned>(args.size()), args.data());
+    const std::uint32_t action = refusal == Refusal::Notify && notified(rule.errno_value)
+                                     ? SCMP_ACT_NOTIFY
+                                     : SCMP_ACT_ERRNO(static_cast<std::uint32_t>(rule.errno_value));
+    int rc = seccomp_rule_add_array(ctx.get(), action, nr, static_cast<unsigned>(args.size()),
+                                    args.data());
     if (rc != 0) {
       throw std::runtime_error(
           fmt::format("libseccomp refused the rule for {}: {}", rule.syscall, rc));
@@ -129,7 +137,7 @@ std::vector<sock_filter> compile(const FilterVariant& variant) {
     throw std::runtime_error("seccomp_export_bpf failed");
   }
   std::vector<sock_filter> program = ceiling_prefix();
-  for (const auto& instruction : allowlist_prefix()) program.push_back(instruction);
+  for (const auto& instruction : allowlist_prefix(refusal)) program.push_back(instruction);
   rewind(file.get());
   sock_filter instruction{};
   while (fread(&instruction, sizeof instruction, 1, file.get()) == 1)

@@ -4,6 +4,7 @@
 
 #include <linux/filter.h>
 
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,21 @@
 
 namespace oarbank::seccomp {
 
+// How the compiled program answers a refusal. Errno: SECCOMP_RET_ERRNO with the rule's errno
+// (sandbox-exec). Notify (sandbox-run, docs/denials.md): SECCOMP_RET_USER_NOTIF for every rule
+// whose errno is not ENOSYS, so that the supervisor answers with that same errno and records the
+// denial; the ENOSYS rules (clone3, openat2, io_uring, inotify: refusals a program falls back
+// from without noticing) and the ceiling keep answering ENOSYS in the kernel.
+enum class Refusal { Errno, Notify };
+
+// Whether a rule's refusal goes to the supervisor in the Notify programs.
+inline bool notified(int errno_value) { return errno_value != ENOSYS; }
+
+// The rule's syscall number on this architecture (libseccomp's, else the rule's own); -1 when
+// neither knows it.
+int syscall_number(const Rule& rule);
+
 // Throws std::runtime_error naming the rule libseccomp refused.
-std::vector<sock_filter> compile(const FilterVariant& variant);
+std::vector<sock_filter> compile(const FilterVariant& variant, Refusal refusal = Refusal::Errno);
 
 }  // namespace oarbank::seccomp

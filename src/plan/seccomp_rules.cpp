@@ -245,6 +245,17 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
   // --- Other processes and the kernel.
   add(rules, {"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp"}, EPERM,
       "reading or steering another process (ptrace and its relatives)");
+  // A filter of the module's own with a listener (SECCOMP_FILTER_FLAG_NEW_LISTENER, 1 << 3)
+  // would be asked before sandbox-run's on every call both answer with SECCOMP_RET_USER_NOTIF
+  // (among equal actions the newest filter answers), and its listener could let the call run
+  // (SECCOMP_USER_NOTIF_FLAG_CONTINUE): docs/denials.md. The flag is tested alone, whatever the
+  // operation: no other operation takes it.
+  rules.push_back(Rule{"seccomp",
+                       -1,
+                       EPERM,
+                       {{1, Compare::MaskedEqual, 1U << 3, 1U << 3}},
+                       "a seccomp listener of the module's own could answer in sandbox-run's "
+                       "place and let a refused call run"});
   add(rules, {"perf_event_open"}, EPERM, "observes other processes and the kernel");
   add(rules, {"bpf"}, EPERM, "bpf programs run in the kernel");
   add(rules, {"add_key", "request_key", "keyctl"}, EPERM,

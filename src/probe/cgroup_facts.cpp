@@ -6,7 +6,7 @@
 
 #include <sstream>
 
-#include "supervise/module_id.hpp"
+#include "policy/module_id.hpp"
 #include "sys/text_file.hpp"
 
 namespace oarbank {

@@ -31,6 +31,8 @@ struct KernelFeatures {
   LandlockState landlock = LandlockState::NotBuilt;
   int landlock_abi = 0;          // the kernel's ABI when Present, else 0
   bool seccomp_filter = false;   // seccomp(2) filters with SECCOMP_RET_ERRNO and KILL_PROCESS
+  bool seccomp_user_notif = false;  // SECCOMP_RET_USER_NOTIF (Linux 5.0): issue 14's denials
+  int audit_enabled = -1;  // the kernel's audit: 0 off, 1 on, 2 locked on; -1 not known (not root)
   bool running_as_root = false;  // effective uid 0
   std::vector<std::string> gpu_device_nodes;  // /dev/dri, /dev/nvidia*, /dev/kfd that exist
   CgroupFacts cgroup;

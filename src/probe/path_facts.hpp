@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "plan/plan.hpp"
+#include "probe/path_oracle.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace oarbank {

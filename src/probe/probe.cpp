@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "probe/audit_state.hpp"
 #include "probe/cgroup_facts.hpp"
 #include "sys/landlock_abi.hpp"
 
@@ -89,6 +90,10 @@ KernelFeatures probe_kernel(const NodeConfig& config, ProbeScope scope) {
   if (::uname(&uts) == 0) features.kernel_release = uts.release;
   probe_landlock(features);
   features.seccomp_filter = probe_seccomp_filter();
+  if (scope.denial_facts) {
+    features.seccomp_user_notif = seccomp_user_notif_available();
+    features.audit_enabled = audit_enabled_state();
+  }
   features.running_as_root = ::geteuid() == 0;
   if (scope.gpu_devices) features.gpu_device_nodes = find_gpu_device_nodes("/dev");
   if (scope.cgroup) features.cgroup = probe_cgroup(config);

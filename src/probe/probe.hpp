@@ -12,6 +12,9 @@ struct ProbeScope {
   bool gpu_devices = true;         // scan /dev for GPU nodes
   bool cgroup = true;              // find cgroup2, the leaves' parent, its controllers
   bool network_namespaces = true;  // try to create one, in a child
+  // seccomp user notification and the audit state (issue 14's report rows): a netlink round
+  // trip, off the launch path (sandbox-run's denial readers ask for themselves).
+  bool denial_facts = true;
 };
 
 KernelFeatures probe_kernel(const NodeConfig& config, ProbeScope scope = {});

@@ -66,7 +66,7 @@ void decide(const Target& target, const std::vector<EgressDestination>& allowlis
   }
   // The context is copied: the answer may come after the caller's copy changed.
   resolver.resolve(target.host, [target, context, rule = std::move(rule),
-                                 done = std::move(done)](ResolveResult result) {
+                                 done = std::move(done)](const ResolveResult& result) {
     Verdict verdict = judge_resolution(target, result, context);
     if (verdict.allowed) verdict.reason = "allowed by " + rule;
     done(std::move(verdict));

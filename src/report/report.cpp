@@ -153,7 +153,13 @@ std::string report_to_table(const Report& report) {
                                           ? ""
                                           : fmt::format(", capped at {} by the node",
                                                         f["landlock_abi_max"].get<int>())));
-  out += fact("seccomp filters", f.value("seccomp_filter", false) ? "yes" : "no");
+  out += fact("seccomp filters",
+              std::string(f.value("seccomp_filter", false) ? "yes" : "no") +
+                  (f.value("seccomp_user_notif", false) ? " (user notification: yes)"
+                                                        : " (user notification: no)"));
+  out += fact("audit", !f.contains("audit_enabled") || f["audit_enabled"].is_null()
+                           ? "not known (not root)"
+                           : (f["audit_enabled"].get<bool>() ? "on" : "off"));
   if (f["cgroup"].is_object()) {
     const auto& cg = f["cgroup"];
     if (cg.value("cgroup2_mounted", false)) {

@@ -150,6 +150,7 @@ class VerifyTree {
         policy.string(), "--",           agent().string(), "sandbox-probe"};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> cargv;
+    cargv.reserve(argv.size() + 1);
     for (auto& a : argv) cargv.push_back(a.data());
     cargv.push_back(nullptr);
     int pipefd[2];

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "plan/launch_steps.hpp"
+#include "policy/module_id.hpp"
 #include "probe/cgroup_facts.hpp"
-#include "supervise/module_id.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"
 

@@ -1,4 +1,5 @@
 #include "supervise/module_run.hpp"
+#include "plan/denial_advice.hpp"
 
 #include <limits.h>
 #include <sched.h>
@@ -16,10 +17,10 @@
 #include "plan/cgroup_limits.hpp"
 #include "plan/launch_steps.hpp"
 #include "plan/protected_paths.hpp"
+#include "policy/module_id.hpp"
 #include "probe/probe.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/cgroup_leaf.hpp"
-#include "supervise/module_id.hpp"
 #include "supervise/proxy_host.hpp"
 #include "supervise/terminal_front.hpp"
 #include "supervise/writable_dirs.hpp"
@@ -232,6 +233,13 @@ RunResult ModuleRun::run() {
   // Everything the launch can fail at softly, here in the parent: a failure is one line and
   // an exit code, with what was made released.
   prepared_ = prepare_exec(request_.launch, module_config_, policy, std::move(features));
+  // Issue 14: the refusals of the run, from the filter, Landlock's audit log and the proxy.
+  std::vector<std::string> writable;
+  if (policy.work) writable.push_back(*policy.work);
+  writable.insert(writable.end(), policy.data.begin(), policy.data.end());
+  if (policy.temp) writable.push_back(*policy.temp);
+  denials_ = std::make_unique<RunDenials>(
+      prepared_->plan.filter, LandlockAdviceContext{std::move(writable), policy.exec_writable});
   // Started unprivileged, the module runs as this very user: only Landlock's signal scoping
   // (ABI 6) keeps it from killing or stopping its supervisor, and the container with it.
   if (!root_ && (prepared_->plan.landlock.scoped & LANDLOCK_SCOPE_SIGNAL) == 0) {
@@ -258,7 +266,15 @@ RunResult ModuleRun::run() {
   launch_.launcher_context = &child_;
   launch_.terminal = terminal_.get();
   launch_.launcher_mask = &caller_mask_;
+  // Issue 14: the filter's refusals go to the supervisor, which answers and records them.
+  denials_->prepare(prepared_->plan, config.denial_audit);
+  launch_.seccomp_listener = denials_->seccomp_listener();
+  launch_.after_spawn = [this, then = std::move(launch_.after_spawn)](pid_t module_pid) {
+    denials_->spawned(module_pid);
+    if (then) then(module_pid);
+  };
   const RunResult result = supervise(launch_, *state_);
+  denials_->finish();
 
   // The module ran (its exec was verified, or it was stopped on the way): what it was given
   // to write in is its data now. A launch that failed leaves nothing made for it.
@@ -409,7 +425,9 @@ void ModuleRun::make_proxy() {
       ::isatty(STDERR_FILENO) == 1 ? StderrLogForm::Summary : StderrLogForm::Json;
   proxy_ = std::make_unique<ProxyHost>(request_.config, request_.proxy_log, "--proxy-log", form,
                                        request_.id, request_.policy, std::move(network_.listener),
-                                       std::move(peer_check));
+                                       std::move(peer_check), [this](std::string_view line) {
+                                         if (auto d = proxy_denial(line)) denials_->add(*d);
+                                       });
   held_.push(LaunchStep::Proxy, [this] { proxy_.reset(); });
   launch_.after_spawn = [this](pid_t module_pid) {
     members_.process_group = module_pid;  // the child leads a process group of its own

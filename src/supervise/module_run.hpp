@@ -24,13 +24,14 @@
 #include <string>
 
 #include "apply/launch.hpp"
+#include "apply/module_network.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/cgroup_limits.hpp"
 #include "supervise/cgroup_leaf.hpp"
-#include "supervise/module_network.hpp"
 #include "supervise/peer_process.hpp"
 #include "supervise/release_stack.hpp"
+#include "supervise/run_denials.hpp"
 #include "supervise/run_state.hpp"
 #include "supervise/supervisor.hpp"
 
@@ -75,6 +76,9 @@ class ModuleRun {
   [[nodiscard]] std::string result_json(const RunResult& result) const;
   // Removes the run record: the last release. Then the caller's signal mask is back.
   void finish();
+  // Issue 14: what the sandbox refused the module during run() (docs/denials.md); null when
+  // run() ended before the launch was prepared.
+  [[nodiscard]] const RunDenials* denials() const { return denials_.get(); }
 
  private:
   void claim_record();
@@ -106,6 +110,8 @@ class ModuleRun {
   NodeConfig module_config_;  // the node's, with the module's own proxy port (port only)
   std::optional<std::size_t> directories_;  // their place on the stack
   std::unique_ptr<PreparedExec> prepared_;
+  // Declared before the proxy, whose log tap adds to it from the proxy's thread.
+  std::unique_ptr<RunDenials> denials_;
   bool namespace_confinement_ = false;
   ModuleNetwork network_;
   ModuleProcesses members_;

@@ -18,7 +18,7 @@ namespace oarbank {
 ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>& log_path,
                      const std::string& log_option, StderrLogForm stderr_form,
                      const std::string& id, const Policy& policy, UniqueFd listener,
-                     proxy::PeerCheck peer_check) {
+                     proxy::PeerCheck peer_check, std::function<void(std::string_view)> tap) {
   if (log_path) {
     // Through no symbolic link, a regular file only (sys/safe_open.hpp): root appends to it.
     OperatorFile file = open_operator_file(*log_path, true, 0640);
@@ -36,7 +36,8 @@ ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>&
     // Not print_error: that one records the last line for the main thread, and this runs on
     // the proxy's. One write(2) per line, as for the JSON lines.
     auto first = std::make_shared<std::atomic<bool>>(true);
-    settings.log = [first](std::string_view line) {
+    settings.log = [first, tap](std::string_view line) {
+      if (tap) tap(line);
       if (auto summary = proxy::proxy_refusal_summary(line, first->load())) {
         first->store(false);
         const std::string text = "oarbank-agent sandbox-run: " + *summary + "\n";
@@ -44,7 +45,8 @@ ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>&
       }
     };
   } else {
-    settings.log = [fd](std::string_view line) {
+    settings.log = [fd, tap](std::string_view line) {
+      if (tap) tap(line);
       std::string text(line);
       text += '\n';
       [[maybe_unused]] auto n = ::write(fd, text.data(), text.size());

@@ -2,6 +2,7 @@
 // settings from the node's configuration, a log sink, and the server's thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,9 +28,11 @@ class ProxyHost {
   // names the option in messages; `stderr_form`: what stderr gets without a log file. Throws
   // Error(Config) for settings the proxy refuses, and Error(Usage) for a log file it refuses.
   // `peer_check`: admit only the connections it accepts (proxy::PeerCheck); empty: all.
+  // `tap`: also given every log line, on the proxy's thread (sandbox-run's denials, issue 14).
   ProxyHost(const NodeConfig& config, const std::optional<std::string>& log_path,
             const std::string& log_option, StderrLogForm stderr_form, const std::string& id,
-            const Policy& policy, UniqueFd listener, proxy::PeerCheck peer_check = {});
+            const Policy& policy, UniqueFd listener, proxy::PeerCheck peer_check = {},
+            std::function<void(std::string_view)> tap = {});
   ~ProxyHost();  // stops the server and joins its thread
   ProxyHost(const ProxyHost&) = delete;
   ProxyHost& operator=(const ProxyHost&) = delete;

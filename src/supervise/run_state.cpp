@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "policy/module_id.hpp"
 #include "supervise/cgroup_leaf.hpp"
-#include "supervise/module_id.hpp"
 #include "supervise/spawn.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"

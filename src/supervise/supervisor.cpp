@@ -212,12 +212,14 @@ Supervision::Supervision(SupervisedLaunch& launch, RunState& state)
   signal_fd_ = UniqueFd(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
   timer_fd_ = UniqueFd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
   int channel[2];
-  if (!signal_fd_.valid() || !timer_fd_.valid() || ::pipe2(channel, O_CLOEXEC) != 0) {
+  if (!signal_fd_.valid() || !timer_fd_.valid() ||
+      // A unix socket, not a pipe: the launcher may send the seccomp listener on it (issue 14).
+      ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
     const int err = errno;
     ::sigprocmask(SIG_SETMASK, &original_, nullptr);
-    throw Error(
-        ErrorKind::StepFailed,
-        step_failed_message(LaunchStep::Spawn, "signalfd, timerfd or pipe2: " + errno_text(err)));
+    throw Error(ErrorKind::StepFailed,
+                step_failed_message(LaunchStep::Spawn,
+                                    "signalfd, timerfd or socketpair: " + errno_text(err)));
   }
   status_read_ = UniqueFd(channel[0]);
   status_write_ = UniqueFd(channel[1]);
@@ -363,6 +365,7 @@ void Supervision::reap_module() {
 // when the module's exec closed it (close-on-exec).
 bool Supervision::await_exec() {
   StatusChannel channel_text;
+  UniqueFd listener;  // the module's seccomp listener, when the launcher sent one
   for (;;) {
     pollfd fds[] = {{status_read_.get(), POLLIN, 0},
                     {signal_fd_.get(), POLLIN, 0},
@@ -377,7 +380,7 @@ bool Supervision::await_exec() {
     if (fds[3].revents != 0) on_control();
     if (fds[0].revents != 0) {
       char buffer[512];
-      ssize_t n = ::read(status_read_.get(), buffer, sizeof buffer);
+      ssize_t n = read_status_channel(status_read_.get(), buffer, sizeof buffer, listener);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       if (channel_text.text.size() < kMaxStatusBytes) {
@@ -386,6 +389,9 @@ bool Supervision::await_exec() {
     }
   }
   status_read_.reset();
+  if (listener.valid() && launch_.seccomp_listener != nullptr) {
+    launch_.seccomp_listener->start(std::move(listener));
+  }
 
   if (auto failure = channel_text.failure()) {
     reap_module();
@@ -473,6 +479,7 @@ void Supervision::teardown() {
     signal_process_group(child_.pidfd.get(), child_.pid, SIGKILL);
   }
   kill_and_reap_children();
+  if (launch_.seccomp_listener != nullptr) launch_.seccomp_listener->stop();
   // A front stopped with its module is continued, to end with the run (a job the shell shows
   // as stopped until now, e.g. when --timeout ended the stopped module). kEnded first: the
   // front reads it before acting on a kModuleStopped it has not read yet.

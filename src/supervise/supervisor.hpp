@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "supervise/cgroup_leaf.hpp"
+#include "supervise/denial_listener.hpp"
 #include "supervise/exec_verification.hpp"
 #include "supervise/run_state.hpp"
 
@@ -40,6 +41,9 @@ struct SupervisedLaunch {
   ExecExpectation expected;
   std::optional<double> timeout_seconds;
   double kill_after_seconds = 10;  // from SIGTERM to SIGKILL at a stop
+  // Issue 14: answers and records the filter's refusals when the launcher sends its listener
+  // over the status channel (docs/denials.md); stopped once the module's processes are gone.
+  SeccompListener* seccomp_listener = nullptr;
 };
 
 enum class RunEnd {

@@ -747,6 +747,18 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     return 0;
   }
   if (cmd == "exit" && need(1)) return std::atoi(a[0].c_str());
+  // Issue 14: "repeat N CMD ARGS..." runs CMD N times (each printing its line); "sleep-ms N".
+  if (cmd == "repeat" && need(2)) {
+    int rc = 0;
+    for (long i = 0, n = std::strtol(a[0].c_str(), nullptr, 10); i < n; ++i) {
+      rc = run_one(a[1], std::vector<std::string>(a.begin() + 2, a.end()));
+    }
+    return rc;
+  }
+  if (cmd == "sleep-ms" && need(1)) {
+    usleep(static_cast<useconds_t>(std::atoi(a[0].c_str())) * 1000U);
+    return 0;
+  }
 
   // --- the process container (sandbox-run)
   if (cmd == "cgroup") {

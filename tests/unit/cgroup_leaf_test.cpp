@@ -15,8 +15,8 @@
 #include <string>
 
 #include "plan/cgroup_limits.hpp"
+#include "policy/module_id.hpp"
 #include "probe/cgroup_facts.hpp"
-#include "supervise/module_id.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank {

@@ -18,6 +18,8 @@ KernelFeatures full_node() {
   f.landlock = LandlockState::Present;
   f.landlock_abi = 7;
   f.seccomp_filter = true;
+  f.seccomp_user_notif = true;
+  f.audit_enabled = 1;
   f.running_as_root = true;
   f.gpu_device_nodes = {"/dev/dri/card0", "/dev/kfd"};
   f.cgroup.probed = true;
@@ -84,6 +86,9 @@ TEST(ReportRender, EveryRowAndEveryStatusOnAFullNode) {
       {"known-limit.exec-writable", "not promised"},
       {"known-limit.metadata", "not promised"},
       {"known-limit.broker-sockets", "not promised"},
+      {"denials.syscalls", "enforced"},
+      {"denials.filesystem", "enforced"},
+      {"denials.network", "enforced"},
   };
   EXPECT_EQ(got, expected);
   EXPECT_EQ(got.size(), capability_table().size());
@@ -98,6 +103,7 @@ TEST(ReportRender, PortOnlyAndUnavailableOnAnUnprivilegedNode) {
   EXPECT_EQ(got.at("container.cgroup"), "unavailable");
   EXPECT_EQ(got.at("limit.cpu"), "unavailable");
   EXPECT_EQ(got.at("egress.netns"), "unavailable");
+  EXPECT_EQ(got.at("denials.filesystem"), "unavailable");  // ABI 4, and not root
   // Issue 12: the module's world is made by a root sandbox-run alone.
   EXPECT_EQ(got.at("world.ipc"), "unavailable");
   EXPECT_EQ(got.at("world.net"), "unavailable");
@@ -142,7 +148,9 @@ TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
                 "world.process-groups=enforced\n" + p +
                 "known-limit.exec-writable=not-promised\n" + p +
                 "known-limit.metadata=not-promised\n" + p +
-                "known-limit.broker-sockets=not-promised\n" + p + "landlock-abi=7\n");
+                "known-limit.broker-sockets=not-promised\n" + p + "denials.syscalls=enforced\n" + p +
+                "denials.filesystem=enforced\n" + p + "denials.network=enforced\n" + p +
+                "landlock-abi=7\n");
   // Port only and a failed verification are label values too; the ABI is the one used.
   report = make_report(user_node(), port_only_config());
   report.verifications.push_back({CapabilityRow::Filesystem, false, "a write got through"});
@@ -218,7 +226,7 @@ TEST(ReportRender, TableShowsEachRowItsReasonAndTheFacts) {
   EXPECT_NE(table.find("\nnet.egress-any              unavailable\n"), std::string::npos);
   EXPECT_NE(table.find("\nFacts:\n  kernel release     6.18.0-test\n"
                        "  Landlock           present (ABI 7; used: ABI 7)\n"
-                       "  seccomp filters    yes\n"),
+                       "  seccomp filters    yes (user notification: yes)\n"),
             std::string::npos)
       << table;
   EXPECT_NE(table.find("  cgroup controllers cpu memory pids\n"), std::string::npos) << table;

@@ -2,9 +2,9 @@
 // a leaf goes and the limits it is given: cgroup_leaf_test.cpp.
 #include <gtest/gtest.h>
 
+#include "policy/module_id.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/exec_verification.hpp"
-#include "supervise/module_id.hpp"
 
 namespace oarbank {
 namespace {

@@ -1,4 +1,4 @@
-#include "supervise/module_network.hpp"
+#include "apply/module_network.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

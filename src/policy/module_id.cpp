@@ -1,4 +1,4 @@
-#include "supervise/module_id.hpp"
+#include "policy/module_id.hpp"
 
 namespace oarbank {
 

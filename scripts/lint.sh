@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The tree's own format and clang-tidy: scripts/test.sh's "lint" stage.
+#   1. clang-format --dry-run -Werror (.clang-format) over the C and C++ of src/ tests/ bench/
+#      tools/ fuzz/ (not tests/layers/fixture: the layer check's data, bad on purpose).
+#   2. clang-tidy (.clang-tidy) over src/'s translation units, from BUILD's
+#      compile_commands.json (configure BUILD first), JOBS in parallel.
+# Exits non-zero on any format difference or clang-tidy finding, printing each.
+#
+#   scripts/lint.sh [BUILD]            both (BUILD defaults to build)
+#   scripts/lint.sh --format-only      only the format
+#   scripts/lint.sh --tidy-only [BUILD]
+#   OARBANK_LINT_JOBS=N                clang-tidy processes (default: nproc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+format=1 tidy=1
+case ${1:-} in
+  --format-only) tidy=0; shift ;;
+  --tidy-only) format=0; shift ;;
+esac
+build=${1:-build}
+jobs=${OARBANK_LINT_JOBS:-$(nproc)}
+status=0
+
+if ((format)); then
+  mapfile -t files < <(find src tests bench tools fuzz -path tests/layers/fixture -prune -o \
+    -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.c' -o -name '*.h' \) -print | sort)
+  if ! clang-format --dry-run -Werror "${files[@]}"; then
+    echo "lint: clang-format: the files above differ from .clang-format (clang-format -i FILE)" >&2
+    status=1
+  fi
+fi
+
+if ((tidy)); then
+  [[ -f $build/compile_commands.json ]] || {
+    echo "lint: $build/compile_commands.json missing: configure $build first (cmake -B $build)" >&2
+    exit 66
+  }
+  # The generated sources (build/generated) are not ours to lint, and the seccomp programs'
+  # arrays would only slow it down. The compile commands are GCC's: GCC's own warning options
+  # are unknown to clang, and -Werror would make clang's warnings (which differ from GCC's, the
+  # compiler that builds with -Werror) errors that .clang-tidy's check list cannot turn off.
+  # clang-tidy exits non-zero on a finding (WarningsAsErrors: '*'); run-clang-tidy then too.
+  if ! run-clang-tidy -p "$build" -j "$jobs" -quiet \
+    -extra-arg=-Wno-unknown-warning-option -extra-arg=-Wno-error \
+    "^$PWD/src/" >"$build/clang-tidy.log" 2>&1; then
+    sed 's/\x1b\[[0-9;]*m//g' "$build/clang-tidy.log" | grep -E '^/.*: (error|warning):' | sort -u >&2 ||
+      cat "$build/clang-tidy.log" >&2
+    echo "lint: clang-tidy found the above (.clang-tidy; full log: $build/clang-tidy.log)" >&2
+    status=1
+  fi
+fi
+exit "$status"

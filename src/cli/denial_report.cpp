@@ -1,0 +1,28 @@
+#include "cli/denial_report.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+
+namespace oarbank::cli {
+
+void report_denials(const char* command, const RunDenials& denials, bool print) {
+  if (!print) return;
+  const auto list = denials.denials();
+  for (const auto& denial : list) print_error(command, denial_line(denial));
+  const DenialDiagnostics diagnostics = denials.diagnostics();
+  if (diagnostics.dropped > 0) {
+    print_error(command, std::to_string(diagnostics.dropped) +
+                             " more refusal(s) not recorded: the table of distinct denials was "
+                             "full");
+  }
+}
+
+std::string with_denials(const std::string& result_json, const RunDenials& denials) {
+  nlohmann::json j = nlohmann::json::parse(result_json);
+  j["denials"] = denials_to_json(denials.denials());
+  j["denial_diagnostics"] = diagnostics_to_json(denials.diagnostics());
+  return j.dump() + "\n";
+}
+
+}  // namespace oarbank::cli

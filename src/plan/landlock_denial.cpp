@@ -1,0 +1,215 @@
+#include "plan/landlock_denial.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace oarbank {
+namespace {
+
+constexpr std::size_t kMaxOpenEvents = 256;
+
+bool all_hex(std::string_view text) {
+  return !text.empty() && text.size() % 2 == 0 && std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F');
+  });
+}
+
+std::string from_hex(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i + 1 < text.size(); i += 2) {
+    out += static_cast<char>(std::stoi(std::string(text.substr(i, 2)), nullptr, 16));
+  }
+  return out;
+}
+
+std::string parent_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return path;
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+bool under(const std::string& path, const std::string& dir) {
+  return path == dir || (path.size() > dir.size() && path.starts_with(dir) &&
+                         (dir.ends_with('/') || path[dir.size()] == '/'));
+}
+
+}  // namespace
+
+std::string AuditRecord::field(const std::string& key) const {
+  auto it = fields.find(key);
+  return it == fields.end() ? std::string() : it->second;
+}
+
+std::optional<AuditRecord> parse_audit_record(int type, std::string_view text) {
+  AuditRecord record;
+  record.type = type;
+  if (!text.starts_with("audit(")) return std::nullopt;
+  const auto close = text.find("): ");
+  if (close == std::string_view::npos) return std::nullopt;
+  record.serial = std::string(text.substr(6, close - 6));
+  std::string_view rest = text.substr(close + 3);
+  while (!rest.empty()) {
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    const auto equals = rest.find('=');
+    if (equals == std::string_view::npos) break;
+    std::string key(rest.substr(0, equals));
+    rest.remove_prefix(equals + 1);
+    std::string value;
+    if (!rest.empty() && rest.front() == '"') {
+      const auto end = rest.find('"', 1);
+      if (end == std::string_view::npos) return std::nullopt;
+      value = std::string(rest.substr(1, end - 1));
+      rest.remove_prefix(end + 1);
+    } else {
+      const auto end = rest.find(' ');
+      value = std::string(rest.substr(0, end));
+      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end);
+      if ((key == "path" || key == "exe" || key == "comm") && all_hex(value)) {
+        value = from_hex(value);
+      }
+    }
+    record.fields[key] = value;
+  }
+  return record;
+}
+
+Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
+                       const LandlockAdviceContext& context) {
+  Denial d;
+  const std::string blockers = access.field("blockers");
+  d.operation = blockers;
+  if (blockers.starts_with("fs.")) {
+    d.mechanism = "landlock-fs";
+  } else if (blockers.starts_with("net.")) {
+    d.mechanism = "landlock-net";
+  } else {
+    d.mechanism = "landlock-scope";
+  }
+  d.error = "EACCES";
+  if (syscall != nullptr) {
+    d.pid = std::atoll(syscall->field("pid").c_str());
+    d.executable = syscall->field("exe");
+    const long exit = std::atol(syscall->field("exit").c_str());
+    if (exit < 0 && exit > -4096) {
+      const char* name = strerrorname_np(static_cast<int>(-exit));
+      if (name != nullptr) d.error = name;
+    }
+  }
+  if (d.mechanism == "landlock-fs") {
+    const std::string path = access.field("path");
+    d.object = path;
+    const bool creates_or_removes = blockers.find("make_") != std::string::npos ||
+                                    blockers.find("remove_") != std::string::npos ||
+                                    blockers.find("refer") != std::string::npos;
+    if (blockers == "fs.execute") {
+      bool writable = false;
+      for (const auto& dir : context.writable) writable = writable || under(path, dir);
+      if (writable && !context.exec_writable) {
+        d.reason = "execute in a writable directory (work, data, temp): exec_writable is false";
+        d.allowed_by = "set \"exec_writable\": true";
+        d.grant = {{"key", "exec_writable"}, {"set", true}};
+      } else {
+        d.reason = "execute " + path + ": not granted";
+        d.allowed_by = "add " + path + " (or its directory) to \"tools\" or \"runtime\"";
+        d.grant = {{"key", "tools"}, {"add", path}};
+      }
+    } else if (blockers == "fs.read_file" || blockers == "fs.read_dir" ||
+               blockers == "fs.read_file,fs.read_dir") {
+      const std::string dir = blockers == "fs.read_dir" ? path : parent_of(path);
+      d.reason = "read under " + dir + ": not granted";
+      d.allowed_by = "add " + dir +
+                     " to \"data\" (read and write), or to \"runtime\" or "
+                     "\"tools\" (read and execute)";
+      d.grant = {{"key", "data"}, {"add", dir}};
+    } else if (blockers.starts_with("fs.ioctl_dev")) {
+      d.reason = "ioctl on a device the policy does not grant";
+    } else {
+      const std::string dir = creates_or_removes ? path : parent_of(path);
+      d.reason = "write under " + dir + ": not granted";
+      d.allowed_by = "add " + dir + " to \"data\" (or make it the policy's \"work\")";
+      d.grant = {{"key", "data"}, {"add", dir}};
+    }
+  } else if (d.mechanism == "landlock-net") {
+    const std::string address = access.field("daddr");
+    const std::string port =
+        access.field("dest").empty() ? access.field("src") : access.field("dest");
+    d.object = address.empty()                          ? "port " + port
+               : address.find(':') != std::string::npos ? "[" + address + "]:" + port
+                                                        : address + ":" + port;
+    if (blockers == "net.connect_tcp") {
+      d.reason =
+          "direct TCP connections: a module reaches other hosts only through the agent's "
+          "proxy (name the destination in \"egress\" and connect through https_proxy)";
+    } else {
+      d.reason = "binding a TCP port: never allowed for a module";
+    }
+  } else {
+    d.object = access.field("opid").empty() ? access.field("path") : "pid " + access.field("opid");
+    d.reason = "outside the module's sandbox (Landlock scope): never allowed";
+  }
+  return d;
+}
+
+std::vector<Denial> LandlockAuditEvents::feed(const AuditRecord& record) {
+  std::vector<Denial> out;
+  if (record.type == kAuditLandlockDomain) {
+    if (record.field("status") == "allocated" &&
+        std::atoll(record.field("pid").c_str()) == module_pid_ &&
+        std::find(domains_.begin(), domains_.end(), record.field("domain")) == domains_.end()) {
+      domains_.push_back(record.field("domain"));
+    }
+    return out;
+  }
+  if (record.type != kAuditLandlockAccess && record.type != kAuditSyscall &&
+      record.type != kAuditEndOfEvent) {
+    return out;
+  }
+  // Only events that hold a Landlock access record are kept open.
+  auto it = open_.find(record.serial);
+  if (it == open_.end()) {
+    if (record.type != kAuditLandlockAccess) return out;
+    if (open_.size() >= kMaxOpenEvents) {
+      auto oldest = finish(order_.front());
+      out.insert(out.end(), oldest.begin(), oldest.end());
+    }
+    it = open_.emplace(record.serial, Event{}).first;
+    order_.push_back(record.serial);
+  }
+  if (record.type == kAuditLandlockAccess) it->second.access.push_back(record);
+  if (record.type == kAuditSyscall) it->second.syscall = record;
+  if (record.type == kAuditEndOfEvent) {
+    auto done = finish(record.serial);
+    out.insert(out.end(), done.begin(), done.end());
+  }
+  return out;
+}
+
+std::vector<Denial> LandlockAuditEvents::finish(const std::string& serial) {
+  std::vector<Denial> out;
+  auto it = open_.find(serial);
+  if (it == open_.end()) return out;
+  for (const auto& access : it->second.access) {
+    if (std::find(domains_.begin(), domains_.end(), access.field("domain")) == domains_.end()) {
+      continue;
+    }
+    out.push_back(
+        landlock_denial(access, it->second.syscall ? &*it->second.syscall : nullptr, context_));
+  }
+  open_.erase(it);
+  order_.erase(std::find(order_.begin(), order_.end(), serial));
+  return out;
+}
+
+std::vector<Denial> LandlockAuditEvents::flush() {
+  std::vector<Denial> out;
+  while (!order_.empty()) {
+    auto done = finish(order_.front());
+    out.insert(out.end(), done.begin(), done.end());
+  }
+  return out;
+}
+
+}  // namespace oarbank

@@ -1,0 +1,72 @@
+// Landlock's refusals as the kernel's audit log records them (ABI 7, Linux 6.15; docs/denials.md):
+// the records parsed, tied to one run by its domain, and named with the policy element that
+// would allow each. Pure: supervise/denial_audit.cpp reads the records from NETLINK_AUDIT.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "plan/denials.hpp"
+
+namespace oarbank {
+
+inline constexpr int kAuditSyscall = 1300;         // AUDIT_SYSCALL
+inline constexpr int kAuditEndOfEvent = 1320;      // AUDIT_EOE
+inline constexpr int kAuditLandlockAccess = 1423;  // AUDIT_LANDLOCK_ACCESS
+inline constexpr int kAuditLandlockDomain = 1424;  // AUDIT_LANDLOCK_DOMAIN
+
+// One record: "audit(SECONDS.MS:SERIAL): key=value key="quoted value" ...". Unquoted values of
+// path, exe and comm that are all hexadecimal are decoded (audit's form for unusual names).
+struct AuditRecord {
+  int type = 0;
+  std::string serial;  // the event's "SECONDS.MS:SERIAL": every record of one event shares it
+  std::map<std::string, std::string> fields;
+  [[nodiscard]] std::string field(const std::string& key) const;
+};
+std::optional<AuditRecord> parse_audit_record(int type, std::string_view text);
+
+// What the advice needs of the policy.
+struct LandlockAdviceContext {
+  std::vector<std::string> writable;  // work, data, temp
+  bool exec_writable = false;
+};
+
+// The denial of one AUDIT_LANDLOCK_ACCESS record, with the event's AUDIT_SYSCALL record (pid,
+// exe, the errno) when there is one.
+Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
+                       const LandlockAdviceContext& context);
+
+// Groups records by event and keeps only this run's: a domain is this run's when its
+// allocation record (AUDIT_LANDLOCK_DOMAIN status=allocated) names the module's first process,
+// the one that called landlock_restrict_self, as its pid. Nothing is guessed: an access record
+// of a domain never seen allocated by that pid is not this run's.
+class LandlockAuditEvents {
+ public:
+  LandlockAuditEvents(std::int64_t module_pid, LandlockAdviceContext context)
+      : module_pid_(module_pid), context_(std::move(context)) {}
+
+  // Takes one record; returns the denials of the events it completed.
+  std::vector<Denial> feed(const AuditRecord& record);
+  // The denials of every event still open (the run ended).
+  std::vector<Denial> flush();
+
+ private:
+  struct Event {
+    std::vector<AuditRecord> access;
+    std::optional<AuditRecord> syscall;
+  };
+  std::vector<Denial> finish(const std::string& serial);
+
+  std::int64_t module_pid_;
+  LandlockAdviceContext context_;
+  std::vector<std::string> domains_;  // this run's
+  std::map<std::string, Event> open_;
+  std::vector<std::string> order_;  // serials of open events, oldest first
+};
+
+}  // namespace oarbank

@@ -1,0 +1,171 @@
+#include "supervise/denial_audit.hpp"
+
+#include <linux/audit.h>
+#include <linux/netlink.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "probe/audit_state.hpp"
+#include "sys/error.hpp"
+
+namespace oarbank {
+namespace {
+
+// AUDIT_SET enabled=1: the node's configuration asked for it ("enable").
+int enable_audit(int fd) {
+  struct {
+    nlmsghdr header;
+    audit_status status;
+  } request{};
+  request.header.nlmsg_len = sizeof request;
+  request.header.nlmsg_type = AUDIT_SET;
+  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+  request.header.nlmsg_seq = 2;
+  request.status.mask = AUDIT_STATUS_ENABLED;
+  request.status.enabled = 1;
+  if (::send(fd, &request, sizeof request, 0) < 0) return errno;
+  alignas(nlmsghdr) char buffer[8192];
+  const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+  if (n < 0) return errno;
+  const auto* header = reinterpret_cast<const nlmsghdr*>(buffer);
+  if (header->nlmsg_type == NLMSG_ERROR) {
+    return -static_cast<const nlmsgerr*>(NLMSG_DATA(header))->error;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string LandlockAuditReader::open(const std::string& mode, int landlock_abi) {
+  if (mode == "off") return "the node's configuration says denial_audit: off";
+  if (landlock_abi < 7) {
+    return "Landlock ABI " + std::to_string(landlock_abi) +
+           " < 7 (Linux 6.15) writes no audit records";
+  }
+  // The control socket: the audit state, and enabling it where the node says so.
+  UniqueFd control(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT));
+  if (!control.valid())
+    return "no audit in this kernel (socket(NETLINK_AUDIT): " + errno_text(errno) + ")";
+  sockaddr_nl local{};
+  local.nl_family = AF_NETLINK;
+  if (::bind(control.get(), reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+    return "bind(NETLINK_AUDIT): " + errno_text(errno);
+  }
+  audit_status status{};
+  if (int err = audit_status_of(control.get(), status); err < 0) {
+    return "the audit state cannot be read (AUDIT_GET: " + errno_text(-err) + ")";
+  }
+  if (status.enabled == 0) {
+    if (mode != "enable") {
+      return "audit is disabled on this node (the node's denial_audit: \"enable\" turns it on)";
+    }
+    if (int err = enable_audit(control.get()); err != 0) {
+      return "audit is disabled, and enabling it failed (AUDIT_SET: " + errno_text(err) + ")";
+    }
+  }
+  // The read-only multicast group: every record the kernel logs, whoever else reads them.
+  UniqueFd reader(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_AUDIT));
+  if (!reader.valid()) return "socket(NETLINK_AUDIT): " + errno_text(errno);
+  sockaddr_nl group{};
+  group.nl_family = AF_NETLINK;
+  group.nl_groups = 1U << (AUDIT_NLGRP_READLOG - 1);
+  if (::bind(reader.get(), reinterpret_cast<sockaddr*>(&group), sizeof group) != 0) {
+    return "the audit log cannot be read (bind AUDIT_NLGRP_READLOG: " + errno_text(errno) +
+           "; needs CAP_AUDIT_READ)";
+  }
+  // A busy node logs for every module: room for bursts (root may go past rmem_max).
+  const int bytes = 4 << 20;
+  if (::setsockopt(reader.get(), SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) != 0) {
+    ::setsockopt(reader.get(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+  }
+  socket_ = std::move(reader);
+  lost_before_ = status.lost;
+  backlog_limit_ = status.backlog_limit;
+  control_ = std::move(control);
+  return "";
+}
+
+void LandlockAuditReader::start(pid_t module_pid) noexcept {
+  if (!socket_.valid()) return;
+  stop_event_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!stop_event_.valid()) return;
+  try {
+    thread_ = std::thread([this, module_pid] { serve(module_pid); });
+  } catch (...) {
+  }
+}
+
+void LandlockAuditReader::stop() {
+  if (!thread_.joinable()) return;
+  const std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(stop_event_.get(), &one, sizeof one);
+  thread_.join();
+  audit_status status{};
+  if (control_.valid() && audit_status_of(control_.get(), status) == 0 &&
+      status.lost > lost_before_) {
+    kernel_lost_ = status.lost - lost_before_;
+  }
+}
+
+void LandlockAuditReader::serve(pid_t module_pid) {
+  LandlockAuditEvents events(module_pid, context_);
+  alignas(nlmsghdr) static thread_local char buffer[1 << 16];
+  bool stopping = false;
+  auto quiet_until = std::chrono::steady_clock::now();
+  auto give_up = quiet_until;
+  for (;;) {
+    // Once asked to stop: the records of the module's last calls may still be on their way
+    // (the kernel's kauditd delivers them): read until 50 ms pass without one, 500 ms at most.
+    int timeout = -1;
+    if (stopping) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= quiet_until || now >= give_up) break;
+      timeout = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(quiet_until - now).count() + 1);
+    }
+    pollfd fds[] = {{socket_.get(), POLLIN, 0}, {stopping ? -1 : stop_event_.get(), POLLIN, 0}};
+    const int ready = ::poll(fds, 2, timeout);
+    if (ready < 0 && errno != EINTR) break;
+    if (fds[1].revents != 0) {
+      stopping = true;
+      quiet_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+      give_up = quiet_until + std::chrono::milliseconds(450);
+    }
+    if (fds[0].revents == 0) continue;
+    for (;;) {
+      const ssize_t n = ::recv(socket_.get(), buffer, sizeof buffer, MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == ENOBUFS) {
+          ++lost_;
+          continue;
+        }
+        break;
+      }
+      if (stopping) quiet_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+      // One datagram may hold several messages, each aligned to 4 bytes.
+      for (std::size_t offset = 0; offset + NLMSG_HDRLEN <= static_cast<std::size_t>(n);) {
+        const auto* header = reinterpret_cast<const nlmsghdr*>(buffer + offset);
+        if (header->nlmsg_len < NLMSG_HDRLEN ||
+            offset + header->nlmsg_len > static_cast<std::size_t>(n)) {
+          break;
+        }
+        offset += NLMSG_ALIGN(header->nlmsg_len);
+        const char* text = buffer + (reinterpret_cast<const char*>(header) - buffer) + NLMSG_HDRLEN;
+        std::size_t length = header->nlmsg_len - NLMSG_HDRLEN;
+        while (length > 0 && (text[length - 1] == '\0' || text[length - 1] == '\n')) --length;
+        auto record = parse_audit_record(header->nlmsg_type, std::string_view(text, length));
+        if (!record) continue;
+        for (const auto& denial : events.feed(*record)) table_.add(denial);
+      }
+    }
+  }
+  for (const auto& denial : events.flush()) table_.add(denial);
+}
+
+}  // namespace oarbank

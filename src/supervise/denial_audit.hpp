@@ -1,0 +1,58 @@
+// Issue 14: sandbox-run's reader of Landlock's audit records (docs/denials.md). It listens on
+// NETLINK_AUDIT's read-only multicast group (AUDIT_NLGRP_READLOG: needs CAP_AUDIT_READ), opened
+// before the module is spawned so that nothing it does is missed, and keeps this run's
+// records (plan/landlock_denial.hpp) in the run's table. Audit itself is the node's: it is
+// enabled only where the node's configuration says "enable" (denial_audit).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <thread>
+
+#include "plan/landlock_denial.hpp"
+#include "supervise/denial_table.hpp"
+#include "sys/unique_fd.hpp"
+
+namespace oarbank {
+
+class LandlockAuditReader {
+ public:
+  LandlockAuditReader(DenialTable& table, LandlockAdviceContext context)
+      : table_(table), context_(std::move(context)) {}
+  ~LandlockAuditReader() { stop(); }
+  LandlockAuditReader(const LandlockAuditReader&) = delete;
+  LandlockAuditReader& operator=(const LandlockAuditReader&) = delete;
+
+  // Before the spawn: decides from the node's `mode` ("off", "if-enabled", "enable"), the
+  // Landlock ABI the plan uses and the kernel's audit state whether the run's Landlock
+  // denials can be read, and opens the socket. Returns "" when they can, else why not.
+  std::string open(const std::string& mode, int landlock_abi);
+  // After the spawn (the process is single-threaded until then): reads in a thread of its own.
+  void start(pid_t module_pid) noexcept;
+  // After the module's processes are gone: reads what the kernel still delivers (a short
+  // while), then stops.
+  void stop();
+  [[nodiscard]] bool opened() const { return socket_.valid(); }
+  [[nodiscard]] std::uint64_t lost() const { return lost_; }
+  // Records the kernel dropped node-wide while the run was read (audit's "lost" counter: the
+  // backlog of a node without auditd is small), and that backlog's limit.
+  [[nodiscard]] std::uint64_t kernel_lost() const { return kernel_lost_; }
+  [[nodiscard]] std::uint32_t backlog_limit() const { return backlog_limit_; }
+
+ private:
+  void serve(pid_t module_pid);
+
+  DenialTable& table_;
+  LandlockAdviceContext context_;
+  UniqueFd socket_;
+  UniqueFd control_;
+  std::uint32_t lost_before_ = 0;
+  std::uint32_t backlog_limit_ = 0;
+  std::uint64_t kernel_lost_ = 0;
+  UniqueFd stop_event_;
+  std::thread thread_;
+  std::uint64_t lost_ = 0;  // ENOBUFS: the socket's buffer overflowed
+};
+
+}  // namespace oarbank

@@ -1,0 +1,167 @@
+#include "supervise/denial_listener.hpp"
+
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "apply/seccomp_programs.hpp"
+#include "plan/denial_advice.hpp"
+#include "plan/seccomp_eval.hpp"
+#include "probe/audit_state.hpp"
+
+namespace oarbank {
+namespace {
+
+// The rules' syscalls by number (generated with the programs, tools/filtergen.cpp).
+std::string syscall_name(int nr) {
+  for (std::size_t i = 0; i < seccomp::kRuleSyscallCount; ++i) {
+    if (seccomp::kRuleSyscalls[i].number == nr) return seccomp::kRuleSyscalls[i].name;
+  }
+  return "syscall " + std::to_string(nr);
+}
+
+std::string link_target(const std::string& path) {
+  char buffer[4096];
+  const ssize_t n = ::readlink(path.c_str(), buffer, sizeof buffer);
+  return n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : std::string();
+}
+
+// A NUL-terminated string of the module's memory, up to 4096 bytes, through /proc/PID/mem (the
+// supervisor is the module's ancestor, and root or its very user: ptrace access). Read while
+// the call waits for its answer; another thread of the module could change it meanwhile, so
+// it is a record for the author, never a decision.
+std::string read_module_string(pid_t pid, std::uint64_t address) {
+  if (address == 0) return "";
+  UniqueFd mem(::open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!mem.valid()) return "";
+  char buffer[4096];
+  const ssize_t n = ::pread(mem.get(), buffer, sizeof buffer, static_cast<off_t>(address));
+  if (n <= 0) return "";
+  const std::size_t length = ::strnlen(buffer, static_cast<std::size_t>(n));
+  return std::string(buffer, length);
+}
+
+}  // namespace
+
+bool seccomp_user_notification_available() { return seccomp_user_notif_available(); }
+
+ssize_t read_status_channel(int fd, char* buffer, std::size_t size, UniqueFd& listener) {
+  iovec iov{buffer, size};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
+  msghdr message{};
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  const ssize_t n = ::recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
+  if (n < 0) return n;
+  for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr;
+       header = CMSG_NXTHDR(&message, header)) {
+    if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int received = -1;
+      std::memcpy(&received, CMSG_DATA(header) + i * sizeof(int), sizeof(int));
+      UniqueFd owned(received);
+      // Only the launcher writes here before the exec; still, keep nothing but a listener.
+      if (!listener.valid() &&
+          link_target("/proc/self/fd/" + std::to_string(received)) == "anon_inode:seccomp notify") {
+        listener = std::move(owned);
+      }
+    }
+  }
+  return n;
+}
+
+bool SeccompListener::start(UniqueFd listener) noexcept {
+  stop_event_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!stop_event_.valid()) return false;
+  listener_ = std::move(listener);
+  try {
+    thread_ = std::thread([this] { serve(); });
+  } catch (...) {
+    listener_.reset();
+    return false;
+  }
+  served_ = true;
+  return true;
+}
+
+void SeccompListener::stop() {
+  if (!thread_.joinable()) return;
+  const std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(stop_event_.get(), &one, sizeof one);
+  thread_.join();
+  listener_.reset();
+}
+
+void SeccompListener::serve() {
+  const auto& errno_program = seccomp::kPrograms[variant_.index()];
+  bool listening = true;
+  for (;;) {
+    pollfd fds[] = {{stop_event_.get(), POLLIN, 0}, {listening ? listener_.get() : -1, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[0].revents != 0) return;
+    if ((fds[1].revents & POLLIN) == 0) {
+      // POLLHUP: no process uses the filter any more; wait for stop().
+      if (fds[1].revents != 0) listening = false;
+      continue;
+    }
+    seccomp_notif request;
+    std::memset(&request, 0, sizeof request);  // the kernel wants it zeroed (Linux 5.5)
+    if (::ioctl(listener_.get(), SECCOMP_IOCTL_NOTIF_RECV, &request) != 0) {
+      // ENOENT: the caller was killed (or its wait interrupted) before this took it.
+      if (errno == ENOENT || errno == EINTR) continue;
+      listening = false;
+      continue;
+    }
+    // The errno sandbox-exec's filter answers for this very call. Anything else (which the
+    // notifying program would not have handed over) is refused EPERM: never "continue".
+    const std::uint32_t verdict =
+        seccomp::evaluate(errno_program.instructions, errno_program.length, request.data);
+    const int err = (verdict & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO
+                        ? static_cast<int>(verdict & SECCOMP_RET_DATA)
+                        : EPERM;
+    SeccompCall call;
+    call.syscall = syscall_name(request.data.nr);
+    for (std::size_t i = 0; i < call.args.size(); ++i) call.args[i] = request.data.args[i];
+    const int path_arg = seccomp_path_argument(call.syscall);
+    const auto pid = static_cast<pid_t>(request.pid);
+    if (path_arg >= 0) {
+      call.path = read_module_string(pid, call.args[static_cast<std::size_t>(path_arg)]);
+    }
+    std::string executable = link_target("/proc/" + std::to_string(pid) + "/exe");
+    // Still the same call waiting (SECCOMP_IOCTL_NOTIF_ID_VALID): the pid was not reused while
+    // its files were read.
+    std::uint64_t id = request.id;
+    const bool valid = ::ioctl(listener_.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+    seccomp_notif_resp response;
+    std::memset(&response, 0, sizeof response);
+    response.id = request.id;
+    response.error = -err;
+    response.val = 0;
+    response.flags = 0;  // never SECCOMP_USER_NOTIF_FLAG_CONTINUE
+    // ENOENT: the caller is gone (killed); nothing to answer.
+    ::ioctl(listener_.get(), SECCOMP_IOCTL_NOTIF_SEND, &response);
+    Denial denial = seccomp_denial(variant_, call, err);
+    if (valid) {
+      denial.pid = pid;
+      denial.executable = std::move(executable);
+    }
+    table_.add(denial);
+  }
+}
+
+}  // namespace oarbank

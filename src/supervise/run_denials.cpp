@@ -1,0 +1,42 @@
+#include "supervise/run_denials.hpp"
+
+namespace oarbank {
+
+void RunDenials::prepare(Plan& plan, const std::string& denial_audit) {
+  notify_asked_ = seccomp_user_notification_available();
+  plan.seccomp_notify = notify_asked_;
+  audit_unavailable_ = audit_.open(denial_audit, plan.landlock.abi);
+  plan.landlock_log_new_exec = audit_.opened();
+}
+
+DenialDiagnostics RunDenials::diagnostics() const {
+  DenialDiagnostics d;
+  if (seccomp_.served()) {
+    d.syscalls = "recorded";
+  } else if (!notify_asked_) {
+    d.syscalls = "unavailable: the kernel has no seccomp user notification (Linux 5.0)";
+  } else {
+    d.syscalls =
+        "unavailable: the module's filter listener was not received (no exec, or no "
+        "thread to answer it)";
+  }
+  if (audit_.opened()) {
+    d.filesystem = "recorded";
+    if (audit_.lost() > 0) {
+      d.filesystem = "recorded, some lost: the audit socket overflowed " +
+                     std::to_string(audit_.lost()) + " time(s)";
+    } else if (audit_.kernel_lost() > 0) {
+      d.filesystem = "recorded, some may be lost: the kernel dropped " +
+                     std::to_string(audit_.kernel_lost()) +
+                     " audit record(s) node-wide during the run (audit backlog_limit " +
+                     std::to_string(audit_.backlog_limit()) + ")";
+    }
+  } else {
+    d.filesystem = "unavailable: " + audit_unavailable_;
+  }
+  d.network = d.filesystem;
+  d.dropped = table_.dropped();
+  return d;
+}
+
+}  // namespace oarbank

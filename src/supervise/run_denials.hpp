@@ -1,0 +1,44 @@
+// Issue 14: the denials of one sandbox-run, from every reader the node allows (docs/denials.md):
+// the seccomp listener (refusals of the filter), and what each could not record.
+#pragma once
+
+#include <vector>
+
+#include "plan/denials.hpp"
+#include "plan/plan.hpp"
+#include "supervise/denial_audit.hpp"
+#include "supervise/denial_listener.hpp"
+#include "supervise/denial_table.hpp"
+
+namespace oarbank {
+
+class RunDenials {
+ public:
+  RunDenials(const seccomp::FilterVariant& variant, LandlockAdviceContext context)
+      : seccomp_(variant, table_), audit_(table_, std::move(context)) {}
+
+  // Before the spawn. Chooses the notifying filter for the plan where this kernel has user
+  // notification (a kernel without it keeps the errno filter: the same refusals, unrecorded),
+  // and Landlock's logging after the exec where the audit log can be read (the node's
+  // denial_audit key).
+  void prepare(Plan& plan, const std::string& denial_audit);
+  // After the spawn, with the module's first process (the one that restricts itself).
+  void spawned(pid_t module_pid) noexcept { audit_.start(module_pid); }
+  // After the run (the module's processes are gone): the last records read.
+  void finish() { audit_.stop(); }
+  [[nodiscard]] SeccompListener* seccomp_listener() { return &seccomp_; }
+  // Adds a denial another reader found (the proxy's refusals).
+  void add(const Denial& denial) { table_.add(denial); }
+
+  [[nodiscard]] std::vector<Denial> denials() const { return table_.denials(); }
+  [[nodiscard]] DenialDiagnostics diagnostics() const;
+
+ private:
+  DenialTable table_;
+  SeccompListener seccomp_;
+  LandlockAuditReader audit_;
+  bool notify_asked_ = false;
+  std::string audit_unavailable_ = "not asked";
+};
+
+}  // namespace oarbank

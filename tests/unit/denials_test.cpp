@@ -1,0 +1,386 @@
+// Issue 14: the notifying filter variants, the supervisor's interpreter of the errno programs,
+// the advice for each refusal, and the bounded table of denials (docs/denials.md).
+#include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "apply/seccomp_programs.hpp"
+#include "plan/denial_advice.hpp"
+#include "plan/seccomp_compile.hpp"
+#include "plan/seccomp_eval.hpp"
+#include "supervise/denial_table.hpp"
+
+namespace oarbank {
+namespace {
+
+using seccomp::FilterVariant;
+using seccomp::kVariantCount;
+using seccomp::variant_from_index;
+
+seccomp_data call(int nr, std::array<std::uint64_t, 6> args = {}) {
+  seccomp_data data{};
+  data.nr = nr;
+  data.arch = AUDIT_ARCH_X86_64;
+  for (std::size_t i = 0; i < 6; ++i) data.args[i] = args[i];
+  return data;
+}
+
+std::uint32_t run(const seccomp::Program& program, const seccomp_data& data) {
+  return seccomp::evaluate(program.instructions, program.length, data);
+}
+
+TEST(DenialPrograms, TheNotifyingProgramsAreWhatLibseccompCompilesNow) {
+  for (int i = 0; i < kVariantCount; ++i) {
+    auto program = seccomp::compile(variant_from_index(i), seccomp::Refusal::Notify);
+    ASSERT_EQ(program.size(), seccomp::kNotifyPrograms[i].length) << i;
+    for (std::size_t n = 0; n < program.size(); ++n) {
+      EXPECT_EQ(program[n].code, seccomp::kNotifyPrograms[i].instructions[n].code);
+      EXPECT_EQ(program[n].k, seccomp::kNotifyPrograms[i].instructions[n].k);
+    }
+  }
+}
+
+// Every call a rule refuses, with arguments that satisfy the rule: the notifying program hands
+// it to the supervisor exactly when the errno program answers an errno other than ENOSYS; the
+// ENOSYS refusals stay in the kernel; the supervisor's matcher finds the rule with that errno.
+TEST(DenialPrograms, NotifiedExactlyWhereTheErrnoProgramRefusesWithoutENOSYS) {
+  for (int i = 0; i < kVariantCount; ++i) {
+    const FilterVariant variant = variant_from_index(i);
+    SCOPED_TRACE(variant.name());
+    for (const auto& rule : seccomp::rules_for(variant)) {
+      std::array<std::uint64_t, 6> args{};
+      for (const auto& check : rule.args) {
+        args[check.arg] = check.op == seccomp::Compare::Greater ? check.value + 1 : check.value;
+      }
+      const seccomp_data data = call(seccomp::syscall_number(rule), args);
+      const std::uint32_t errno_verdict = run(seccomp::kPrograms[i], data);
+      const std::uint32_t notify_verdict = run(seccomp::kNotifyPrograms[i], data);
+      ASSERT_EQ(errno_verdict & SECCOMP_RET_ACTION_FULL, SECCOMP_RET_ERRNO) << rule.syscall;
+      const int err = static_cast<int>(errno_verdict & SECCOMP_RET_DATA);
+      if (err == ENOSYS) {
+        EXPECT_EQ(notify_verdict, errno_verdict) << rule.syscall;
+        continue;
+      }
+      EXPECT_EQ(notify_verdict, SECCOMP_RET_USER_NOTIF) << rule.syscall;
+      SeccompCall refused{rule.syscall, args, ""};
+      EXPECT_TRUE(seccomp_refusal_reason(variant, refused, err).has_value()) << rule.syscall;
+    }
+    // Allowed calls stay allowed in both; the ceiling and foreign ABIs are unchanged.
+    for (const auto& data : {call(SYS_getpid), call(SYS_read, {0, 0, 1}),
+                             call(SYS_socketpair, {AF_UNIX, SOCK_STREAM, 0, 0}),
+                             call(SYS_personality, {0xffffffff})}) {
+      EXPECT_EQ(run(seccomp::kNotifyPrograms[i], data), SECCOMP_RET_ALLOW) << data.nr;
+      EXPECT_EQ(run(seccomp::kPrograms[i], data), SECCOMP_RET_ALLOW) << data.nr;
+    }
+    EXPECT_EQ(run(seccomp::kNotifyPrograms[i], call(500)), SECCOMP_RET_ERRNO | ENOSYS);
+    auto i386 = call(20);
+    i386.arch = AUDIT_ARCH_I386;
+    EXPECT_EQ(run(seccomp::kNotifyPrograms[i], i386), SECCOMP_RET_KILL_PROCESS);
+    // personality's hand-written block notifies too.
+    EXPECT_EQ(run(seccomp::kNotifyPrograms[i], call(SYS_personality, {0x400000})),
+              SECCOMP_RET_USER_NOTIF);
+  }
+}
+
+TEST(DenialPrograms, AListenerOfTheModulesOwnIsRefused) {
+  for (int i = 0; i < kVariantCount; ++i) {
+    const auto data =
+        call(SYS_seccomp, {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER});
+    EXPECT_EQ(run(seccomp::kPrograms[i], data), SECCOMP_RET_ERRNO | EPERM);
+    // The kernel reads the flags as 32 bits: the upper half changes nothing.
+    const auto high =
+        call(SYS_seccomp, {1, 0xffffffff00000000ULL | SECCOMP_FILTER_FLAG_NEW_LISTENER});
+    EXPECT_EQ(run(seccomp::kPrograms[i], high), SECCOMP_RET_ERRNO | EPERM);
+    EXPECT_EQ(run(seccomp::kPrograms[i], call(SYS_seccomp, {SECCOMP_SET_MODE_FILTER, 0})),
+              SECCOMP_RET_ALLOW);
+  }
+}
+
+TEST(DenialPrograms, TheInterpreterFailsClosed) {
+  const sock_filter bad[] = {BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 1000)};
+  EXPECT_EQ(seccomp::evaluate(bad, 1, call(0)), SECCOMP_RET_KILL_PROCESS);
+  const sock_filter off_end[] = {BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 0)};
+  EXPECT_EQ(seccomp::evaluate(off_end, 1, call(0)), SECCOMP_RET_KILL_PROCESS);
+  const sock_filter far_jump[] = {BPF_JUMP(BPF_JMP | BPF_JA, 7, 0, 0),
+                                  BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  EXPECT_EQ(seccomp::evaluate(far_jump, 2, call(0)), SECCOMP_RET_KILL_PROCESS);
+}
+
+TEST(DenialAdvice, SocketFamiliesNameThePolicyElement) {
+  const FilterVariant none{false, false};
+  auto unix_socket = seccomp_denial(none, {"socket", {AF_UNIX, SOCK_STREAM, 0}, ""}, EAFNOSUPPORT);
+  EXPECT_EQ(unix_socket.object, "AF_UNIX SOCK_STREAM");
+  EXPECT_NE(unix_socket.allowed_by.find("\"broker\": true"), std::string::npos);
+  auto inet = seccomp_denial(none, {"socket", {AF_INET6, SOCK_STREAM, 0}, ""}, EAFNOSUPPORT);
+  EXPECT_NE(inet.allowed_by.find("\"net\": \"egress-allowlist\""), std::string::npos);
+  auto netlink = seccomp_denial(none, {"socket", {AF_NETLINK, SOCK_RAW, 0}, ""}, EAFNOSUPPORT);
+  EXPECT_TRUE(netlink.allowed_by.empty());
+  EXPECT_EQ(netlink.error, "EAFNOSUPPORT");
+  // Under egress-allowlist UDP is refused whatever the policy says.
+  const FilterVariant egress{true, false};
+  auto udp = seccomp_denial(egress, {"socket", {AF_INET, SOCK_DGRAM, 0}, ""}, EPROTONOSUPPORT);
+  EXPECT_TRUE(udp.allowed_by.empty());
+  EXPECT_NE(udp.reason.find("stream sockets only"), std::string::npos);
+  auto pair = seccomp_denial(none, {"socketpair", {AF_UNIX, SOCK_DGRAM, 0}, ""}, EPROTONOSUPPORT);
+  EXPECT_NE(pair.allowed_by.find("broker"), std::string::npos);
+}
+
+TEST(DenialAdvice, OtherRefusalsGiveTheRulesReason) {
+  const FilterVariant none{false, false};
+  auto listen = seccomp_denial(none, {"listen", {3, 1}, ""}, EPERM);
+  EXPECT_EQ(listen.reason, "never listening");
+  EXPECT_TRUE(listen.allowed_by.empty());
+  auto chmod = seccomp_denial(none, {"chmod", {0, 04755}, "/w/prog"}, EPERM);
+  EXPECT_EQ(chmod.object, "/w/prog mode 04755");
+  EXPECT_NE(chmod.reason.find("setuid"), std::string::npos);
+  auto tiocsti = seccomp_denial(none, {"ioctl", {0, 0xffffffff00005412ULL}, ""}, EPERM);
+  EXPECT_EQ(tiocsti.object, "TIOCSTI");
+  auto unknown = seccomp_denial(none, {"getpid", {}, ""}, EPERM);
+  EXPECT_NE(unknown.reason.find("no rule"), std::string::npos);
+  EXPECT_NE(denial_line(listen).find("no policy allows it: never listening"), std::string::npos);
+}
+
+TEST(DenialTable, DeduplicatesAndCountsWhatItDrops) {
+  DenialTable table(2);
+  Denial a{"seccomp", "listen", "", "EPERM", 10, "/bin/x", 1, "", "never listening"};
+  Denial b = a;
+  b.operation = "ptrace";
+  Denial c = a;
+  c.operation = "bpf";
+  table.add(a);
+  table.add(a);
+  a.pid = 11;  // another process of the same executable: the same denial
+  table.add(a);
+  table.add(b);
+  table.add(c);
+  table.add(c);
+  const auto list = table.denials();
+  ASSERT_EQ(list.size(), 2U);
+  EXPECT_EQ(list[0].count, 3U);
+  EXPECT_EQ(list[0].pid, 10);
+  EXPECT_EQ(list[1].operation, "ptrace");
+  EXPECT_EQ(table.dropped(), 2U);
+}
+
+}  // namespace
+}  // namespace oarbank
+
+namespace oarbank {
+namespace {
+
+// Allowed calls cost nothing more under sandbox-run: for every syscall number the filter
+// allows (with zero arguments, and with the arguments common calls pass), the notifying
+// program runs no more instructions than the errno program. (libseccomp merges rules whose
+// actions became equal, so the programs are not the same length.) Which calls look at their
+// arguments, and so which verdicts the kernel caches, is the same: the same rules.
+TEST(DenialPrograms, AllowedCallsRunNoMoreInstructions) {
+  const std::array<std::array<std::uint64_t, 6>, 4> arg_sets = {
+      {{0, 0, 0, 0, 0, 0},
+       {3, 0x5401, 0, 0, 0, 0},
+       {AF_UNIX, SOCK_STREAM, 0, 0, 0, 0},
+       {0xffffff9c, 0, 0x241, 0644, 0, 0}}};
+  for (int i = 0; i < seccomp::kVariantCount; ++i) {
+    std::size_t allowed = 0;
+    for (int nr = 0; nr <= 470; ++nr) {
+      for (const auto& args : arg_sets) {
+        const auto data = call(nr, args);
+        std::size_t errno_steps = 0, notify_steps = 0;
+        const auto verdict = seccomp::evaluate(seccomp::kPrograms[i].instructions,
+                                               seccomp::kPrograms[i].length, data, &errno_steps);
+        if (verdict != SECCOMP_RET_ALLOW) continue;
+        ++allowed;
+        EXPECT_EQ(seccomp::evaluate(seccomp::kNotifyPrograms[i].instructions,
+                                    seccomp::kNotifyPrograms[i].length, data, &notify_steps),
+                  SECCOMP_RET_ALLOW)
+            << nr;
+        EXPECT_LE(notify_steps, errno_steps) << "syscall " << nr;
+      }
+    }
+    EXPECT_GT(allowed, 1000U);
+  }
+}
+
+}  // namespace
+}  // namespace oarbank
+
+#include "plan/landlock_denial.hpp"
+
+namespace oarbank {
+namespace {
+
+AuditRecord record(int type, const std::string& text) {
+  auto parsed = parse_audit_record(type, text);
+  EXPECT_TRUE(parsed.has_value()) << text;
+  return parsed.value_or(AuditRecord{});
+}
+
+TEST(LandlockAudit, RecordsParseWithQuotedAndHexValues) {
+  auto r = record(kAuditLandlockAccess,
+                  "audit(1796125241.464:203): domain=1544bfdab blockers=fs.read_file "
+                  "path=\"/usr/bin/cat\" dev=\"vda\" ino=247134");
+  EXPECT_EQ(r.serial, "1796125241.464:203");
+  EXPECT_EQ(r.field("domain"), "1544bfdab");
+  EXPECT_EQ(r.field("path"), "/usr/bin/cat");
+  EXPECT_EQ(r.field("ino"), "247134");
+  // audit writes a name with a space as hexadecimal, unquoted.
+  auto hex = record(kAuditLandlockAccess, "audit(1.2:3): blockers=fs.read_file path=2F612062");
+  EXPECT_EQ(hex.field("path"), "/a b");
+  EXPECT_FALSE(parse_audit_record(1423, "no header").has_value());
+}
+
+// Only the domain whose allocation names the module's first pid is this run's: another
+// module's records, even of the same executable, are never taken.
+TEST(LandlockAudit, OnlyTheRunsOwnDomainIsKept) {
+  LandlockAuditEvents events(300, {{"/w"}, false});
+  std::vector<Denial> got;
+  auto feed = [&](int type, const std::string& text) {
+    for (auto& d : events.feed(record(type, text))) got.push_back(d);
+  };
+  // Another module's domain, allocated by pid 400.
+  feed(1423, "audit(1.0:10): domain=bbb blockers=fs.read_file path=\"/x\" dev=\"vda\" ino=1");
+  feed(1424, "audit(1.0:10): domain=bbb status=allocated mode=enforcing pid=400 uid=0 exe=\"/p\"");
+  feed(1300, "audit(1.0:10): arch=c000003e syscall=257 success=no exit=-13 pid=400 exe=\"/p\"");
+  feed(1320, "audit(1.0:10): ");
+  EXPECT_TRUE(got.empty());
+  // Ours: allocated by pid 300; its first denial is in the same event.
+  feed(1423, "audit(1.0:11): domain=aaa blockers=fs.execute path=\"/w/prog\" dev=\"vda\" ino=2");
+  feed(1423, "audit(1.0:12): domain=bbb blockers=fs.read_file path=\"/y\" dev=\"vda\" ino=3");
+  feed(1424, "audit(1.0:11): domain=aaa status=allocated mode=enforcing pid=300 uid=0 exe=\"/p\"");
+  feed(1300, "audit(1.0:11): arch=c000003e syscall=59 success=no exit=-13 pid=301 exe=\"/p\"");
+  feed(1320, "audit(1.0:11): ");
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0].mechanism, "landlock-fs");
+  EXPECT_EQ(got[0].operation, "fs.execute");
+  EXPECT_EQ(got[0].pid, 301);
+  EXPECT_EQ(got[0].allowed_by, "set \"exec_writable\": true");
+  // A later access of ours, with no syscall record, comes out at the flush.
+  feed(1423, "audit(1.0:13): domain=aaa blockers=net.connect_tcp daddr=127.0.0.1 dest=8080");
+  auto rest = events.flush();
+  ASSERT_EQ(rest.size(), 1U);  // bbb's access of event 12 is not ours
+  EXPECT_EQ(rest[0].mechanism, "landlock-net");
+  EXPECT_EQ(rest[0].object, "127.0.0.1:8080");
+  EXPECT_TRUE(rest[0].allowed_by.empty());
+}
+
+TEST(LandlockAudit, AdviceNamesThePolicyElement) {
+  const LandlockAdviceContext context{{"/srv/work"}, false};
+  auto read = landlock_denial(
+      record(1423, "audit(1:1): domain=a blockers=fs.read_file path=\"/srv/cache/x\""), nullptr,
+      context);
+  EXPECT_EQ(read.reason, "read under /srv/cache: not granted");
+  EXPECT_NE(read.allowed_by.find("add /srv/cache to \"data\""), std::string::npos);
+  auto write =
+      landlock_denial(record(1423, "audit(1:1): domain=a blockers=fs.make_reg path=\"/srv/cache\""),
+                      nullptr, context);
+  EXPECT_EQ(write.reason, "write under /srv/cache: not granted");
+  auto exec =
+      landlock_denial(record(1423, "audit(1:1): domain=a blockers=fs.execute path=\"/opt/tool\""),
+                      nullptr, context);
+  EXPECT_NE(exec.allowed_by.find("\"tools\""), std::string::npos);
+  auto bind = landlock_denial(record(1423, "audit(1:1): domain=a blockers=net.bind_tcp src=80"),
+                              nullptr, context);
+  EXPECT_TRUE(bind.allowed_by.empty());
+  EXPECT_EQ(bind.object, "port 80");
+}
+
+}  // namespace
+}  // namespace oarbank
+
+namespace oarbank {
+namespace {
+
+TEST(DenialAdvice, ProxyRefusalsFromTheLog) {
+  auto unlisted =
+      proxy_denial(R"J({"event":"decision","method":"CONNECT","destination":"api.other.com:443",)J"
+                   R"J("verdict":"refuse","status":403,)J"
+                   R"J("reason":"api.other.com:443 is not on the module's egress allowlist"})J");
+  ASSERT_TRUE(unlisted.has_value());
+  EXPECT_EQ(unlisted->mechanism, "proxy");
+  EXPECT_EQ(unlisted->allowed_by, "add \"api.other.com:443\" to \"egress\"");
+  EXPECT_EQ(unlisted->error, "403");
+  auto private_range = proxy_denial(
+      R"J({"event":"decision","method":"CONNECT","destination":"intra.example:443",)J"
+      R"J("verdict":"refuse","status":403,)J"
+      R"J("reason":"intra.example resolves to 10.0.0.1, a private range (RFC 1918)"})J");
+  ASSERT_TRUE(private_range.has_value());
+  EXPECT_TRUE(private_range->allowed_by.empty());
+  EXPECT_FALSE(proxy_denial(R"J({"event":"decision","verdict":"allow"})J").has_value());
+  EXPECT_FALSE(proxy_denial(R"J({"event":"closed"})J").has_value());
+  EXPECT_FALSE(proxy_denial("not json").has_value());
+}
+
+}  // namespace
+}  // namespace oarbank
+
+namespace oarbank {
+namespace {
+
+TEST(DenialGrants, ApplyAddsAndSetsOnce) {
+  nlohmann::json policy = {{"version", 1}, {"bundle", "/b"}, {"egress", {"a.com:443"}}};
+  EXPECT_EQ(apply_grant(policy, {{"key", "data"}, {"add", "/srv/cache"}}),
+            "+ \"data\": \"/srv/cache\"");
+  EXPECT_EQ(apply_grant(policy, {{"key", "data"}, {"add", "/srv/cache"}}), "");
+  EXPECT_EQ(apply_grant(policy, {{"key", "egress"}, {"add", "b.com:443"}}),
+            "+ \"egress\": \"b.com:443\"");
+  EXPECT_EQ(apply_grant(policy, {{"key", "broker"}, {"set", true}}), "\"broker\": (unset) -> true");
+  EXPECT_EQ(apply_grant(policy, {{"key", "broker"}, {"set", true}}), "");
+  EXPECT_EQ(apply_grant(policy, nullptr), "");
+  EXPECT_EQ(policy["data"], nlohmann::json::array({"/srv/cache"}));
+  EXPECT_EQ(policy["egress"], nlohmann::json::array({"a.com:443", "b.com:443"}));
+  // What no policy may grant carries no grant.
+  auto listen = seccomp_denial({false, false}, {"listen", {3, 1}, ""}, EPERM);
+  EXPECT_TRUE(listen.grant.is_null());
+}
+
+}  // namespace
+}  // namespace oarbank
+
+#include "plan/capabilities.hpp"
+
+namespace oarbank {
+namespace {
+
+TEST(DenialRows, PerKernelAndNode) {
+  KernelFeatures f;
+  f.landlock = LandlockState::Present;
+  f.landlock_abi = 7;
+  f.seccomp_filter = true;
+  f.seccomp_user_notif = true;
+  f.running_as_root = true;
+  f.audit_enabled = 1;
+  NodeConfig config;
+  auto status = [&](CapabilityRow row) { return evaluate_capability(row, f, config).status; };
+  EXPECT_EQ(status(CapabilityRow::DenialsSyscalls), CapabilityStatus::Enforced);
+  EXPECT_EQ(status(CapabilityRow::DenialsFilesystem), CapabilityStatus::Enforced);
+  EXPECT_EQ(status(CapabilityRow::DenialsNetwork), CapabilityStatus::Enforced);
+  // Audit off: only where the node asks for it to be turned on.
+  f.audit_enabled = 0;
+  EXPECT_EQ(status(CapabilityRow::DenialsFilesystem), CapabilityStatus::Unavailable);
+  config.denial_audit = "enable";
+  EXPECT_EQ(status(CapabilityRow::DenialsFilesystem), CapabilityStatus::Enforced);
+  config.denial_audit = "off";
+  EXPECT_EQ(status(CapabilityRow::DenialsNetwork), CapabilityStatus::Unavailable);
+  config.denial_audit = "if-enabled";
+  f.audit_enabled = 1;
+  // The 6.12 guest: Landlock ABI 6 writes no audit records.
+  f.landlock_abi = 6;
+  const auto verdict = evaluate_capability(CapabilityRow::DenialsFilesystem, f, config);
+  EXPECT_EQ(verdict.status, CapabilityStatus::Unavailable);
+  EXPECT_NE(verdict.reason.find("ABI 7 (Linux 6.15)"), std::string::npos);
+  f.landlock_abi = 7;
+  f.running_as_root = false;
+  EXPECT_EQ(status(CapabilityRow::DenialsFilesystem), CapabilityStatus::Unavailable);
+  f.seccomp_user_notif = false;
+  EXPECT_EQ(status(CapabilityRow::DenialsSyscalls), CapabilityStatus::Unavailable);
+  // No policy needs them.
+  const auto needed = rows_needed_by(Policy{}, config);
+  EXPECT_EQ(std::count(needed.begin(), needed.end(), CapabilityRow::DenialsSyscalls), 0);
+}
+
+}  // namespace
+}  // namespace oarbank
