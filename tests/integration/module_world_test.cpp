@@ -270,8 +270,8 @@ std::string own_namespace(const std::string& kind) {
 }
 
 TEST_F(ModuleWorld, ItsNamespacesAreItsOwnAndGoWithIt) {
-  RunResult r = run(base_policy(),
-                    {"spawn", "/bin/sh", "-c", "readlink /proc/self/ns/net /proc/self/ns/ipc"});
+  RunResult r = run(base_policy(), {"spawn", "/bin/sh", "-c",
+                                    "readlink /proc/self/ns/net; readlink /proc/self/ns/ipc"});
   ASSERT_TRUE(r.exited(0)) << r.describe();
   std::istringstream lines(r.out);
   std::string net, ipc;
