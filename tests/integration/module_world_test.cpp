@@ -339,6 +339,45 @@ TEST_F(AbstractSockets, TheHostsAreOutOfReachOfAModuleInItsOwnNamespace) {
   ::close(listener);
 }
 
+TEST_F(AbstractSockets, AnotherModulesAreOutOfReachToo) {
+  if (kernel_landlock_abi() < 5) GTEST_SKIP() << "needs Landlock ABI 5 for the capped node";
+  // Module A binds an abstract datagram socket and stays; module B sends to it. Below ABI 6
+  // Landlock does not scope abstract sockets: only the network namespace keeps them apart.
+  auto policy = with(base_policy(), "broker", true);
+  const std::string name = unique_name("oarbank-abstract-a");
+  // Control, two bare sandbox-exec modules (the node's namespace): B reaches A.
+  {
+    std::vector<std::string> a_argv{OARBANK_AGENT_BINARY,
+                                    "sandbox-exec",
+                                    "--config",
+                                    capped_config,
+                                    tree.write_json("a.json", policy),
+                                    "--",
+                                    tree.probe(),
+                                    "batch",
+                                    "bind-abstract-dgram",
+                                    name,
+                                    ",",
+                                    "sleep-ms",
+                                    "1500"};
+    BackgroundRun a(a_argv, env(), tree.path("exec-a.out"));
+    ASSERT_TRUE(eventually([&] { return a.output() == "ok\n"; })) << a.output();
+    LaunchOptions capped;
+    capped.config = capped_config;
+    EXPECT_EQ(probe(policy, {"sendto-abstract", name}, capped), kOk);
+  }
+  // Two sandbox-run modules: each in its own network namespace, B's datagram finds no socket.
+  const std::string name2 = name + "-run";
+  BackgroundRun a(
+      run_argv(policy,
+               {tree.probe(), "batch", "bind-abstract-dgram", name2, ",", "sleep-ms", "1500"}, "",
+               capped_config),
+      env(), tree.path("run-a.out"));
+  ASSERT_TRUE(eventually([&] { return a.output() == "ok\n"; })) << a.output();
+  EXPECT_EQ(run_out(policy, {"sendto-abstract", name2}, capped_config), "errno ECONNREFUSED\n");
+  EXPECT_EQ(a.wait(), 0) << a.output();
+}
+
 // --- Its own process groups (a leaf and its own terminal) ----------------------------------
 
 TEST_F(ModuleWorld, LeavingTheProcessGroupWorksInALeafAndStaysRefusedWithoutOne) {

@@ -591,6 +591,27 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     if (name == nullptr) return report(-1);
     return report(open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
   }
+  // A unix datagram socket bound to the abstract name NAME, kept open (for a batch's later
+  // sub-commands: a sleep), then "ok".
+  if (cmd == "bind-abstract-dgram" && need(1)) {
+    int fd = socket(AF_UNIX, SOCK_DGRAM, 0);  // inherited by nothing: no exec follows
+    if (fd < 0) return report(-1);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path + 1, a[0].data(), std::min(a[0].size(), sizeof address.sun_path - 2));
+    const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + a[0].size());
+    return report(bind(fd, reinterpret_cast<sockaddr*>(&address), length));
+  }
+  // One datagram sent to the abstract unix socket NAME.
+  if (cmd == "sendto-abstract" && need(1)) {
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return report(-1);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path + 1, a[0].data(), std::min(a[0].size(), sizeof address.sun_path - 2));
+    const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + a[0].size());
+    return report(sendto(fd, "x", 1, 0, reinterpret_cast<sockaddr*>(&address), length));
+  }
   // Connect to the abstract unix socket NAME (without its leading NUL).
   if (cmd == "connect-abstract" && need(1)) {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
