@@ -298,6 +298,20 @@ TEST_F(ModuleWorld, NetNoneHoldsOnlyLoopbackWhichNetlinkRouteListsAndCannotChang
       "errno EPROTONOSUPPORT\n"  // NETLINK_KOBJECT_UEVENT
       "errno EPROTONOSUPPORT\n"  // NETLINK_SOCK_DIAG
       "errno EPERM\n");          // RTM_NEWADDR: no CAP_NET_ADMIN in its namespace
+  // Real programs: iproute2 lists one link and cannot take it down (2: RTNETLINK answers
+  // EPERM); Node's os.networkInterfaces() names lo alone.
+  if (have_program("/usr/bin/ip")) {
+    EXPECT_EQ(run_out(base_policy(), {"spawn", "/bin/sh", "-c",
+                                      "ip -o link | wc -l; ip link set lo down 2>/dev/null; "
+                                      "echo $?"}),
+              "1\n2\nexit 0\n");
+  }
+  if (have_program("/usr/bin/node")) {
+    EXPECT_EQ(run_out(base_policy(),
+                      {"spawn", "/usr/bin/node", "-e",
+                       "console.log(Object.keys(require('os').networkInterfaces()).join(','))"}),
+              "lo\nexit 0\n");
+  }
   // An egress module's namespace: loopback too (the proxy's listener is there).
   EXPECT_EQ(run_out(egress_policy(), {"ifaddrs"}), "lo\n");
   // A bare sandbox-exec stays in the node's namespace: netlink refused (it would list the
