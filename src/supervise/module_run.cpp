@@ -401,8 +401,8 @@ seccomp::ModuleWorld ModuleRun::module_world() const {
   bool kept_terminal = false;
   for (int fd : request_.launch.keep_fds) kept_terminal = kept_terminal || ::isatty(fd) == 1;
   world.own_group = world.own_namespaces && launch_.leaf.has_value() && !kept_terminal;
-  // own_user: set where the module runs as a uid leased to it alone (h-uid's registry); the
-  // fixed module_user is shared by every module, so it stays false there.
+  // own_user: set where the module runs as a uid leased to it alone (issue 12's uid
+  // registry); the fixed module_user is shared by every module, so it stays false there.
   world.own_user = false;
   return world;
 }
