@@ -60,7 +60,7 @@ struct Policy {
 // wrong; what() is "POINTER: PROBLEM".
 class PolicyError : public Error {
  public:
-  PolicyError(std::string pointer, std::string problem);
+  PolicyError(const std::string& pointer, std::string problem);
   [[nodiscard]] const std::string& pointer() const { return where(); }
   [[nodiscard]] const std::string& problem() const { return problem_; }
 

@@ -11,6 +11,7 @@
 #include "plan/plan.hpp"
 #include "probe/path_facts.hpp"
 #include "probe/probe.hpp"
+#include "supervise/uid_registry.hpp"
 #include "supervise/writable_dirs.hpp"
 #include "sys/error.hpp"
 
@@ -51,7 +52,22 @@ int run_sandbox_check(const CheckArgs& options) {
     OpenedPaths paths;
     // The launcher's directory rule (issue 10), one line per writable path it refuses, for
     // the module user the launcher would run as if started as this user.
-    const uid_t module_uid = features.running_as_root ? config.module_uid : ::geteuid();
+    uid_t module_uid = features.running_as_root ? config.module_uid : ::geteuid();
+    // Issue 12: under sandbox-run as root the id's leased uid is the module user; read from
+    // the registry, never made here (an id without a lease yet owns nothing).
+    std::string owner = "the module user (uid " + std::to_string(module_uid) + ")";
+    if (features.running_as_root && config.module_users) {
+      owner = "the module id's own user (a uid of module_users " +
+              std::to_string(config.module_users->first) + "-" +
+              std::to_string(config.module_users->last) + ")";
+      if (options.id) {
+        for (const auto& lease : list_module_users(user_registry_dir())) {
+          if (lease.id != *options.id) continue;
+          module_uid = lease.uid;
+          owner = "the module id's own user (uid " + std::to_string(lease.uid) + ")";
+        }
+      }
+    }
     std::vector<std::string> writable;
     if (policy.work) writable.push_back(*policy.work);
     writable.insert(writable.end(), policy.data.begin(), policy.data.end());
@@ -79,9 +95,8 @@ int run_sandbox_check(const CheckArgs& options) {
         if (auto root = writable_root_for(path, config.writable_roots)) {
           will_be_created.push_back("policy " + pointer + ": " + path +
                                     " will be created by sandbox-run (below the writable root " +
-                                    *root + "), owned by the module user (uid " +
-                                    std::to_string(module_uid) +
-                                    "); a bare sandbox-exec needs it made first");
+                                    *root + "), owned by " + owner +
+                                    "; a bare sandbox-exec needs it made first");
           continue;
         }
         print_error(kCommand, "policy " + pointer + ": " + path +

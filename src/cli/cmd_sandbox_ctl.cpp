@@ -1,5 +1,6 @@
 // sandbox-ctl freeze|thaw|kill|status ID, and list: acts on a running module's container by its id,
-// found in the run state sandbox-run keeps (supervise/run_state.hpp).
+// found in the run state sandbox-run keeps (supervise/run_state.hpp). leases and reclaim ID:
+// the module users sandbox-run leased (issue 12, supervise/uid_registry.hpp).
 #include <algorithm>
 #include <array>
 #include <csignal>
@@ -8,9 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "config/node_config.hpp"
 #include "policy/module_id.hpp"
 #include "supervise/cgroup_leaf.hpp"
 #include "supervise/run_state.hpp"
+#include "supervise/uid_registry.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"
 
@@ -97,10 +100,68 @@ int list_runs(const std::string& dir) {
   return 0;
 }
 
+// Whether a live sandbox-run holds `id` (a dead run's record is torn down on the way).
+bool id_is_running(const std::string& id) {
+  bool alive = false;
+  read_run_record(run_state_dir(), id, alive);
+  return alive;
+}
+
+// Issue 12: every lease, one line each: id, uid, last run, whether it may be reclaimed now.
+int list_leases(const NodeConfig& config) {
+  const std::string dir = user_registry_dir();
+  const auto now = static_cast<std::int64_t>(std::time(nullptr));
+  const std::uint32_t days = config.module_users ? config.module_users->reclaim_after_days
+                                                 : ModuleUserRange{}.reclaim_after_days;
+  std::vector<std::array<std::string, 4>> rows;
+  rows.push_back({"ID", "UID", "LAST-RUN", "RECLAIM"});
+  for (const auto& lease : list_module_users(dir)) {
+    std::string reclaim = "no: running";
+    if (!id_is_running(lease.id)) {
+      const std::string obstacle = reclaim_obstacle(lease, now, days);
+      reclaim = obstacle.empty() ? "yes" : "no: " + obstacle;
+    }
+    rows.push_back({lease.id, std::to_string(lease.uid), age_text(now - lease.last_run) + " ago",
+                    reclaim});
+  }
+  std::array<std::size_t, 4> width{};
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    std::cout << line << '\n';
+  }
+  std::cout.flush();
+  return 0;
+}
+
 }  // namespace
 
 int run_sandbox_ctl(const CtlArgs& options) {
   return run_guarded(kCommand, "", [&]() -> int {
+    if (options.action == "leases" || options.action == "reclaim") {
+      const NodeConfig config = load_node_config(options.config_path);
+      if (options.action == "leases") {
+        if (!options.id.empty()) throw Error(ErrorKind::Usage, "usage: leases takes no id");
+        return list_leases(config);
+      }
+      if (options.id.empty()) {
+        throw Error(ErrorKind::Usage, "usage: reclaim needs the module's id (sandbox-ctl reclaim "
+                                      "ID; sandbox-ctl leases shows them)");
+      }
+      const std::uint32_t days = config.module_users ? config.module_users->reclaim_after_days
+                                                     : ModuleUserRange{}.reclaim_after_days;
+      const UidLease removed =
+          reclaim_module_user(user_registry_dir(), options.id, days,
+                              static_cast<std::int64_t>(std::time(nullptr)), id_is_running);
+      std::cout << "reclaimed uid " << removed.uid << " of module id " << removed.id << std::endl;
+      return 0;
+    }
     const std::string dir = run_state_dir();
     if (options.action == "list") {
       if (!options.id.empty()) throw Error(ErrorKind::Usage, "usage: list takes no id");

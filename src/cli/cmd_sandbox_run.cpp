@@ -78,6 +78,7 @@ int run_sandbox_run(const RunArgs& options) {
     NodeConfig config = load_node_config(exec.config_path);
     ModuleRun run(
         ModuleRunRequest{.id = id,
+                         .id_generated = !options.id,
                          .policy = load_policy_file(exec.policy_path),
                          .config = std::move(config),
                          .config_path = exec.config_path,

@@ -171,19 +171,26 @@ Runner add_sandbox_ctl(CLI::App& app) {
       "sandbox-ctl",
       "Act on a module that sandbox-run runs, by its id: freeze, thaw, kill (its whole cgroup "
       "leaf, else its process group), status (JSON); list: every running module (id, pid, "
-      "container, age, state). Exit 69 when no such module runs.");
+      "container, age, state). Exit 69 when no such module runs. leases: the module users "
+      "sandbox-run leased (id, uid, last run, whether reclaimable); reclaim ID: give back the "
+      "uid of an id not run for module_users.reclaim_after_days, once no file of its uid is left "
+      "in its directories.");
   // Issue 16: the whole usage line, what POLICY is, and two examples.
   sub->footer(
       "Usage:\n"
       "  oarbank-agent sandbox-ctl freeze|thaw|kill|status ID\n"
       "  oarbank-agent sandbox-ctl list\n"
+      "  oarbank-agent sandbox-ctl leases|reclaim ID [--config FILE]\n"
       "Examples:\n"
       "  oarbank-agent sandbox-ctl list\n"
       "  oarbank-agent sandbox-ctl freeze fetch-1\n");
-  sub->add_option("action", options->action, "freeze, thaw, kill, status or list")
+  sub->add_option("action", options->action,
+                  "freeze, thaw, kill, status, list, leases or reclaim")
       ->required()
-      ->check(CLI::IsMember({"freeze", "thaw", "kill", "status", "list"}));
+      ->check(CLI::IsMember({"freeze", "thaw", "kill", "status", "list", "leases", "reclaim"}));
   sub->add_option("id", options->id, "The module's id (sandbox-run --id); none for list");
+  sub->add_option("--config", options->config_path,
+                  "Node configuration for leases and reclaim (default: as sandbox-run finds it)");
   return [options] { return run_sandbox_ctl(*options); };
 }
 
@@ -253,7 +260,7 @@ Runner add_sandbox_check(CLI::App& app) {
   // Issue 16: the whole usage line, what POLICY is, and two examples.
   sub->footer(
       "Usage:\n"
-      "  oarbank-agent sandbox-check [--config FILE] POLICY.json\n"
+      "  oarbank-agent sandbox-check [--config FILE] [--id ID] POLICY.json\n"
       "  POLICY.json is a file (- reads it from standard input).\n"
       "Examples:\n"
       "  oarbank-agent sandbox-check job.json\n"
@@ -262,6 +269,9 @@ Runner add_sandbox_check(CLI::App& app) {
                   "The policy file (the SDK's Policy as JSON); - reads it from standard input")
       ->required();
   sub->add_option("--config", options->config_path, "Node configuration file");
+  sub->add_option("--id", options->id,
+                  "The module id sandbox-run will use: its leased user (module_users) judges "
+                  "the writable directories that exist");
   return [options] { return run_sandbox_check(*options); };
 }
 

@@ -20,8 +20,9 @@ inline constexpr const char* kNoCommand =
 int run_sandbox_run(const RunArgs& args);
 
 struct CtlArgs {
-  std::string action;  // freeze, thaw, kill, status or list
+  std::string action;  // freeze, thaw, kill, status, list, leases or reclaim
   std::string id;
+  std::optional<std::string> config_path;  // leases, reclaim: module_users.reclaim_after_days
 };
 int run_sandbox_ctl(const CtlArgs& args);
 
@@ -45,6 +46,9 @@ int run_sandbox_report(const ReportArgs& args);
 struct CheckArgs {
   std::string policy_path;
   std::optional<std::string> config_path;
+  // Issue 12: the module id whose leased user judges existing writable directories (root,
+  // module_users); none: module_user.
+  std::optional<std::string> id;
 };
 int run_sandbox_check(const CheckArgs& args);
 

@@ -45,6 +45,7 @@ void write_text(const std::string& path, const std::string& text) {
 // shows it.
 int run_trial(const std::vector<std::string>& argv) {
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   std::fflush(nullptr);

@@ -11,7 +11,6 @@
 #include "policy/strict_json.hpp"
 #include "policy/suggest.hpp"
 #include "sys/landlock_abi.hpp"
-#include "sys/landlock_abi.hpp"
 
 namespace oarbank {
 
@@ -112,6 +111,36 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
           r.fail(sub, "unknown field" + did_you_mean(field, {"uid", "gid"}));
         }
       }
+    } else if (key == "module_users") {
+      if (value.is_null()) {
+        config.module_users.reset();
+        continue;
+      }
+      if (!value.is_object()) {
+        r.fail(pointer,
+               "must be null or an object {\"first\": N, \"last\": N, \"reclaim_after_days\": N}");
+      }
+      ModuleUserRange range;
+      for (const auto& [field, member] : value.items()) {
+        const std::string sub = json_pointer_append(pointer, field);
+        // 0 is never leased (root); 4294967295 is (uid_t)-1, "no change" to chown and setresuid.
+        if (field == "first") {
+          range.first = static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 4294967294U));
+        } else if (field == "last") {
+          range.last = static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 4294967294U));
+        } else if (field == "reclaim_after_days") {
+          range.reclaim_after_days =
+              static_cast<std::uint32_t>(r.unsigned_int(member, sub, 1, 36500));
+        } else {
+          r.fail(sub, "unknown field" +
+                          did_you_mean(field, {"first", "last", "reclaim_after_days"}));
+        }
+      }
+      if (range.last < range.first) {
+        r.fail(json_pointer_append(pointer, "last"),
+               "must not be below first (" + std::to_string(range.first) + ")");
+      }
+      config.module_users = range;
     } else if (key == "proxy_listen") {
       const auto& text_value = r.string(value, pointer);
       const std::string form = "must be IP:PORT, e.g. \"127.0.0.1:3128\" or \"[::1]:3128\"";
@@ -228,6 +257,12 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
         r.fail(pointer, "must be \"off\", \"if-enabled\" or \"enable\"");
       }
       config.denial_audit = mode;
+    } else if (key == "module_mounts") {
+      if (!value.is_boolean()) r.fail(pointer, "must be true or false");
+      config.module_mounts = value.get<bool>();
+    } else if (key == "module_shm_max_bytes") {
+      // At least a page per semaphore's worth; at most 1 TiB (a typo, not a size).
+      config.module_shm_max_bytes = r.unsigned_int(value, pointer, 65536, 1ULL << 40);
     } else {
       // The keys the configuration knows are the ones it writes out.
       const nlohmann::json defaults = node_config_to_json(NodeConfig{});
@@ -264,6 +299,11 @@ json node_config_to_json(const NodeConfig& config) {
                           : config.proxy_host;
   return json{
       {"module_user", {{"uid", config.module_uid}, {"gid", config.module_gid}}},
+      {"module_users", config.module_users
+                           ? json{{"first", config.module_users->first},
+                                  {"last", config.module_users->last},
+                                  {"reclaim_after_days", config.module_users->reclaim_after_days}}
+                           : json(nullptr)},
       {"proxy_listen", proxy + ":" + std::to_string(config.proxy_port)},
       {"broker_socket", config.broker_socket},
       {"hard_limits", config.hard_limits},
@@ -279,6 +319,8 @@ json node_config_to_json(const NodeConfig& config) {
       {"accept_port_only_egress", config.accept_port_only_egress},
       {"module_world", config.module_world},
       {"denial_audit", config.denial_audit},
+      {"module_mounts", config.module_mounts},
+      {"module_shm_max_bytes", config.module_shm_max_bytes},
   };
 }
 

@@ -16,10 +16,26 @@ namespace oarbank {
 inline constexpr const char* kDefaultConfigPath = "/etc/oarbank/agent.json";
 inline constexpr const char* kConfigEnvVar = "OARBANK_AGENT_CONFIG";
 
+// Issue 12, "Its own user": the ids sandbox-run (as root) leases to module ids, one uid and
+// the gid of the same number each (supervise/uid_registry.hpp). Default: the range systemd
+// reserves for dynamic users (DynamicUser=); numbers the user database names are skipped.
+struct ModuleUserRange {
+  std::uint32_t first = 61184;
+  std::uint32_t last = 65519;
+  // A lease whose id has not run for this many days may be reclaimed (sandbox-ctl reclaim),
+  // once no file of its uid is left in the directories its runs were given.
+  std::uint32_t reclaim_after_days = 90;
+  friend bool operator==(const ModuleUserRange&, const ModuleUserRange&) = default;
+};
+
 struct NodeConfig {
-  // The uid and gid a module runs as when the launcher starts as root; never 0.
+  // The uid and gid a module runs as when the launcher starts as root; never 0: every bare
+  // sandbox-exec's module, and sandbox-run's where module_users is null (off).
   std::uint32_t module_uid = 65534;
   std::uint32_t module_gid = 65534;
+  // sandbox-run as root: each module id its own uid and gid from this range; nullopt: every
+  // module runs as module_uid, as before issue 12.
+  std::optional<ModuleUserRange> module_users = ModuleUserRange{};
   // Where the agent's egress proxy listens (an IP literal and a port).
   std::string proxy_host = "127.0.0.1";
   std::uint16_t proxy_port = 3128;
@@ -62,6 +78,14 @@ struct NodeConfig {
   // (docs/denials.md). "if-enabled": where audit is already on; "enable": turns audit on for the
   // node when it is off (a global change the operator asks for here, and leaves on); "off".
   std::string denial_audit = "if-enabled";
+  // sandbox-run started as root gives each module a mount namespace of its own (issue 12,
+  // docs/sandbox-run.md "What a module sees"): a private /dev/shm, /proc with
+  // hidepid=invisible, a private devpts, the writable directories noexec. false: the module
+  // runs on the node's mounts (the report's mounts.* rows say unavailable).
+  bool module_mounts = true;
+  // The size of each module's private /dev/shm (a tmpfs), in bytes; the policy's memory
+  // reservation bounds it further.
+  std::uint64_t module_shm_max_bytes = 64ULL << 20;
 
   friend bool operator==(const NodeConfig&, const NodeConfig&) = default;
 };

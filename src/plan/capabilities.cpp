@@ -269,6 +269,28 @@ CapabilityVerdict world_groups_row(const CapabilityEntry& entry, const KernelFea
   return {entry.row, CapabilityStatus::Enforced, std::string(entry.reason) + kOnlySandboxRun};
 }
 
+// Issue 12: each module id its own uid and gid, leased by sandbox-run as root from the node's
+// range (supervise/uid_registry.hpp). A bare sandbox-exec keeps module_user: it has no id.
+CapabilityVerdict own_user_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                               const NodeConfig& config) {
+  if (!config.module_users) {
+    return {entry.row, CapabilityStatus::Unavailable,
+            fmt::format("this node's configuration turns it off (module_users is null): every "
+                        "module runs as module_user (uid {}, gid {})",
+                        config.module_uid, config.module_gid)};
+  }
+  if (!features.running_as_root) {
+    return {entry.row, CapabilityStatus::Unavailable,
+            "the agent is not root, so it cannot give a module a user of its own: the module "
+            "runs as its operator"};
+  }
+  return {entry.row, CapabilityStatus::Enforced,
+          fmt::format("sandbox-run --id gives each module id a uid and gid of its own from {}-{}, "
+                      "the same on every run (without --id, and a bare sandbox-exec: "
+                      "module_user, uid {})",
+                      config.module_users->first, config.module_users->last, config.module_uid)};
+}
+
 // Issue 14: the filter's refusals named by sandbox-run's supervisor (docs/denials.md).
 CapabilityVerdict denials_syscalls_row(const CapabilityEntry& entry,
                                        const KernelFeatures& features, const NodeConfig&) {
@@ -306,6 +328,35 @@ CapabilityVerdict audit_denials_row(const CapabilityEntry& entry, const KernelFe
               (features.audit_enabled == 0 ? "; audit is off and sandbox-run turns it on "
                                              "(denial_audit: \"enable\")"
                                            : "")};
+}
+
+// Issue 12: the module's own mounts, made by sandbox-run as root (apply/module_mounts.hpp).
+CapabilityVerdict mounts_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                             const NodeConfig& config) {
+  const std::string why = why_no_own_mounts(features, config);
+  if (why.empty()) {
+    return {entry.row, CapabilityStatus::Enforced,
+            std::string(entry.reason) +
+                " (sandbox-run as root; a bare sandbox-exec runs the module on the node's mounts)"};
+  }
+  return {entry.row, CapabilityStatus::Unavailable, why};
+}
+
+// What written code can still run, per launch mode: the known limit shrinks where sandbox-run
+// gives the module its own mounts.
+CapabilityVerdict exec_writable_limit_row(const CapabilityEntry& entry,
+                                          const KernelFeatures& features,
+                                          const NodeConfig& config) {
+  if (why_no_own_mounts(features, config).empty()) {
+    return {entry.row, CapabilityStatus::NotPromised,
+            "exec_writable deny refuses execve of written files (Landlock), and under sandbox-run "
+            "as root loading them (ld.so, mmap(PROT_EXEC): the writable directories are "
+            "noexec) and running them through a descriptor (execveat(AT_EMPTY_PATH) or "
+            "/proc/self/fd/N: Landlock and the noexec mounts for a written file, the filter "
+            "for a memfd that could be executed); an interpreter still runs a script the "
+            "module wrote, and a JIT still maps memory it wrote executable"};
+  }
+  return {entry.row, CapabilityStatus::NotPromised, std::string(entry.reason)};
 }
 
 using landlock::Abi;
@@ -376,19 +427,47 @@ constexpr CapabilityEntry kTable[] = {
      "with a cgroup leaf as its container and no terminal but its own, a module may leave its "
      "process group and make sessions (GNU timeout, start_new_session, job control, TIOCSCTTY "
      "on its own pty); in the process-group fallback they stay refused"},
+    {Row::OwnUser, "user.own",
+     "its own user: a uid and gid per module id, so modules cannot change, signal or limit "
+     "each other",
+     Abi::Unsupported, Fact::RootLauncher, "", own_user_row, nullptr, 0, ""},
+    // Issue 12: the module's own mounts (sandbox-run as root).
+    {Row::MountsShm, "mounts.shm", "a private /dev/shm per module", Abi::Unsupported,
+     Fact::MountNamespace, "", mounts_row, nullptr, 0,
+     "each module's /dev/shm is a tmpfs of its own (its user's, size bounded by "
+     "module_shm_max_bytes and its memory reservation), granted by Landlock: POSIX shared "
+     "memory and semaphores work, and no other module or the node sees them"},
+    {Row::MountsNoexec, "mounts.noexec",
+     "written files neither mapped executable nor run through a descriptor", Abi::Unsupported,
+     Fact::MountNamespace, "", mounts_row, nullptr, 0,
+     "the writable directories are mounted nosuid, nodev and, unless exec_writable, noexec in "
+     "the module's mount namespace: ld.so and mmap(PROT_EXEC) of a written file fail as "
+     "execve does"},
+    {Row::MountsProc, "mounts.proc", "/proc shows the module's own processes alone",
+     Abi::Unsupported, Fact::MountNamespace, "", mounts_row, nullptr, 0,
+     "each module's /proc is a fresh instance with hidepid=invisible: the processes of root, "
+     "of other users and of other modules (another Landlock domain) are not listed and "
+     "cannot be opened"},
+    {Row::MountsPts, "mounts.pts", "a private devpts per module (/dev/ptmx, /dev/pts)",
+     Abi::Unsupported, Fact::MountNamespace, "", mounts_row, nullptr, 0,
+     "each module's /dev/pts is a devpts instance of its own, which /dev/ptmx opens: it can "
+     "make ptys (openpty, script) and sees none of the node's"},
     // Known limits, documented in docs/launcher.md.
     {Row::ExecWritableScope, "known-limit.exec-writable",
-     "exec_writable deny also stops interpreters, ld.so, mmap(PROT_EXEC) and memfd",
-     Abi::Unsupported, Fact::None, "", not_promised_row, nullptr, 0,
-     "exec_writable deny refuses execve of written files; interpreters, the dynamic loader, "
-     "mmap(PROT_EXEC) and memfd still run code the module wrote"},
+     "exec_writable deny also stops interpreters and JIT compilers", Abi::Unsupported, Fact::None,
+     "", exec_writable_limit_row, nullptr, 0,
+     "exec_writable deny refuses execve of written files, and the filter any memfd that "
+     "could be executed; interpreters, the dynamic loader and mmap(PROT_EXEC) still run code "
+     "the module wrote (its own mounts under sandbox-run as root close the last two)"},
     // Per launch mode: whose files a module can change the metadata of.
     {Row::MetadataCalls, "known-limit.metadata",
      "chmod, chown, utimes and xattrs governed outside the writable directories", Abi::Unsupported,
      Fact::None, "", not_promised_row, nullptr, 0,
-     "Landlock does not govern chmod, chown, utimes or xattrs. Started as root, every module "
-     "runs as the same module user: a module can change the mode, times and xattrs of another "
-     "module's files, and of none of its operator's. Started unprivileged, a module runs as its "
+     "Landlock does not govern chmod, chown, utimes or xattrs. Started as root, sandbox-run "
+     "gives each module id a user of its own (user.own): a module can change the mode, times "
+     "and xattrs of its own files alone; where every module runs as the same module_user (a "
+     "bare sandbox-exec, or module_users null), one can change those of another module's "
+     "files, and of none of its operator's. Started unprivileged, a module runs as its "
      "operator: it can change those of any file of the operator's it can name (not read or "
      "write them outside its policy); sandbox-run keeps its own state out of reach (policies "
      "naming it or the node configuration refused, run records trusted only as the operator "
@@ -434,6 +513,22 @@ const std::vector<CapabilityRow>& all_rows() {
   return rows;
 }
 
+std::string why_no_own_mounts(const KernelFeatures& features, const NodeConfig& config) {
+  if (!features.running_as_root) {
+    return "the agent is not root: sandbox-run started unprivileged, and a bare sandbox-exec, "
+           "run the module on the node's mounts";
+  }
+  if (!config.module_mounts) {
+    return "this node's configuration turns the module's own mounts off (module_mounts is "
+           "false): modules run on the node's mounts";
+  }
+  if (!features.mount_admin) {
+    return "the agent lacks CAP_SYS_ADMIN (a container's root?), so it cannot make a mount "
+           "namespace";
+  }
+  return "";
+}
+
 EgressConfinement egress_confinement(const KernelFeatures& features, const NodeConfig& config) {
   if (why_no_namespace(features).empty()) return EgressConfinement::Namespace;
   return config.accept_port_only_egress ? EgressConfinement::PortOnly : EgressConfinement::Refused;
@@ -465,6 +560,7 @@ std::vector<CapabilityRow> rows_needed_by(const Policy& policy, const NodeConfig
     return a->plan_rank < b->plan_rank;
   });
   std::vector<CapabilityRow> rows;
+  rows.reserve(needed.size());
   for (const auto* entry : needed) rows.push_back(entry->row);
   return rows;
 }

@@ -35,6 +35,12 @@ enum class CapabilityRow {
   WorldIpc,            // its own IPC namespace: SysV IPC and POSIX message queues allowed
   WorldNetwork,        // its own network namespace for every module: loopback, NETLINK_ROUTE
   WorldProcessGroups,  // setsid, setpgid, TIOCSCTTY: a leaf as container, its own terminal
+  OwnUser,          // issue 12: each module id its own uid and gid (sandbox-run as root)
+  // Issue 12: the module's own mounts (sandbox-run as root, apply/module_mounts.hpp).
+  MountsShm,     // a private /dev/shm
+  MountsNoexec,  // writable directories noexec, nosuid, nodev
+  MountsProc,    // /proc with hidepid=invisible
+  MountsPts,     // a private devpts instance
   // Known limits, documented in docs/launcher.md.
   ExecWritableScope,
   MetadataCalls,
@@ -61,6 +67,11 @@ enum class EgressConfinement {
 };
 EgressConfinement egress_confinement(const KernelFeatures& features, const NodeConfig& config);
 
+// Why sandbox-run cannot give a module mounts of its own here ("" when it can): not root,
+// the node's module_mounts is false, or no CAP_SYS_ADMIN. One answer for the report's
+// mounts.* rows and sandbox-run, which refuses a run (70) when module_mounts asks for them.
+std::string why_no_own_mounts(const KernelFeatures& features, const NodeConfig& config);
+
 // A row a policy needs is met when enforced, or port only (accepted by the node).
 bool row_is_met(CapabilityStatus status);
 
@@ -79,6 +90,8 @@ enum class CapabilityFact {
   CgroupController,  // that, and the entry's controller enabled there
   NetworkNamespace,  // the agent can give a module a network namespace of its own
   IpcNamespace,      // the agent can give a module an IPC namespace of its own
+  RootLauncher,      // the agent runs as root (it can become another user)
+  MountNamespace,    // root with CAP_SYS_ADMIN and module_mounts: mounts of its own (issue 12)
 };
 
 struct CapabilityEntry;

@@ -24,6 +24,7 @@ namespace oarbank {
 enum class LaunchStep : std::uint8_t {
   // sandbox-run's supervisor, before the launcher starts.
   RunState,     // run-state: the run record under the state directory, protected paths
+  ModuleUser,   // module-user: the module id's own uid and gid, leased (issue 12)
   Cgroup,       // cgroup: the module's cgroup v2 leaf and its limits
   Container,    // container: what keeps the module in its container (leaf or process group)
   Directories,  // directories: the policy's writable directories, made and checked
@@ -32,6 +33,7 @@ enum class LaunchStep : std::uint8_t {
   Proxy,        // proxy: the module's egress proxy and its listener
   Terminal,     // terminal: the module's pty, when run from a terminal
   Spawn,        // spawn: clone3 of the launcher into the leaf
+  Mounts,       // mounts: in the child, the module's own mount namespace (issue 12)
   // The launcher (sandbox-exec, or sandbox-run's child): launch() walks these.
   Descriptors,  // descriptors: 0, 1 and 2 open; every other descriptor closed at exec
   Identity,     // identity: the module user, the access check of the writable paths, chdir
@@ -56,9 +58,11 @@ struct StepInfo {
   std::string_view description;  // one line, for --explain
 };
 
-inline constexpr std::array<StepInfo, 19> kLaunchSteps{{
+inline constexpr std::array<StepInfo, 21> kLaunchSteps{{
     {LaunchStep::RunState, "run-state", StepRunner::Supervisor, false,
      "claim the module id in the run state directory; the policy must not reach it"},
+    {LaunchStep::ModuleUser, "module-user", StepRunner::Supervisor, false,
+     "lease the module id its own uid and gid from the node's module_users range (root)"},
     {LaunchStep::Cgroup, "cgroup", StepRunner::Supervisor, false,
      "create the module's cgroup v2 leaf with the policy's and the node's limits"},
     {LaunchStep::Container, "container", StepRunner::Supervisor, false,
@@ -76,6 +80,9 @@ inline constexpr std::array<StepInfo, 19> kLaunchSteps{{
      "give the module a pty of its own when run from a terminal"},
     {LaunchStep::Spawn, "spawn", StepRunner::Supervisor, false,
      "clone3 the launcher into the leaf, in a process group of its own"},
+    {LaunchStep::Mounts, "mounts", StepRunner::Supervisor, false,
+     "as root: the module's own mount namespace: /dev/shm, /proc (hidepid), devpts, noexec "
+     "writable directories"},
     {LaunchStep::Descriptors, "descriptors", StepRunner::Launcher, false,
      "keep 0, 1, 2 and --keep-fd open, mark every other descriptor close-on-exec"},
     {LaunchStep::Identity, "identity", StepRunner::Launcher, true,

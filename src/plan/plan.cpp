@@ -226,6 +226,23 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     }
   }
 
+  if (request.own_mounts) {
+    // The module's own /dev/shm and devpts are mounted over these paths in its mount
+    // namespace (apply/module_mounts.cpp). Landlock's rules are taken on the node's
+    // directories here, and a file beneath a mount point is reached through it (Landlock
+    // walks up across mount points): the grant covers the module's tmpfs and devpts, and the
+    // node's own instances are hidden beneath them. Without the mounts neither is granted:
+    // the node's /dev/shm and ptys are shared by everyone.
+    const std::uint64_t shm = writable & ~static_cast<std::uint64_t>(LANDLOCK_ACCESS_FS_EXECUTE |
+                                                                     LANDLOCK_ACCESS_FS_IOCTL_DEV);
+    rules.optional("/dev/shm", shm, "the module's own /dev/shm: every file right but execute");
+    // Device ioctls (Landlock ABI 5) on the pty: TIOCGPTN, TIOCSPTLCK, termios.
+    const std::uint64_t pty = landlock::device_rw_rights() | LANDLOCK_ACCESS_FS_IOCTL_DEV;
+    rules.optional("/dev/ptmx", pty, "the module's own devpts: read, write and device ioctls");
+    rules.optional("/dev/pts", pty | LANDLOCK_ACCESS_FS_READ_DIR,
+                   "the module's own devpts: read, write and device ioctls");
+  }
+
   refuse_overlapping_rules(ll, policy.exec_writable, writable_begin, writable_end);
 
   if (policy.net == NetMode::EgressAllowlist) {
@@ -237,6 +254,13 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
   plan.filter = seccomp::variant_for(policy, request.world);
   if (features.running_as_root)
     plan.identity = IdentityPlan{true, config.module_uid, config.module_gid};
+  if (request.own_mounts) {
+    std::vector<std::string> dirs;
+    for (const auto& dir : plan.writable_dirs) dirs.push_back(dir.path);
+    // /dev/shm belongs to the user the module runs as.
+    plan.mounts =
+        make_mount_plan(policy, config, plan.identity.uid, plan.identity.gid, std::move(dirs));
+  }
   plan.environment = module_environment(policy, config, request);
   plan.argv = request.argv;
   plan.keep_fds = request.keep_fds;

@@ -11,6 +11,7 @@
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/capabilities.hpp"
+#include "plan/mount_plan.hpp"
 #include "plan/seccomp_rules.hpp"
 #include "probe/kernel_features.hpp"
 #include "probe/path_oracle.hpp"
@@ -25,6 +26,9 @@ struct LaunchRequest {
   // What sandbox-run (as root) made the module's own: the filter allows what it makes safe
   // (seccomp_rules.hpp). Never set by sandbox-exec.
   seccomp::ModuleWorld world;
+  // sandbox-run as root with the node's module_mounts: the module gets mounts of its own
+  // (plan.mounts) and the Landlock grants for them. Never set by sandbox-exec.
+  bool own_mounts = false;
 };
 
 struct LandlockPathRule {
@@ -77,6 +81,7 @@ struct Plan {
     std::string role;  // "work", "data" or "temp"
   };
   std::vector<WritablePath> writable_dirs;
+  MountPlan mounts;  // issue 12: the module's own mounts (enabled under sandbox-run as root)
   std::vector<CapabilityVerdict> relies_on;
 };
 

@@ -25,6 +25,8 @@ constexpr std::uint64_t kSockTypeMask = 0xf;
 // The kernel's __O_TMPFILE bit (uapi asm-generic/fcntl.h). glibc's __O_TMPFILE already
 // includes O_DIRECTORY, so it is written out here.
 constexpr std::uint64_t kTmpfileBit = 020000000;
+// memfd_create's MFD_NOEXEC_SEAL (uapi linux/memfd.h, Linux 6.3; Debian 12's headers predate it).
+constexpr std::uint64_t kMfdNoexecSeal = 0x0008;
 
 void add(std::vector<Rule>& rules, std::initializer_list<const char*> names, int err,
          const std::string& why) {
@@ -241,6 +243,18 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                        EPERM,
                        {},
                        "mounting changes what paths the Landlock rules resolve to (Linux 6.15)"});
+
+  // Issue 12: code the module wrote, run from a memfd (execveat(AT_EMPTY_PATH) or
+  // /proc/self/fd/N). A memfd lives on the kernel's internal tmpfs, which Landlock lets
+  // through (SB_NOUSER) and no noexec mount covers; one made with MFD_NOEXEC_SEAL (Linux 6.3)
+  // has no execute bit and cannot get one. Without it: ENOSYS, and programs fall back to a
+  // file (which the noexec writable directories cover) as on a kernel without memfd.
+  rules.push_back(Rule{"memfd_create",
+                       -1,
+                       ENOSYS,
+                       {{1, Compare::MaskedEqual, 0, kMfdNoexecSeal}},
+                       "a memfd without MFD_NOEXEC_SEAL could be executed (Landlock does not "
+                       "cover it)"});
 
   // --- Other processes and the kernel.
   add(rules, {"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp"}, EPERM,

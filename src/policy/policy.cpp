@@ -14,7 +14,7 @@
 
 namespace oarbank {
 
-PolicyError::PolicyError(std::string pointer, std::string problem)
+PolicyError::PolicyError(const std::string& pointer, std::string problem)
     : Error(ErrorKind::InvalidPolicy, std::nullopt, pointer,
             (pointer.empty() ? std::string("(document)") : printable(pointer)) + ": " +
                 printable(problem)),

@@ -34,6 +34,9 @@ struct KernelFeatures {
   bool seccomp_user_notif = false;  // SECCOMP_RET_USER_NOTIF (Linux 5.0): issue 14's denials
   int audit_enabled = -1;  // the kernel's audit: 0 off, 1 on, 2 locked on; -1 not known (not root)
   bool running_as_root = false;  // effective uid 0
+  // CAP_SYS_ADMIN in the effective set (root in a container may lack it): mount namespaces
+  // and mounts in them (issue 12). Probed as root only.
+  bool mount_admin = false;
   std::vector<std::string> gpu_device_nodes;  // /dev/dri, /dev/nvidia*, /dev/kfd that exist
   CgroupFacts cgroup;
   bool network_namespaces_probed = false;

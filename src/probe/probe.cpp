@@ -1,6 +1,7 @@
 #include "probe/probe.hpp"
 
 #include <dirent.h>
+#include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -82,6 +83,14 @@ NamespaceProbe probe_namespaces() {
   return {(WEXITSTATUS(status) & 1) == 0, (WEXITSTATUS(status) & 2) == 0};
 }
 
+// CAP_SYS_ADMIN in this process's effective set (capget: no /proc read, no child).
+bool has_mount_admin() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3]{};
+  if (::syscall(SYS_capget, &header, data) != 0) return false;
+  return (data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN)) != 0;
+}
+
 }  // namespace
 
 KernelFeatures probe_kernel(const NodeConfig& config, ProbeScope scope) {
@@ -95,6 +104,7 @@ KernelFeatures probe_kernel(const NodeConfig& config, ProbeScope scope) {
     features.audit_enabled = audit_enabled_state();
   }
   features.running_as_root = ::geteuid() == 0;
+  features.mount_admin = features.running_as_root && has_mount_admin();
   if (scope.gpu_devices) features.gpu_device_nodes = find_gpu_device_nodes("/dev");
   if (scope.cgroup) features.cgroup = probe_cgroup(config);
   if (scope.network_namespaces) {

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "apply/ipc_namespace.hpp"
+#include "apply/module_mounts.hpp"
 #include "apply/prepared_exec.hpp"
 #include "plan/cgroup_limits.hpp"
 #include "plan/launch_steps.hpp"
@@ -23,6 +24,7 @@
 #include "supervise/cgroup_leaf.hpp"
 #include "supervise/proxy_host.hpp"
 #include "supervise/terminal_front.hpp"
+#include "supervise/uid_registry.hpp"
 #include "supervise/writable_dirs.hpp"
 #include "sys/error.hpp"
 #include "sys/landlock_abi.hpp"
@@ -132,6 +134,17 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
       ::_exit(exit_code_for(ErrorKind::StepFailed));
     }
   }
+  // Its own mounts, as root, before the identity step (apply/module_mounts.hpp).
+  StepError mounts_error;
+  if (!make_module_mounts(child->prepared->plan, child->prepared->launch, child->devpts_fd,
+                          mounts_error)) {
+    std::string line =
+        "oarbank-agent sandbox-run: " + step_failed_message(LaunchStep::Mounts, mounts_error.what) +
+        ": " + errno_text(mounts_error.err);
+    std::fprintf(stderr, "%s\n", line.c_str());
+    report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
+    ::_exit(exit_code_for(ErrorKind::StepFailed));
+  }
   launch(child->prepared->plan, child->prepared->launch, "oarbank-agent sandbox-run");
 }
 
@@ -196,11 +209,12 @@ RunResult ModuleRun::run() {
   const Policy& policy = request_.policy;
   const NodeConfig& config = request_.config;
   claim_record();
+  lease_user();
 
   launch_.id = request_.id;
   launch_.timeout_seconds = request_.timeout_seconds;
   launch_.kill_after_seconds = request_.kill_after_seconds;
-  launch_.expected = root_ ? ExecExpectation{config.module_uid, config.module_gid, true}
+  launch_.expected = root_ ? ExecExpectation{module_uid_, module_gid_, true}
                            : ExecExpectation{::getuid(), ::getgid(), false};
   launch_.expected.inherited_seccomp_filters = own_seccomp_filters();
   if (int sig = stop_requested()) return stopped_before_spawn(sig);
@@ -218,6 +232,11 @@ RunResult ModuleRun::run() {
   // port rule, the proxy variables) names that port. Inside a namespace of its own (root),
   // the configured port is the module's alone anyway. Refused: the plan says so (70).
   module_config_ = config;
+  // The plan's identity and the launcher's directories rule take the module user from here.
+  if (root_) {
+    module_config_.module_uid = module_uid_;
+    module_config_.module_gid = module_gid_;
+  }
   if (egress_ && confinement == EgressConfinement::PortOnly) {
     network_.listener = listen_on(config.proxy_host, 0);
     held_.push(LaunchStep::Network, [this] { network_ = ModuleNetwork{}; });
@@ -230,6 +249,24 @@ RunResult ModuleRun::run() {
   // is made below (make_network, the child's IPC namespace) or the run fails with 70 before
   // the module starts, so the plan never allows more than what this run made.
   request_.launch.world = module_world();
+  // Issue 12: the module's own mounts, made in the child (launch_in_child). The node asks for
+  // them (module_mounts, the default); where this process cannot make them the run is
+  // refused, never run on the node's mounts. Unprivileged, there are none (the report's
+  // mounts.* rows say so).
+  if (root_ && config.module_mounts) {
+    const std::string mounts = why_no_own_mounts(features, config);
+    if (!mounts.empty()) {
+      throw step_error(LaunchStep::Mounts,
+                       "module_mounts is true in the node configuration, and " + mounts, 0,
+                       ErrorKind::Unenforceable);
+    }
+    own_mounts_ = true;
+    // Its devpts instance, made here: the module's pty (make_terminal) is opened in it.
+    devpts_ = make_devpts_instance();
+    held_.push(LaunchStep::Mounts, [this] { devpts_.reset(); });
+  }
+  request_.launch.own_mounts = own_mounts_;
+
   // Everything the launch can fail at softly, here in the parent: a failure is one line and
   // an exit code, with what was made released.
   prepared_ = prepare_exec(request_.launch, module_config_, policy, std::move(features));
@@ -262,6 +299,7 @@ RunResult ModuleRun::run() {
   child_.prepared = prepared_.get();
   child_.netns_fd = network_.netns.get();
   child_.own_ipc = request_.launch.world.own_namespaces;
+  child_.devpts_fd = devpts_.get();
   launch_.launcher = &launch_in_child;
   launch_.launcher_context = &child_;
   launch_.terminal = terminal_.get();
@@ -273,7 +311,7 @@ RunResult ModuleRun::run() {
     denials_->spawned(module_pid);
     if (then) then(module_pid);
   };
-  const RunResult result = supervise(launch_, *state_);
+  RunResult result = supervise(launch_, *state_);
   denials_->finish();
 
   // The module ran (its exec was verified, or it was stopped on the way): what it was given
@@ -291,9 +329,14 @@ RunResult ModuleRun::run() {
 void ModuleRun::claim_record() {
   const std::string state_dir = run_state_dir();
   // sandbox-run's own files are out of the module's reach, whatever the policy names.
-  const std::vector<NamedPath> protect = {
+  std::vector<NamedPath> protect = {
       {"the run state directory", path_forms(state_dir)},
       {"the node configuration", path_forms(effective_config_path(request_.config_path))}};
+  // Issue 12: the registry, where this run uses it (a module that could write it could take
+  // another module's uid, and its files with it).
+  if (root_ && request_.config.module_users && !request_.id_generated) {
+    protect.push_back({"the module user registry", path_forms(user_registry_dir())});
+  }
   std::vector<NamedPath> named = policy_paths(request_.policy);
   for (auto& path : named) path.forms = path_forms(path.forms.front());
   if (auto problem = protected_path_problem(named, protect)) {
@@ -326,6 +369,34 @@ void ModuleRun::claim_record() {
   if (::isatty(STDERR_FILENO) == 1) {
     request_.say("module id " + request_.id + " (sandbox-ctl status|freeze|thaw|kill " +
                  request_.id + ")");
+  }
+}
+
+// Issue 12: the module id's own uid and gid, leased from the node's range (the same on every
+// run of the id), when sandbox-run is root and the node has module_users; else the fixed
+// module_user (root), or this very user (not root). The lease is persistent on purpose
+// (uid_registry.hpp): nothing to release.
+void ModuleRun::lease_user() {
+  const NodeConfig& config = request_.config;
+  module_uid_ = root_ ? config.module_uid : ::getuid();
+  module_gid_ = root_ ? config.module_gid : ::getgid();
+  // A generated id is never run again: a lease for it would only grow the registry, and the
+  // directories it made would refuse the next run (another id, another uid).
+  if (!root_ || !config.module_users || request_.id_generated) return;
+  const Policy& policy = request_.policy;
+  std::vector<std::string> writable;
+  if (policy.work) writable.push_back(*policy.work);
+  writable.insert(writable.end(), policy.data.begin(), policy.data.end());
+  if (policy.temp) writable.push_back(*policy.temp);
+  try {
+    const UidLease lease =
+        lease_module_user(user_registry_dir(), request_.id, *config.module_users, writable,
+                          static_cast<std::int64_t>(std::time(nullptr)));
+    module_uid_ = lease.uid;
+    module_gid_ = lease.gid;
+    own_user_ = true;
+  } catch (const Error& e) {
+    throw step_error(LaunchStep::ModuleUser, e.what(), 0, e.kind());
   }
 }
 
@@ -366,8 +437,8 @@ void ModuleRun::make_directories() {
   if (policy.work) writable.push_back(*policy.work);
   writable.insert(writable.end(), policy.data.begin(), policy.data.end());
   if (policy.temp) writable.push_back(*policy.temp);
-  auto created = make_writable_dirs(writable, request_.config.writable_roots, launch_.expected.uid,
-                                    launch_.expected.gid, root_);
+  auto created = make_writable_dirs(writable, request_.config.writable_roots, module_uid_,
+                                    module_gid_, root_);
   if (created.empty()) return;
   directories_ = held_.push(LaunchStep::Directories,
                             [created = std::move(created)] { remove_created_dirs(created); });
@@ -401,9 +472,9 @@ seccomp::ModuleWorld ModuleRun::module_world() const {
   bool kept_terminal = false;
   for (int fd : request_.launch.keep_fds) kept_terminal = kept_terminal || ::isatty(fd) == 1;
   world.own_group = world.own_namespaces && launch_.leaf.has_value() && !kept_terminal;
-  // own_user: set where the module runs as a uid leased to it alone (issue 12's uid
-  // registry); the fixed module_user is shared by every module, so it stays false there.
-  world.own_user = false;
+  // A uid leased to this id alone (lease_user); the fixed module_user is shared by every
+  // module, so not there.
+  world.own_user = own_user_;
   return world;
 }
 
@@ -440,7 +511,7 @@ void ModuleRun::make_proxy() {
 void ModuleRun::make_terminal() {
   auto operator_terminal = find_operator_terminal();
   if (!operator_terminal) return;
-  terminal_ = std::make_unique<SupervisorTerminal>(split_front(*operator_terminal));
+  terminal_ = std::make_unique<SupervisorTerminal>(split_front(*operator_terminal, devpts_.get()));
   held_.push(LaunchStep::Terminal, [this] { terminal_.reset(); });
   // The record names the supervising process (sandbox-ctl status, the liveness check of a
   // later start): after the split that is this one, not the front.

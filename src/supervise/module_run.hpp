@@ -34,6 +34,7 @@
 #include "supervise/run_denials.hpp"
 #include "supervise/run_state.hpp"
 #include "supervise/supervisor.hpp"
+#include "sys/unique_fd.hpp"
 
 namespace oarbank {
 
@@ -43,6 +44,9 @@ struct SupervisorTerminal;
 
 struct ModuleRunRequest {
   std::string id;  // module_id_problem() must accept it (the caller words the refusal)
+  // Issue 12: the id was generated (no --id): it is never run again, so it leases no user of
+  // its own (module_users); the module runs as module_user.
+  bool id_generated = false;
   Policy policy;
   NodeConfig config;
   // --config as given (nothing: $OARBANK_AGENT_CONFIG, else the default): the file read, kept
@@ -82,6 +86,7 @@ class ModuleRun {
 
  private:
   void claim_record();
+  void lease_user();
   void make_container();
   void make_directories();
   void make_network();
@@ -102,6 +107,11 @@ class ModuleRun {
   bool mask_held_ = false;
   bool root_ = false;
   bool egress_ = false;
+  // The module user: the id's leased uid and gid, else the node's module_user (root), else
+  // this very user (not root: the module runs as it).
+  uid_t module_uid_ = 0;
+  bool own_user_ = false;  // module_uid_ is leased to this id alone (the filter's own_user)
+  gid_t module_gid_ = 0;
   std::optional<CgroupPlace> place_;  // where the leaf goes; nothing: why_not_
   std::string why_not_;
   std::optional<RunState> state_;
@@ -121,7 +131,10 @@ class ModuleRun {
     PreparedExec* prepared = nullptr;
     int netns_fd = -1;
     bool own_ipc = false;  // unshare(CLONE_NEWIPC) before the launcher's steps
+    int devpts_fd = -1;
   } child_;
+  bool own_mounts_ = false;  // issue 12: the module's own mount namespace (root, module_mounts)
+  UniqueFd devpts_;          // its devpts instance, detached until the child attaches it
   ReleaseStack held_;  // last: released before the members its releases use are destroyed
 };
 

@@ -36,7 +36,7 @@ ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>&
     // Not print_error: that one records the last line for the main thread, and this runs on
     // the proxy's. One write(2) per line, as for the JSON lines.
     auto first = std::make_shared<std::atomic<bool>>(true);
-    settings.log = [first, tap](std::string_view line) {
+    settings.log = [first, tap = std::move(tap)](std::string_view line) {
       if (tap) tap(line);
       if (auto summary = proxy::proxy_refusal_summary(line, first->load())) {
         first->store(false);
@@ -45,7 +45,7 @@ ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>&
       }
     };
   } else {
-    settings.log = [fd, tap](std::string_view line) {
+    settings.log = [fd, tap = std::move(tap)](std::string_view line) {
       if (tap) tap(line);
       std::string text(line);
       text += '\n';

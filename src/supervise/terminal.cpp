@@ -38,9 +38,10 @@ std::optional<OperatorTerminal> find_operator_terminal() {
   return t;
 }
 
-PtyPair open_module_pty(int settings_fd) {
+PtyPair open_module_pty(int settings_fd, int devpts_fd) {
   PtyPair pair;
-  pair.master.reset(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  pair.master.reset(devpts_fd >= 0 ? ::openat(devpts_fd, "ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
+                                   : ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (!pair.master.valid() || ::unlockpt(pair.master.get()) != 0) {
     throw step_error(LaunchStep::Terminal, "posix_openpt or unlockpt", errno);
   }

@@ -34,8 +34,10 @@ struct PtyPair {
 // A new pty pair whose slave has the settings and window size of `settings_fd` (the module
 // starts with the terminal the operator has). TIOCGPTPEER (Linux 4.13) opens the slave
 // through the master, never by its path; older kernels open ptsname's path. Throws
-// Error(StepFailed) naming the call.
-PtyPair open_module_pty(int settings_fd);
+// Error(StepFailed) naming the call. `devpts_fd`: the module's own devpts instance (issue 12,
+// apply/module_mounts.hpp), whose ptmx opens the pair there, so that the module finds its
+// terminal under its own /dev/pts (ttyname); -1: the node's (posix_openpt).
+PtyPair open_module_pty(int settings_fd, int devpts_fd = -1);
 
 // TIOCGWINSZ of `from` to TIOCSWINSZ of `to` (the kernel sends SIGWINCH to the pty's
 // foreground group when it changes).

@@ -304,8 +304,8 @@ class Front {
 
 }  // namespace
 
-SupervisorTerminal split_front(const OperatorTerminal& terminal) {
-  PtyPair pty = open_module_pty(terminal.settings_fd);
+SupervisorTerminal split_front(const OperatorTerminal& terminal, int devpts_fd) {
+  PtyPair pty = open_module_pty(terminal.settings_fd, devpts_fd);
   SupervisorTerminal result;
   result.operator_terminal = terminal;
   if (terminal.input()) {

@@ -16,6 +16,9 @@ nlohmann::json SandboxBase::node_config() const {
   nlohmann::json config = {
       {"proxy_listen", "127.0.0.1:" + std::to_string(proxy.port())},
       {"broker_socket", broker_path},
+      // Issue 12: the tests that predate per-module users run every module as the fixed
+      // module_user (the tree belongs to it); own_user_test.cpp turns the range on.
+      {"module_users", nullptr},
   };
   if (cap_ != kUncapped) config["landlock_abi_max"] = cap_;
   return config;
@@ -36,6 +39,8 @@ std::vector<std::string> SandboxBase::launcher_environment() const {
       "OARBANK_BROKER=/tmp/evil.sock",
       "LD_LIBRARY_PATH=/tmp/evil-lib",
       "PYTHONPATH=/tmp/evil-py",
+      // Issue 12: leases go to the tree, never to the machine's /var/lib/oarbank.
+      "OARBANK_USER_REGISTRY=" + tree.path("registry"),
   };
 }
 

@@ -261,8 +261,12 @@ TEST_F(TerminalRun, TheModuleGetsAPtyOfItsOwnAndTheKeystrokesTypedForIt) {
     sh.check(sh.output().find(" sid " + std::to_string(::getsid(0)) + " ") == std::string::npos,
              "the module is in the operator's session");
     sh.check(sh.shows("tty /dev/pts/"), "the module's fd 0 is no pty");
-    sh.check(sh.output().find(std::string("tty ") + own + " ") == std::string::npos,
-             std::string("the module's terminal is the operator's, ") + own);
+    // As root the module's pty is one of its own devpts instance (issue 12), numbered there:
+    // its name may be the operator's pty's name on the node. Told apart by name unprivileged.
+    if (!running_as_root()) {
+      sh.check(sh.output().find(std::string("tty ") + own + " ") == std::string::npos,
+               std::string("the module's terminal is the operator's, ") + own);
+    }
     sh.check_settings_restored("after tty-info");
 
     sh.clear_output();

@@ -34,6 +34,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/xattr.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -50,6 +52,9 @@
 #include <map>
 #include <string>
 #include <vector>
+
+// probe_mounts.cpp: issue 12's sub-commands (-1: not one of them).
+int run_mounts_command(const std::string& cmd, const std::vector<std::string>& args);
 
 namespace {
 
@@ -237,6 +242,27 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     std::printf("%04o\n", st.st_mode & 07777);
     return 0;
   }
+  // --- Issue 12: another module's file's metadata, each by two routes (a path call and its
+  // *at or l* sibling). chown to the file's own owner and group: allowed to the owner alone.
+  if (cmd == "chown" && need(3)) {
+    return report(chown(a[0].c_str(), static_cast<uid_t>(std::stoul(a[1])),
+                        static_cast<gid_t>(std::stoul(a[2]))));
+  }
+  if (cmd == "fchownat" && need(3)) {
+    return report(fchownat(AT_FDCWD, a[0].c_str(), static_cast<uid_t>(std::stoul(a[1])),
+                           static_cast<gid_t>(std::stoul(a[2])), AT_SYMLINK_NOFOLLOW));
+  }
+  if (cmd == "utimes" && need(1)) {
+    // Explicit times: the owner's alone (NULL times would need only write permission).
+    struct timeval times[2] = {{1000000000, 0}, {1000000000, 0}};
+    return report(utimes(a[0].c_str(), times));
+  }
+  if (cmd == "utimensat" && need(1)) {
+    struct timespec times[2] = {{1000000000, 0}, {1000000000, 0}};
+    return report(utimensat(AT_FDCWD, a[0].c_str(), times, AT_SYMLINK_NOFOLLOW));
+  }
+  if (cmd == "setxattr" && need(1)) return report(setxattr(a[0].c_str(), "user.oarbank", "x", 1, 0));
+  if (cmd == "lsetxattr" && need(1)) return report(lsetxattr(a[0].c_str(), "user.oarbank", "x", 1, 0));
   if (cmd == "open-rw" && need(1)) {
     // Opens an existing file read-write without creating it (devices), then reads one byte.
     int fd = open(a[0].c_str(), O_RDWR | O_CLOEXEC);
@@ -682,6 +708,26 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     rlimit64 limit{1, 1};  // RLIMIT_CPU of 1 s would kill a busy victim
     return report(syscall(SYS_prlimit64, std::atoi(a[0].c_str()), RLIMIT_CPU, &limit, nullptr));
   }
+  if (cmd == "prlimit-get" && need(1)) {
+    // Reads another process's RLIMIT_NOFILE (no new limit given).
+    rlimit64 limit{};
+    return report(syscall(SYS_prlimit64, std::atoi(a[0].c_str()), RLIMIT_NOFILE, nullptr, &limit));
+  }
+  if (cmd == "pidfd-kill" && need(2)) {
+    // The second route to a signal: a pidfd (open to anyone), then pidfd_send_signal.
+    const long fd = syscall(SYS_pidfd_open, std::atoi(a[0].c_str()), 0);
+    if (fd < 0) return report(fd);
+    return report(syscall(SYS_pidfd_send_signal, fd, std::atoi(a[1].c_str()), nullptr, 0));
+  }
+  if (cmd == "ids") {
+    // The uid and gid this process runs as, "UID GID".
+    std::printf("%u %u\n", getuid(), getgid());
+    return 0;
+  }
+  if (cmd == "pid") {
+    std::printf("%d\n", getpid());
+    return 0;
+  }
   if (cmd == "prlimit-self") {
     rlimit64 limit{};
     return report(syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &limit));
@@ -1041,6 +1087,7 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     execv(args[0], args.data());
     return report(-1);
   }
+  if (int rc = run_mounts_command(cmd, a); rc >= 0) return rc;
   return usage();
 }
 

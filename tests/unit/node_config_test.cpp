@@ -109,6 +109,8 @@ TEST(NodeConfig, RoundTripThroughJson) {
   configs[2].proxy_host = "192.0.2.1";
   configs[2].landlock_abi_max = 7;
   configs[2].broker_socket = "/tmp/b.sock";
+  configs[1].module_users.reset();  // issue 12: off, as null
+  configs[2].module_users = ModuleUserRange{100000, 100999, 7};
   for (const auto& c : configs) {
     const json j = node_config_to_json(c);
     for (const char* key : {"module_user", "proxy_listen", "broker_socket", "hard_limits",
@@ -188,6 +190,19 @@ std::vector<InvalidConfig> invalid_configs() {
        "duplicate key"},
       {"DuplicateNested", R"({"module_user": {"uid": 5, "uid": 0}})", "/module_user/uid",
        "duplicate key"},
+      // module_users (issue 12).
+      {"UsersNotObject", R"({"module_users": [61184, 65519]})", "/module_users",
+       "must be null or an object"},
+      {"UsersFirst0", R"({"module_users": {"first": 0}})", "/module_users/first",
+       "must be from 1 to 4294967294"},
+      {"UsersLastAllOnes", R"({"module_users": {"last": 4294967295}})", "/module_users/last",
+       "must be from 1 to 4294967294"},
+      {"UsersLastBelowFirst", R"({"module_users": {"first": 70000, "last": 69999}})",
+       "/module_users/last", "must not be below first (70000)"},
+      {"UsersReclaimZero", R"({"module_users": {"reclaim_after_days": 0}})",
+       "/module_users/reclaim_after_days", "must be from 1 to 36500"},
+      {"UsersUnknownField", R"({"module_users": {"frist": 1}})", "/module_users/frist",
+       "did you mean \"first\"?"},
       // module_user.
       {"UserNotObject", R"({"module_user": 1000})", "/module_user", "must be an object"},
       {"UserUnknownField", R"({"module_user": {"uid": 1000, "name": "nobody"}})",
@@ -449,6 +464,31 @@ TEST_F(LoadNodeConfig, ValidFileWithEveryKey) {
   EXPECT_FALSE(c.pids_max.has_value());
   EXPECT_EQ(c.cgroup_parent, "/oarbank");
   EXPECT_EQ(c.landlock_abi_max, 5);
+}
+
+}  // namespace
+}  // namespace oarbank
+
+namespace oarbank {
+namespace {
+
+// Issue 12: the range of module users, on by default (systemd's dynamic-user range), off with
+// null, a partial object keeping the other fields' defaults.
+TEST(NodeConfig, ModuleUsersRange) {
+  const NodeConfig defaults;
+  ASSERT_TRUE(defaults.module_users.has_value());
+  EXPECT_EQ(defaults.module_users->first, 61184U);
+  EXPECT_EQ(defaults.module_users->last, 65519U);
+  EXPECT_EQ(defaults.module_users->reclaim_after_days, 90U);
+  EXPECT_FALSE(parse_node_config(R"({"module_users": null})", "t").module_users.has_value());
+  const auto narrow =
+      parse_node_config(R"({"module_users": {"first": 70000, "last": 70000}})", "t");
+  ASSERT_TRUE(narrow.module_users.has_value());
+  EXPECT_EQ(narrow.module_users->first, 70000U);
+  EXPECT_EQ(narrow.module_users->last, 70000U);
+  EXPECT_EQ(narrow.module_users->reclaim_after_days, 90U);
+  EXPECT_EQ(node_config_to_json(NodeConfig{})["module_users"],
+            (nlohmann::json{{"first", 61184}, {"last", 65519}, {"reclaim_after_days", 90}}));
 }
 
 }  // namespace

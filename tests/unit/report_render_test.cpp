@@ -21,6 +21,7 @@ KernelFeatures full_node() {
   f.seccomp_user_notif = true;
   f.audit_enabled = 1;
   f.running_as_root = true;
+  f.mount_admin = true;
   f.gpu_device_nodes = {"/dev/dri/card0", "/dev/kfd"};
   f.cgroup.probed = true;
   f.cgroup.mounted = true;
@@ -83,6 +84,11 @@ TEST(ReportRender, EveryRowAndEveryStatusOnAFullNode) {
       {"world.ipc", "enforced"},
       {"world.net", "enforced"},
       {"world.process-groups", "enforced"},
+      {"user.own", "enforced"},
+      {"mounts.shm", "enforced"},
+      {"mounts.noexec", "enforced"},
+      {"mounts.proc", "enforced"},
+      {"mounts.pts", "enforced"},
       {"known-limit.exec-writable", "not promised"},
       {"known-limit.metadata", "not promised"},
       {"known-limit.broker-sockets", "not promised"},
@@ -108,6 +114,26 @@ TEST(ReportRender, PortOnlyAndUnavailableOnAnUnprivilegedNode) {
   EXPECT_EQ(got.at("world.ipc"), "unavailable");
   EXPECT_EQ(got.at("world.net"), "unavailable");
   EXPECT_EQ(got.at("world.process-groups"), "unavailable");
+  // Issue 12: unprivileged, the module runs on the node's mounts.
+  for (const char* row : {"mounts.shm", "mounts.noexec", "mounts.proc", "mounts.pts"}) {
+    EXPECT_EQ(got.at(row), "unavailable") << row;
+  }
+  EXPECT_EQ(got.at("user.own"), "unavailable");  // issue 12: not root, no user of its own
+}
+
+// Issue 12: a node that turns the module users off says so, naming the one user they share.
+TEST(ReportRender, OwnUserOffByTheNodeNamesModuleUser) {
+  NodeConfig config;
+  config.module_users.reset();
+  const auto json = report_to_json(make_report(full_node(), config));
+  for (const auto& row : json["rows"]) {
+    if (row["row"] != "user.own") continue;
+    EXPECT_EQ(row["status"], "unavailable");
+    EXPECT_NE(row["reason"].get<std::string>().find("module_users is null"), std::string::npos)
+        << row.dump();
+    return;
+  }
+  FAIL() << "no user.own row";
 }
 
 TEST(ReportRender, TheModulesWorldSaysWhyItIsNotMade) {
@@ -145,7 +171,9 @@ TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
                 "limit.cpu=enforced\n" + p + "limit.memory=enforced\n" + p +
                 "limit.pids=enforced\n" + p + "egress.netns=enforced\n" + p +
                 "world.ipc=enforced\n" + p + "world.net=enforced\n" + p +
-                "world.process-groups=enforced\n" + p +
+                "world.process-groups=enforced\n" + p + "user.own=enforced\n" + p +
+                "mounts.shm=enforced\n" + p + "mounts.noexec=enforced\n" + p +
+                "mounts.proc=enforced\n" + p + "mounts.pts=enforced\n" + p +
                 "known-limit.exec-writable=not-promised\n" + p +
                 "known-limit.metadata=not-promised\n" + p +
                 "known-limit.broker-sockets=not-promised\n" + p + "denials.syscalls=enforced\n" + p +

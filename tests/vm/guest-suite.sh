@@ -18,8 +18,9 @@ filter=${OARBANK_SUITE_FILTER:-*}
 
 # What a Debian system has and the busybox initramfs lacks, for the base-system rows: /lib
 # (a link to usr/lib as on Debian 12), /usr/lib, /opt, /home, /usr/bin/true, and devpts for
-# the terminal tests (posix_openpt).
-mkdir -p /usr/lib /opt /home /usr/bin /dev/pts
+# the terminal tests (posix_openpt); /dev/shm, where sandbox-run as root mounts each
+# module's own (issue 12: a node without it refuses such runs, 70).
+mkdir -p /usr/lib /opt /home /usr/bin /dev/pts /dev/shm
 [ -e /lib ] || ln -s usr/lib /lib
 [ -e /usr/bin/true ] || ln -s /bin/busybox /usr/bin/true
 if ! grep -q ' /dev/pts devpts ' /proc/mounts; then

@@ -41,10 +41,12 @@ until_true() {
   done
 }
 now() { cut -d' ' -f1 /proc/uptime; }
-# The processes of the module user (procps is not in the image).
+# The processes of a module user (procps is not in the image): the fixed module_user, or one
+# of the module_users range each id leases its own uid from (issue 12, agent.json's default).
 user_pids() {
   for d in /proc/[0-9]*; do
-    awk '/^Uid:/ { exit !($2 == 65534) }' "$d/status" 2>/dev/null && echo "${d#/proc/}"
+    awk '/^Uid:/ { exit !($2 == 65534 || ($2 >= 61184 && $2 <= 65519)) }' "$d/status" 2>/dev/null &&
+      echo "${d#/proc/}"
   done
 }
 elapsed_since() { awk -v s="$1" -v e="$(now)" 'BEGIN { printf "%.1f", e - s }'; }
@@ -149,7 +151,15 @@ started() {
   expect "$id: the module's cgroup is the leaf under the delegated cgroup" "0::$cg/oarbank-$id" "$(cat "/proc/$module_pid/cgroup" 2>&1)"
   expect "$id: sandbox-run's cgroup is the supervisor leaf beside it" "0::$cg/oarbank-supervisor" "$(cat "/proc/$main_pid/cgroup" 2>&1)"
   expect "$id: no process in the unit's own cgroup (no internal processes)" "" "$(cat "/sys/fs/cgroup$cg/cgroup.procs")"
-  expect "$id: the module runs as nobody" "uid=65534" "$(journal_of "$id" | grep -o "^oarbank-guest-module $id up .*uid=[0-9]*" | tail -n1 | grep -o 'uid=[0-9]*')"
+  # Issue 12: each module id its own uid, from agent.json's module_users (61184-65519), the
+  # uid of the work directory sandbox-run made for it.
+  module_uid=$(journal_of "$id" | grep -o "^oarbank-guest-module $id up .*uid=[0-9]*" | tail -n1 | grep -o 'uid=[0-9]*' | cut -d= -f2)
+  if [ -n "$module_uid" ] && [ "$module_uid" -ge 61184 ] && [ "$module_uid" -le 65519 ]; then
+    ok "$id: the module runs as a user of its own ($module_uid, from module_users)"
+  else
+    fail "$id: the module runs as uid '$module_uid', not one of module_users (61184-65519)"
+  fi
+  expect "$id: its work directory is its user's" "$module_uid" "$(stat -c %u "/var/lib/oarbank/modules/$id/work")"
   leaf_pids=$(cat "$leaf/cgroup.procs" 2>/dev/null | tr '\n' ' ')
   expect "$id: the module cannot start a session of its own" setsid-refused \
     "$(journal_of "$id" | grep "^oarbank-guest-module $id up " | tail -n1 | grep -o 'setsid-[a-z]*')"
@@ -190,22 +200,23 @@ gone() {
 section "systemctl start: alpha"
 check "systemctl start oarbank-agent@alpha" systemctl start oarbank-agent@alpha
 started alpha 1
-alpha_cg=$cg alpha_pids="$main_pid $leaf_pids" alpha_ns=$module_ns
+alpha_cg=$cg alpha_pids="$main_pid $leaf_pids" alpha_ns=$module_ns alpha_uid=$module_uid
 
 section "two units side by side: beta"
 check "systemctl start oarbank-agent@beta" systemctl start oarbank-agent@beta
 started beta 1
-beta_cg=$cg beta_pids="$main_pid $leaf_pids" beta_module=$module_pid
+beta_cg=$cg beta_pids="$main_pid $leaf_pids" beta_module=$module_pid beta_uid=$module_uid
+check "alpha and beta run as two users" test "$alpha_uid" != "$beta_uid"
 expect "alpha's leaf holds none of beta's processes" "" \
   "$(for p in $beta_pids; do grep -qx "$p" /sys/fs/cgroup$alpha_cg/oarbank-alpha/cgroup.procs && echo "$p"; done)"
 echo "beta's secret" >/var/lib/oarbank/modules/beta/work/secret
-chown 65534:65534 /var/lib/oarbank/modules/beta/work/secret
+chown "$beta_uid:$beta_uid" /var/lib/oarbank/modules/beta/work/secret
 chmod 0600 /var/lib/oarbank/modules/beta/work/secret
 check "control: beta's module is alive (root can signal it)" kill -0 "$beta_module"
 echo "$beta_module /var/lib/oarbank/modules/beta/work/secret" >/var/lib/oarbank/modules/alpha/work/peer
 if until_true 15 test -s /var/lib/oarbank/modules/alpha/work/peer.result; then
-  # Same uid (nobody) on both sides: only the sandbox (Landlock's signal scope and file rules)
-  # keeps them apart.
+  # A uid each (issue 12), and the sandbox (Landlock's signal scope and file rules): both
+  # keep them apart.
   expect "alpha cannot signal beta's module nor read beta's work, and can do both to its own" \
     "signal-refused read-refused self-signal-ok own-read-ok" "$(cat /var/lib/oarbank/modules/alpha/work/peer.result)"
 else

@@ -1,0 +1,190 @@
+#include "apply/module_mounts.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "plan/launch_steps.hpp"
+#include "sys/landlock_abi.hpp"
+#include "sys/unique_fd.hpp"
+
+namespace oarbank {
+namespace {
+
+bool fail(StepError& error, std::string what, int err) {
+  error = StepError{std::move(what), err};
+  return false;
+}
+
+bool mount_fs(const char* type, const char* target, unsigned long flags, const std::string& options,
+              StepError& error) {
+  if (::mount(type, target, type, flags, options.c_str()) != 0) {
+    const int err = errno;
+    return fail(error, std::string("mount(") + type + " on " + target + ", " + options + ")", err);
+  }
+  return true;
+}
+
+// `path` opened in this namespace (O_PATH; `follow`: a symbolic link at its end is followed,
+// else refused); when `checked_fd` is a descriptor, it must be the same directory (device and
+// inode) as that one, which the parent checked: a path swapped meanwhile is refused, not
+// mounted.
+UniqueFd open_same_dir(const std::string& path, int checked_fd, StepError& error,
+                       bool follow = false) {
+  UniqueFd fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW)));
+  if (!fd.valid()) {
+    const int err = errno;
+    fail(error, "open(" + path + ") in the module's mount namespace", err);
+    return fd;
+  }
+  if (checked_fd < 0) return fd;
+  struct stat now {
+  }, checked{};
+  if (::fstat(fd.get(), &now) != 0 || ::fstat(checked_fd, &checked) != 0) {
+    const int err = errno;
+    fail(error, "fstat(" + path + ")", err);
+    return UniqueFd();
+  }
+  if (now.st_dev != checked.st_dev || now.st_ino != checked.st_ino) {
+    fail(error,
+         path +
+             " in the module's mount namespace is not the directory the launch checked "
+             "(replaced meanwhile)",
+         ESTALE);
+    return UniqueFd();
+  }
+  return fd;
+}
+
+// The directory bind-mounted on itself (with what is mounted below it) carrying the flags;
+// the new mount API (open_tree, mount_setattr: Linux 5.12, below every kernel that runs a
+// module, which needs Landlock ABI 3) sets them on the copy before it is attached, and keeps
+// what the node's mount already had (read-only stays read-only).
+bool bind_with_flags(const std::string& path, int checked_fd, std::uint64_t attr_set,
+                     StepError& error) {
+  UniqueFd dir = open_same_dir(path, checked_fd, error);
+  if (!dir.valid()) return false;
+  UniqueFd tree(::open_tree(dir.get(), "",
+                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
+  if (!tree.valid()) {
+    const int err = errno;
+    return fail(error, "open_tree(" + path + ", OPEN_TREE_CLONE)", err);
+  }
+  struct mount_attr attr {};
+  attr.attr_set = attr_set;
+  if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) {
+    const int err = errno;
+    return fail(error, "mount_setattr(" + path + ")", err);
+  }
+  if (::move_mount(tree.get(), "", dir.get(), "",
+                   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+    const int err = errno;
+    return fail(error, "move_mount(" + path + " on itself)", err);
+  }
+  return true;
+}
+
+// The launch's descriptor `fd` for `path` made to name the directory as this namespace
+// shows it (on top of any mount there), at the same number.
+bool repoint(const std::string& path, int fd, StepError& error, bool follow = false) {
+  if (fd < 0) return true;
+  UniqueFd now = open_same_dir(path, fd, error, follow);
+  if (!now.valid()) return false;
+  if (::dup3(now.get(), fd, O_CLOEXEC) < 0) {
+    const int err = errno;
+    return fail(error, "dup3(" + path + ")", err);
+  }
+  return true;
+}
+
+// Landlock skips a mount point hidden beneath another mount when it walks up from a file
+// (security/landlock/fs.c: "Ignores hidden mount points"): the parent's rule on the node's
+// /dev/shm, /dev/pts or /proc does not reach below what is mounted there now. The same rule,
+// with the same rights, is taken again on what the module's namespace shows at that path,
+// in the ruleset the parent prepared (not yet enforced: the landlock step comes later).
+bool retake_rules(const LandlockPlan& landlock, int ruleset, StepError& error) {
+  for (const auto& rule : landlock.path_rules) {
+    if (rule.access == 0 || !is_module_mount_point(rule.path)) continue;
+    UniqueFd fd(::open(rule.path.c_str(), O_PATH | O_CLOEXEC));
+    if (!fd.valid()) {
+      const int err = errno;
+      return fail(error, "open(" + rule.path + ") for its Landlock rule", err);
+    }
+    landlock::PathBeneathAttr beneath{rule.access, fd.get()};
+    if (landlock::add_rule(ruleset, landlock::kRulePathBeneath, &beneath, 0) != 0) {
+      const int err = errno;
+      return fail(error, "landlock_add_rule(" + rule.path + ", " + rule.why + ")", err);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+UniqueFd make_devpts_instance() {
+  UniqueFd context(::fsopen("devpts", FSOPEN_CLOEXEC));
+  if (!context.valid()) throw step_error(LaunchStep::Mounts, "fsopen(devpts)", errno);
+  for (const auto& [key, value] : kDevptsOptions) {
+    if (::fsconfig(context.get(), FSCONFIG_SET_STRING, key, value, 0) != 0) {
+      throw step_error(LaunchStep::Mounts,
+                       std::string("fsconfig(devpts, ") + key + "=" + value + ")", errno);
+    }
+  }
+  if (::fsconfig(context.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+    throw step_error(LaunchStep::Mounts, "fsconfig(devpts, FSCONFIG_CMD_CREATE)", errno);
+  }
+  UniqueFd mount(::fsmount(context.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC));
+  if (!mount.valid()) throw step_error(LaunchStep::Mounts, "fsmount(devpts)", errno);
+  return mount;
+}
+
+bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared, int devpts_fd,
+                        StepError& error) {
+  const MountPlan& plan = launch_plan.mounts;
+  if (!plan.enabled) return true;
+  if (::unshare(CLONE_NEWNS) != 0) {
+    const int err = errno;
+    return fail(error, "unshare(CLONE_NEWNS)", err);
+  }
+  // Before anything is mounted: no mount made here may propagate to the node's namespace
+  // (systemd makes / shared), and none of the node's later mounts reach the module.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    const int err = errno;
+    return fail(error, "mount(/, MS_REC | MS_PRIVATE)", err);
+  }
+  // /dev/shm first: a writable directory below it would be hidden by the module's own, and is
+  // refused below (not found) rather than used on the node's.
+  if (!mount_fs("tmpfs", "/dev/shm", MS_NOSUID | MS_NODEV | MS_NOEXEC, shm_mount_options(plan),
+                error)) {
+    return false;
+  }
+  const std::uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                              (plan.writable_noexec ? MOUNT_ATTR_NOEXEC : std::uint64_t{0});
+  for (std::size_t i = 0; i < plan.writable_dirs.size(); ++i) {
+    const int fd = i < prepared.writable_dir_fds.size() ? prepared.writable_dir_fds[i] : -1;
+    if (!bind_with_flags(plan.writable_dirs[i], fd, attrs, error)) return false;
+  }
+  if (!mount_fs("proc", "/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, kProcMountOptions, error)) {
+    return false;
+  }
+  if (::move_mount(devpts_fd, "", AT_FDCWD, "/dev/pts", MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+    const int err = errno;
+    return fail(error, "move_mount(the module's devpts instance on /dev/pts)", err);
+  }
+  for (std::size_t i = 0; i < plan.writable_dirs.size(); ++i) {
+    const int fd = i < prepared.writable_dir_fds.size() ? prepared.writable_dir_fds[i] : -1;
+    if (!repoint(plan.writable_dirs[i], fd, error)) return false;
+  }
+  // The working directory may be the bundle, whose path may hold a link (the writable
+  // directories never do: the directory rule refuses them).
+  if (!repoint(prepared.working_directory, prepared.working_directory_fd, error, true)) {
+    return false;
+  }
+  return retake_rules(launch_plan.landlock, prepared.ruleset.get(), error);
+}
+
+}  // namespace oarbank

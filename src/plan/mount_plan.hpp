@@ -1,0 +1,51 @@
+// The module's own mounts (issue 12; docs/sandbox-run.md, "What a module sees"), as plain
+// data: what sandbox-run's child mounts in the module's mount namespace before the launcher's
+// steps (apply/module_mounts.hpp does it). Pure: --explain and the unit tests show it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/node_config.hpp"
+#include "oarbank/policy.hpp"
+
+namespace oarbank {
+
+struct MountPlan {
+  // sandbox-run started as root, with the node's module_mounts: the child makes a mount
+  // namespace of its own. false: the module runs on the node's mounts (sandbox-exec, or
+  // sandbox-run unprivileged), and nothing below is mounted or granted.
+  bool enabled = false;
+  // /dev/shm: a tmpfs of this size, mode 0700, owned by the module user.
+  std::uint64_t shm_size_bytes = 0;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  // The writable directories (work, data, temp), each bind-mounted on itself nosuid and
+  // nodev, and noexec unless the policy has exec_writable.
+  std::vector<std::string> writable_dirs;
+  bool writable_noexec = true;
+};
+
+// Where the module's own file systems are mounted over the node's: /dev/shm, /proc,
+// /dev/pts. A Landlock rule on one of these paths is taken again in the module's namespace.
+bool is_module_mount_point(const std::string& path);
+
+// The plan for a module whose user is uid:gid and whose writable directories are these.
+MountPlan make_mount_plan(const Policy& policy, const NodeConfig& config, std::uint32_t uid,
+                          std::uint32_t gid, std::vector<std::string> writable_dirs);
+
+// tmpfs's options for /dev/shm: "size=N,nr_inodes=M,mode=0700,uid=U,gid=G".
+std::string shm_mount_options(const MountPlan& plan);
+
+// The fresh /proc: hidepid=invisible (Linux 5.8) hides every process the module's user may
+// not ptrace-read, which Landlock (each module its own domain) narrows to its own.
+inline constexpr const char* kProcMountOptions = "hidepid=invisible";
+// The private devpts: its own numbering, /dev/ptmx (which opens the devpts instance mounted
+// on the pts directory beside it, Linux 4.7) usable by the module, ptys its user's alone, and
+// at most 256 of them (kernel.pty.max is the node's).
+inline constexpr std::pair<const char*, const char*> kDevptsOptions[] = {
+    {"ptmxmode", "0666"}, {"mode", "0600"}, {"max", "256"}};
+
+}  // namespace oarbank

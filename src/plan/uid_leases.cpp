@@ -1,0 +1,78 @@
+#include "plan/uid_leases.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace oarbank {
+
+std::string uid_lease_to_json(const UidLease& lease) {
+  return nlohmann::json{{"id", lease.id},
+                        {"uid", lease.uid},
+                        {"gid", lease.gid},
+                        {"leased_at", lease.leased_at},
+                        {"last_run", lease.last_run},
+                        {"paths", lease.paths}}
+             .dump() +
+         "\n";
+}
+
+std::optional<UidLease> uid_lease_from_json(const std::string& text, std::string& problem) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) {
+    problem = "not a JSON object";
+    return std::nullopt;
+  }
+  try {
+    UidLease lease;
+    lease.id = j.at("id").get<std::string>();
+    // An id number as the kernel takes it: 1 to 4294967294 ((uid_t)-1 means "no change").
+    auto id_number = [&](const char* key) -> std::optional<std::uint32_t> {
+      const auto& v = j.at(key);
+      if (!v.is_number_unsigned() || v.get<std::uint64_t>() > 4294967294U) return std::nullopt;
+      return static_cast<std::uint32_t>(v.get<std::uint64_t>());
+    };
+    const auto uid = id_number("uid");
+    const auto gid = id_number("gid");
+    if (!uid || !gid) {
+      problem = "its uid or gid is not a number from 0 to 4294967294";
+      return std::nullopt;
+    }
+    lease.uid = *uid;
+    lease.gid = *gid;
+    lease.leased_at = j.at("leased_at").get<std::int64_t>();
+    lease.last_run = j.at("last_run").get<std::int64_t>();
+    lease.paths = j.at("paths").get<std::vector<std::string>>();
+    if (lease.uid == 0 || lease.gid == 0) {
+      problem = "it names uid or gid 0";
+      return std::nullopt;
+    }
+    return lease;
+  } catch (const nlohmann::json::exception& e) {
+    problem = std::string("not a lease (") + e.what() + ")";
+    return std::nullopt;
+  }
+}
+
+std::optional<std::uint32_t> choose_module_uid(std::uint32_t first, std::uint32_t last,
+                                               const std::function<bool(std::uint32_t)>& taken) {
+  for (std::uint64_t n = first; n <= last; ++n) {
+    const auto uid = static_cast<std::uint32_t>(n);
+    // 65534 is the kernel's overflow uid: files of unmapped owners show as it.
+    if (uid == 0 || uid == 65534) continue;
+    if (!taken(uid)) return uid;
+  }
+  return std::nullopt;
+}
+
+bool lease_is_due(const UidLease& lease, std::int64_t now, std::uint32_t days) {
+  return now - lease.last_run >= static_cast<std::int64_t>(days) * 86400;
+}
+
+bool remember_lease_path(UidLease& lease, const std::string& path) {
+  auto at = std::lower_bound(lease.paths.begin(), lease.paths.end(), path);
+  if (at != lease.paths.end() && *at == path) return false;
+  lease.paths.insert(at, path);
+  return true;
+}
+
+}  // namespace oarbank

@@ -1,0 +1,48 @@
+// Issue 12, "Its own user": the pure part of the module user registry. Each module id leases
+// one uid (and the gid of the same number) from the node's range (module_users), the same on
+// every run of that id; supervise/uid_registry.hpp keeps the leases on disk, under a lock.
+// Here: a lease's text, which number a new id gets, and when a lease may be reclaimed. No
+// kernel call, no file (the registry and the user database are asked through `taken`).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oarbank {
+
+struct UidLease {
+  std::string id;
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::int64_t leased_at = 0;  // Unix time
+  std::int64_t last_run = 0;   // Unix time of a run's start (rewritten at most hourly)
+  // Every writable directory a run of this id was given (work, temp, data): the only places
+  // the module could leave files of its uid (Landlock grants it nothing else to write; its
+  // /dev/shm and IPC objects end with the run). Reclaim looks there.
+  std::vector<std::string> paths;
+  friend bool operator==(const UidLease&, const UidLease&) = default;
+};
+
+// A lease's file: {"id", "uid", "gid", "leased_at", "last_run", "paths"}.
+std::string uid_lease_to_json(const UidLease& lease);
+// nullopt (with `problem`) for text that is not such a lease, or one with uid or gid 0: a
+// lease that cannot be trusted is never guessed at.
+std::optional<UidLease> uid_lease_from_json(const std::string& text, std::string& problem);
+
+// The lowest number in [first, last] that is not 0 nor 65534 (the overflow uid) and that
+// `taken` does not claim (leased, or named by the user and group databases); nullopt when
+// none is left.
+std::optional<std::uint32_t> choose_module_uid(std::uint32_t first, std::uint32_t last,
+                                               const std::function<bool(std::uint32_t)>& taken);
+
+// Whether a lease is old enough to be reclaimed: its last run at least `days` days before
+// `now`. (Its files must also be gone or re-owned: uid_registry checks that.)
+bool lease_is_due(const UidLease& lease, std::int64_t now, std::uint32_t days);
+
+// Adds `path` to the lease's paths (sorted, once). True when it was not there yet.
+bool remember_lease_path(UidLease& lease, const std::string& path);
+
+}  // namespace oarbank

@@ -1,0 +1,352 @@
+#include "supervise/uid_registry.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <spawn.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "supervise/run_state.hpp"
+#include "sys/error.hpp"
+#include "sys/text_file.hpp"
+#include "sys/unique_fd.hpp"
+
+namespace oarbank {
+namespace {
+
+constexpr const char* kLeaseSuffix = ".lease";
+constexpr const char* kUidSuffix = ".uid";
+constexpr const char* kLock = "lock";
+// last_run is rewritten at most this often: a run of a known id then writes nothing.
+constexpr std::int64_t kLastRunGranularity = 3600;
+
+[[noreturn]] void fail(const std::string& dir, const std::string& what, int err = 0) {
+  throw Error(ErrorKind::StepFailed, "the module user registry " + dir + ": " + what +
+                                         (err != 0 ? ": " + errno_text(err) : std::string()));
+}
+
+// Whether a colon-separated database file (passwd, group) has an entry whose third field is
+// `id`. A missing file names nothing.
+bool file_names(const char* path, std::uint32_t id) {
+  std::ifstream in(path);
+  const std::string wanted = std::to_string(id);
+  for (std::string line; std::getline(in, line);) {
+    std::size_t first = line.find(':');
+    if (first == std::string::npos) continue;
+    std::size_t second = line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    std::size_t third = line.find(':', second + 1);
+    if (line.compare(second + 1, third - second - 1, wanted) == 0) return true;
+  }
+  return false;
+}
+
+// Whether /etc/nsswitch.conf names a source other than "files" for passwd or group.
+bool nss_beyond_files() {
+  std::ifstream in("/etc/nsswitch.conf");
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::istringstream head(line.substr(0, colon));
+    std::string database;
+    head >> database;
+    if (database != "passwd" && database != "group") continue;
+    std::istringstream sources(line.substr(colon + 1));
+    for (std::string source; sources >> source;) {
+      if (source.front() == '[') continue;  // an action ([NOTFOUND=return]), not a source
+      if (source != "files") return true;
+    }
+  }
+  return false;
+}
+
+// Whether `getent DATABASE ID` finds an entry: exit 0 found, 2 not found; anything else
+// (no getent, a failing NSS module) throws: a number the database might name is not leased.
+bool getent_names(const char* database, std::uint32_t id) {
+  const char* program = nullptr;
+  for (const char* candidate : {"/usr/bin/getent", "/bin/getent"}) {
+    if (::access(candidate, X_OK) == 0) {
+      program = candidate;
+      break;
+    }
+  }
+  const std::string what = std::string("getent ") + database + " " + std::to_string(id);
+  if (program == nullptr) {
+    throw Error(ErrorKind::StepFailed,
+                "cannot ask the user database (" + what + "): no getent in /usr/bin or /bin");
+  }
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  ::posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  const std::string key = std::to_string(id);
+  char* const argv[] = {const_cast<char*>(program), const_cast<char*>(database),
+                        const_cast<char*>(key.c_str()), nullptr};
+  char* const envp[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+  pid_t pid = 0;
+  const int err = ::posix_spawn(&pid, program, &actions, nullptr, argv, envp);
+  ::posix_spawn_file_actions_destroy(&actions);
+  if (err != 0) throw Error(ErrorKind::StepFailed, what + ": " + errno_text(err));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR)
+      throw Error(ErrorKind::StepFailed, what + ": waitpid: " + errno_text(errno));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 2) return false;
+  throw Error(ErrorKind::StepFailed,
+              "cannot ask the user database: " + what + " ended with status " +
+                  std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
+}
+
+// The registry directory, locked (an exclusive flock of its "lock" file) for as long as
+// this lives. Files: ID.lease (the lease of ID, JSON) and N.uid (number N reserved, naming
+// its id), each root's, 0600, trusted only as such.
+class LockedRegistry {
+ public:
+  LockedRegistry(const std::string& dir, bool create) : dir_(dir) {
+    dir_fd_ = open_state_dir(dir, create);
+    if (!dir_fd_.valid()) return;  // not there, not made (a listing of nothing)
+    lock_.reset(::openat(dir_fd_.get(), kLock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!lock_.valid()) fail(dir, "open lock", errno);
+    if (::flock(lock_.get(), LOCK_EX) != 0) fail(dir, "flock lock", errno);
+  }
+
+  [[nodiscard]] bool exists() const { return dir_fd_.valid(); }
+
+  // The text of a registry file; nullopt when there is none. Trusted only as this user wrote
+  // it: a regular file of its own that nobody else may write (else it throws).
+  std::optional<std::string> read(const std::string& name) {
+    UniqueFd fd(
+        ::openat(dir_fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == ENOENT) return std::nullopt;
+      fail(dir_, "open " + name, errno);
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) fail(dir_, "fstat " + name, errno);
+    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+      fail(dir_, name + " cannot be trusted (not a regular file of uid " +
+                     std::to_string(::geteuid()) + " that only it may write)");
+    }
+    return read_fd_text(fd.get());
+  }
+
+  std::optional<UidLease> lease(const std::string& id) {
+    auto text = read(id + kLeaseSuffix);
+    if (!text) return std::nullopt;
+    std::string problem;
+    auto lease = uid_lease_from_json(*text, problem);
+    // Never guessed at: a lost lease would hand a module's uid, and its files, to another.
+    if (!lease) fail(dir_, id + kLeaseSuffix + " cannot be read: " + problem);
+    if (lease->id != id) fail(dir_, id + kLeaseSuffix + " names another id (" + lease->id + ")");
+    return lease;
+  }
+
+  // The id that number `n` is reserved for; nullopt when it is free.
+  std::optional<std::string> holder(std::uint32_t n) {
+    auto text = read(std::to_string(n) + kUidSuffix);
+    if (text && !text->empty() && text->back() == '\n') text->pop_back();
+    return text;
+  }
+
+  // Reserves `n` for `id` (O_EXCL: a number is reserved once), durably.
+  void reserve(std::uint32_t n, const std::string& id) {
+    const std::string name = std::to_string(n) + kUidSuffix;
+    UniqueFd fd(::openat(dir_fd_.get(), name.c_str(),
+                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    const std::string text = id + "\n";
+    if (!fd.valid() ||
+        ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+        ::fsync(fd.get()) != 0) {
+      fail(dir_, "write " + name, errno);
+    }
+  }
+
+  // Writes the lease whole to ID.lease.new, fsyncs it, and renames it over ID.lease: a
+  // reader sees the old lease or the new one, after a crash too.
+  void write(const UidLease& lease) {
+    const std::string name = lease.id + kLeaseSuffix;
+    const std::string temp = name + ".new";
+    const std::string text = uid_lease_to_json(lease);
+    UniqueFd fd(::openat(dir_fd_.get(), temp.c_str(),
+                         O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid()) fail(dir_, "open " + temp, errno);
+    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+        ::fsync(fd.get()) != 0) {
+      fail(dir_, "write " + temp, errno);
+    }
+    if (::renameat(dir_fd_.get(), temp.c_str(), dir_fd_.get(), name.c_str()) != 0) {
+      fail(dir_, "rename " + temp, errno);
+    }
+    ::fsync(dir_fd_.get());  // the new names, durable
+  }
+
+  // The lease first, then its number: a crash between them leaves the number reserved (never
+  // handed out twice), not a lease without its reservation.
+  void remove(const UidLease& lease) {
+    if (::unlinkat(dir_fd_.get(), (lease.id + kLeaseSuffix).c_str(), 0) != 0) {
+      fail(dir_, "unlink " + lease.id + kLeaseSuffix, errno);
+    }
+    if (holder(lease.uid) == lease.id) {
+      ::unlinkat(dir_fd_.get(), (std::to_string(lease.uid) + kUidSuffix).c_str(), 0);
+    }
+    ::fsync(dir_fd_.get());
+  }
+
+  std::vector<UidLease> all() {
+    std::vector<UidLease> leases;
+    if (!exists()) return leases;
+    DIR* listing = ::fdopendir(::dup(dir_fd_.get()));
+    if (listing == nullptr) fail(dir_, "opendir", errno);
+    std::vector<std::string> ids;
+    while (const dirent* entry = ::readdir(listing)) {
+      const std::string name = entry->d_name;
+      if (name.size() > std::strlen(kLeaseSuffix) && name.ends_with(kLeaseSuffix)) {
+        ids.push_back(name.substr(0, name.size() - std::strlen(kLeaseSuffix)));
+      }
+    }
+    ::closedir(listing);
+    std::sort(ids.begin(), ids.end());
+    for (const auto& id : ids) {
+      if (auto lease = this->lease(id)) leases.push_back(std::move(*lease));
+    }
+    return leases;
+  }
+
+ private:
+  std::string dir_;
+  UniqueFd dir_fd_;
+  UniqueFd lock_;
+};
+
+// nftw's callback has no context argument: the walk's state, for this thread.
+thread_local std::uint32_t walk_uid = 0;
+thread_local std::string walk_found;
+
+int find_owned(const char* path, const struct stat* st, int, struct FTW*) {
+  if (st->st_uid == walk_uid || st->st_gid == walk_uid) {
+    walk_found = path;
+    return 1;  // stops the walk
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string user_registry_dir() {
+  if (const char* dir = std::getenv(kUserRegistryEnvVar); dir != nullptr && dir[0] == '/') {
+    return dir;
+  }
+  return "/var/lib/oarbank/module-users";
+}
+
+bool user_database_names(std::uint32_t id) {
+  // The files first (no process to start), and systemd's reservations of dynamic users.
+  if (file_names("/etc/passwd", id) || file_names("/etc/group", id)) return true;
+  struct stat st {};
+  if (::lstat(("/run/systemd/dynamic-uid/" + std::to_string(id)).c_str(), &st) == 0) return true;
+  // Then NSS (systemd's dynamic users, LDAP, sssd, ...), through getent(1): this binary is
+  // static, and an NSS module loaded into it brings its own shared libc (libnss_systemd
+  // crashes there), so the lookup runs in a program of the system's own. Where nsswitch.conf
+  // names nothing but the files for both (or there is none: glibc then reads the files), the
+  // files above were the whole database.
+  if (!nss_beyond_files()) return false;
+  return getent_names("passwd", id) || getent_names("group", id);
+}
+
+UidLease lease_module_user(const std::string& dir, const std::string& id,
+                           const ModuleUserRange& range, const std::vector<std::string>& paths,
+                           std::int64_t now) {
+  LockedRegistry registry(dir, true);
+  auto lease = registry.lease(id);
+  bool changed = false;
+  if (!lease) {
+    // A number reserved for this very id without its lease (a crash between the two
+    // writes) is this id's again; one reserved for another is taken.
+    auto uid = choose_module_uid(range.first, range.last, [&](std::uint32_t n) {
+      if (auto held = registry.holder(n)) return *held != id;
+      return user_database_names(n);
+    });
+    if (!uid) {
+      throw Error(ErrorKind::Unenforceable,
+                  "no uid is left in the node's module_users range " + std::to_string(range.first) +
+                      "-" + std::to_string(range.last) +
+                      " (every number is leased or named by the user database): reclaim leases "
+                      "of ids no longer run (sandbox-ctl leases, sandbox-ctl reclaim ID) or "
+                      "widen the range");
+    }
+    if (!registry.holder(*uid)) registry.reserve(*uid, id);
+    lease = UidLease{id, *uid, *uid, now, now, {}};
+    changed = true;
+  }
+  if (now - lease->last_run >= kLastRunGranularity) {
+    lease->last_run = now;
+    changed = true;
+  }
+  for (const auto& path : paths) changed = remember_lease_path(*lease, path) || changed;
+  if (changed) registry.write(*lease);
+  return *lease;
+}
+
+std::vector<UidLease> list_module_users(const std::string& dir) {
+  LockedRegistry registry(dir, false);
+  return registry.all();
+}
+
+std::string reclaim_obstacle(const UidLease& lease, std::int64_t now, std::uint32_t days) {
+  if (!lease_is_due(lease, now, days)) {
+    return "its last run was " + std::to_string((now - lease.last_run) / 86400) +
+           " day(s) ago, and the node reclaims a lease after " + std::to_string(days) +
+           " (module_users.reclaim_after_days)";
+  }
+  for (const auto& path : lease.paths) {
+    walk_uid = lease.uid;
+    walk_found.clear();
+    // FTW_PHYS: symbolic links not followed; FTW_MOUNT: another file system is not walked.
+    const int rc = ::nftw(path.c_str(), find_owned, 32, FTW_PHYS | FTW_MOUNT);
+    if (rc == 1) {
+      return walk_found + " still belongs to uid or gid " + std::to_string(lease.uid) +
+             ": re-own or remove what the module left first (e.g. chown -R root:root " + path +
+             ", or rm -r " + path + ")";
+    }
+    if (rc != 0 && errno != ENOENT) {
+      return "cannot look through " + path + " for files of uid " + std::to_string(lease.uid) +
+             ": " + errno_text(errno);
+    }
+  }
+  return "";
+}
+
+UidLease reclaim_module_user(const std::string& dir, const std::string& id, std::uint32_t days,
+                             std::int64_t now, bool (*still_running)(const std::string& id)) {
+  LockedRegistry registry(dir, false);
+  auto lease = registry.exists() ? registry.lease(id) : std::nullopt;
+  if (!lease) {
+    throw Error(ErrorKind::NotFound, "module id " + id + " has no lease (registry " + dir + ")");
+  }
+  if (still_running(id)) {
+    throw Error(ErrorKind::Busy, "module id " + id + " is running: its lease stays");
+  }
+  if (auto obstacle = reclaim_obstacle(*lease, now, days); !obstacle.empty()) {
+    throw Error(ErrorKind::Unenforceable, "the lease of " + id + " (uid " +
+                                              std::to_string(lease->uid) +
+                                              ") cannot be reclaimed: " + obstacle);
+  }
+  registry.remove(*lease);
+  return *lease;
+}
+
+}  // namespace oarbank

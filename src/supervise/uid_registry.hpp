@@ -1,0 +1,68 @@
+// Issue 12, "Its own user": the registry of module users. Each module id that sandbox-run
+// (as root) runs gets a uid and the gid of the same number from the node's range
+// (module_users), the same on every run of that id: its directories and files stay its own
+// across runs. One file per lease, ID.lease (plan/uid_leases.hpp), and one per number taken,
+// N.uid (naming its id: a number is reserved once, O_EXCL), in the registry directory, read
+// and written under an exclusive flock of the directory's "lock" file. A lease is written
+// whole to ID.lease.new, fsync'd and renamed over the old one, so a reader never sees half a
+// lease and a crash leaves the old one or the new one. One file per id keeps a known id's run
+// at one small read, however many leases the node holds.
+//
+// Its place is not the run state directory: /run/oarbank/runs is a tmpfs that a reboot
+// empties, and a lease must outlive reboots as long as files of its uid do (a module's work
+// and data directories are on disk). So: $OARBANK_USER_REGISTRY, else
+// /var/lib/oarbank/module-users, opened as the run state directory is (no symbolic link at
+// any component, root's alone). A policy that names it is refused, as one naming the run
+// state directory is.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/node_config.hpp"
+#include "plan/uid_leases.hpp"
+
+namespace oarbank {
+
+inline constexpr const char* kUserRegistryEnvVar = "OARBANK_USER_REGISTRY";
+
+// $OARBANK_USER_REGISTRY (absolute), else /var/lib/oarbank/module-users.
+std::string user_registry_dir();
+
+// Whether the system's user or group database names `id` as a uid or gid: /etc/passwd and
+// /etc/group read directly, systemd's reservations of dynamic users
+// (/run/systemd/dynamic-uid/<id>, which NSS names only while the unit runs), then NSS
+// (systemd's dynamic users, LDAP or sssd) through getent(1) where /etc/nsswitch.conf names
+// a source besides "files" for passwd or group, since this static binary cannot load NSS
+// modules itself. Throws Error(StepFailed) when that getent is missing or fails otherwise
+// than "not found": fail closed.
+bool user_database_names(std::uint32_t id);
+
+// The lease of `id`, made when it has none (the lowest free number of `range` that no lease
+// holds and the user database does not name), with its last run set to `now` and `paths`
+// remembered. The lease is written only when it changed (a new lease or path, or a last run
+// more than an hour older than `now`): most runs of a known id read it and write nothing.
+// Throws Error(Unenforceable) when the range has no free number left, Error(StepFailed) when
+// the registry cannot be read, trusted or written.
+UidLease lease_module_user(const std::string& dir, const std::string& id,
+                           const ModuleUserRange& range, const std::vector<std::string>& paths,
+                           std::int64_t now);
+
+// Every lease, sorted by id (an empty list when there is no registry yet).
+std::vector<UidLease> list_module_users(const std::string& dir);
+
+// What stops `lease` from being reclaimed now: its last run fewer than `days` days before
+// `now`, or a file or directory of its uid or gid left in a directory its runs were given
+// (walked without following symbolic links or crossing mounts; the first one named, with
+// how to re-own it). "" when nothing does. The caller checks that no run of the id is live.
+std::string reclaim_obstacle(const UidLease& lease, std::int64_t now, std::uint32_t days);
+
+// Removes the lease of `id` when reclaim_obstacle finds nothing, under the registry's lock;
+// `still_running` is asked under that lock too. Returns the removed lease. Throws
+// Error(NotFound) when `id` has no lease, Error(Busy) when it runs, Error(Unenforceable)
+// naming the obstacle.
+UidLease reclaim_module_user(const std::string& dir, const std::string& id, std::uint32_t days,
+                             std::int64_t now, bool (*still_running)(const std::string& id));
+
+}  // namespace oarbank

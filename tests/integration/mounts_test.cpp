@@ -1,0 +1,405 @@
+// Issue 12, a module's own mounts: sandbox-run started as root gives each module a mount
+// namespace of its own (apply/module_mounts.hpp): a private /dev/shm, the writable
+// directories noexec, a fresh /proc with hidepid=invisible, a private devpts. Every property
+// is tried from inside a real sandboxed payload, the allowed thing and the forbidden one, by
+// more than one route; the two-module tests run two modules at once.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "sandbox_fixture.hpp"
+
+namespace oarbank::it {
+namespace {
+
+using namespace std::chrono_literals;
+
+// sandbox-run in the background, its output (stdout and stderr) in a file.
+class BackgroundRun {
+ public:
+  BackgroundRun(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                std::string output)
+      : output_(std::move(output)) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(output_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int null = ::open("/dev/null", O_RDONLY);
+      ::dup2(null, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      exec_in_child(argv, env);
+    }
+  }
+  ~BackgroundRun() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  BackgroundRun(const BackgroundRun&) = delete;
+  BackgroundRun& operator=(const BackgroundRun&) = delete;
+  [[nodiscard]] std::string output() const { return exists(output_) ? read_file(output_) : ""; }
+  // Waits until the output holds `count` lines; false on timeout.
+  bool wait_lines(std::size_t count, std::chrono::milliseconds timeout = 10s) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const std::string out = output();
+      if (static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')) >= count) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }
+  int wait() {
+    int status = 0;
+    for (int i = 0; i < 2000; ++i) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return -1;
+  }
+
+ private:
+  std::string output_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+class OwnMounts : public UncappedTest {
+ protected:
+  void SetUp() override {
+    if (!running_as_root()) GTEST_SKIP() << "the module's own mounts are made as root only";
+  }
+  std::vector<std::string> env() const {
+    auto e = launcher_environment();
+    e.push_back("OARBANK_STATE_DIR=" + tree.path("state"));
+    return e;
+  }
+  std::vector<std::string> run_argv(const nlohmann::json& policy,
+                                    const std::vector<std::string>& module,
+                                    const std::string& config = "") {
+    const std::string file =
+        tree.write_json("mounts-" + std::to_string(++count_) + ".json", policy);
+    std::vector<std::string> argv{OARBANK_AGENT_BINARY,
+                                  "sandbox-run",
+                                  "--config",
+                                  config.empty() ? config_path : config,
+                                  "--id",
+                                  unique_name("mnt"),
+                                  file,
+                                  "--"};
+    argv.insert(argv.end(), module.begin(), module.end());
+    return argv;
+  }
+  RunResult run(const nlohmann::json& policy, const std::vector<std::string>& module,
+                const std::string& config = "") {
+    RunOptions o;
+    o.env = env();
+    o.timeout = 20s;
+    return run_command(run_argv(policy, module, config), o);
+  }
+  // The payload's batch: each sub-command's line, in one sandboxed process.
+  RunResult batch(const nlohmann::json& policy, const std::vector<std::vector<std::string>>& subs,
+                  const std::string& config = "") {
+    std::vector<std::string> module{tree.probe(), "batch"};
+    for (const auto& sub : subs) {
+      module.insert(module.end(), sub.begin(), sub.end());
+      module.emplace_back(",");
+    }
+    return run(policy, module, config);
+  }
+  static std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  }
+  void expect_lines(const RunResult& r, const std::vector<std::string>& expected) {
+    EXPECT_TRUE(r.exited(0)) << r.describe();
+    EXPECT_EQ(lines(r.out), expected) << r.describe();
+  }
+  int count_ = 0;
+};
+
+// --- /dev/shm --------------------------------------------------------------------------------
+
+TEST_F(OwnMounts, ShmSemaphoresAndSharedMemoryWork) {
+  const std::string sem = unique_name("sem");
+  const std::string shm = unique_name("shm");
+  auto r = batch(base_policy(), {{"sem-open", sem},
+                                 {"shm-open", shm},
+                                 {"shm-exists", "sem." + sem},
+                                 {"shm-exists", shm},
+                                 {"mmap-exec", "/dev/shm/" + shm}});
+  // Written there, not executable there either (noexec whatever the policy).
+  expect_lines(r, {"ok", "ok", "ok", "ok", "errno EPERM"});
+  // Gone with the module: nothing on the node's /dev/shm, during the run or after.
+  EXPECT_FALSE(exists("/dev/shm/sem." + sem));
+  EXPECT_FALSE(exists("/dev/shm/" + shm));
+}
+
+// A real program: Python's multiprocessing keeps its locks and the Pool's queues' semaphores
+// in /dev/shm (sem_open). Without the module's own /dev/shm (module_mounts false) Landlock
+// grants none, and the Pool fails.
+TEST_F(OwnMounts, PythonsMultiprocessingPoolWorks) {
+  if (!exists("/usr/bin/python3") || !exists("/usr/lib/python3")) GTEST_SKIP() << "no python3";
+  auto policy = base_policy();
+  policy["runtime"] = {"/usr/lib/python3", "/usr/lib/python3." + [] {
+                         for (const auto& name : list_dir("/usr/lib")) {
+                           if (name.starts_with("python3.")) return name.substr(8);
+                         }
+                         return std::string("11");
+                       }()};
+  const std::vector<std::string> module{"/usr/bin/python3", "-c",
+                                        "import multiprocessing as mp\n"
+                                        "with mp.Pool(2) as p: print(p.map(abs, [-1, -2, 3]))"};
+  auto r = run(policy, module);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "[1, 2, 3]\n") << r.describe();
+  auto config = node_config();
+  config["module_mounts"] = false;
+  auto shared = run(policy, module, tree.write_json("mounts-off-py.json", config));
+  EXPECT_NE(shared.exit_code, 0) << shared.describe();
+  EXPECT_NE(shared.err.find("PermissionError"), std::string::npos) << shared.describe();
+}
+
+// Two modules at once: what one puts in its /dev/shm, the other and the node never see;
+// and neither lists, opens or finds the other's processes in /proc.
+TEST_F(OwnMounts, TwoModulesSeeNeitherTheOthersShmNorItsProcesses) {
+  const std::string sem = unique_name("sem");
+  const std::string shm = unique_name("shm");
+  const std::string go = tree.path("work/go");
+  BackgroundRun first(run_argv(base_policy(), {tree.probe(), "batch", "getpid", ",", "sem-open",
+                                               sem, ",", "shm-open", shm, ",", "wait-file", go}),
+                      env(), tree.path("first.out"));
+  ASSERT_TRUE(first.wait_lines(3)) << first.output();
+  const auto first_lines = lines(first.output());
+  ASSERT_EQ(first_lines.size(), 3U) << first.output();
+  ASSERT_TRUE(first_lines[0].starts_with("pid ")) << first.output();
+  const std::string pid = first_lines[0].substr(4);
+  EXPECT_EQ(first_lines[1], "ok");
+  EXPECT_EQ(first_lines[2], "ok");
+  // The node: not in its /dev/shm while the first module holds them.
+  EXPECT_FALSE(exists("/dev/shm/sem." + sem));
+  EXPECT_FALSE(exists("/dev/shm/" + shm));
+  // The second module, while the first runs: by name, by sem_open and shm_open of the same
+  // names (made anew: O_EXCL succeeds), and by listing /proc, opening /proc/PID/status.
+  auto second = batch(base_policy(), {{"shm-exists", "sem." + sem},
+                                      {"shm-exists", shm},
+                                      {"sem-open", sem},
+                                      {"shm-open", shm},
+                                      {"proc-status", pid},
+                                      {"proc-pids"}});
+  EXPECT_TRUE(second.exited(0)) << second.describe();
+  const auto second_lines = lines(second.out);
+  ASSERT_EQ(second_lines.size(), 6U) << second.describe();
+  EXPECT_EQ(second_lines[0], "errno ENOENT");
+  EXPECT_EQ(second_lines[1], "errno ENOENT");
+  EXPECT_EQ(second_lines[2], "ok");
+  EXPECT_EQ(second_lines[3], "ok");
+  EXPECT_EQ(second_lines[4], "errno ENOENT");
+  EXPECT_EQ((second_lines[5] + " ").find(" " + pid + " "), std::string::npos) << second_lines[5];
+  write_file(go, "");
+  EXPECT_EQ(first.wait(), 0) << first.output();
+  EXPECT_EQ(lines(first.output()).back(), "ok");
+}
+
+// The module starts in its working directory as its own namespace shows it (the launcher's
+// descriptor re-pointed): a relative path from there reaches its own /dev/shm, not the
+// node's. The work directory; the bundle (no work or temp), named through a symbolic link.
+TEST_F(OwnMounts, TheWorkingDirectoryIsInTheModulesNamespace) {
+  ASSERT_EQ(::symlink(tree.path("bundle").c_str(), tree.path("bundle-link").c_str()), 0);
+  auto bundle_only = base_policy();
+  bundle_only.erase("work");
+  bundle_only.erase("temp");
+  auto linked = bundle_only;
+  linked["bundle"] = tree.path("bundle-link");
+  const std::string up = "../../../dev/shm/sem.";  // from /tmp/oarbank-it-*/{work,bundle}
+  for (const auto& policy : {base_policy(), bundle_only, linked}) {
+    const std::string sem = unique_name("sem");
+    expect_lines(batch(policy, {{"sem-open", sem}, {"read", up + sem}}), {"ok", "ok"});
+  }
+}
+
+// --- /proc -------------------------------------------------------------------------------------
+
+TEST_F(OwnMounts, ProcShowsTheModulesOwnProcessesAlone) {
+  // Root's init, this test (root) and sandbox-run (root) are not there; the module is.
+  const std::string self = std::to_string(::getpid());
+  auto r = batch(base_policy(), {{"proc-status", "1"},
+                                 {"proc-status", self},
+                                 {"proc-status", "self"},
+                                 {"getpid"},
+                                 {"proc-pids"},
+                                 {"kill", "1", "0"}});
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  const auto out = lines(r.out);
+  ASSERT_EQ(out.size(), 6U) << r.describe();
+  EXPECT_EQ(out[0], "errno ENOENT");
+  EXPECT_EQ(out[1], "errno ENOENT");
+  EXPECT_EQ(out[2], "ok");
+  // The only process the module has is itself: the list is exactly its pid.
+  EXPECT_EQ(out[4], "pids " + out[3].substr(4)) << r.describe();
+  // kill(pid, 0) is not /proc: it still tells that a process exists (EPERM, not ESRCH).
+  EXPECT_EQ(out[5], "errno EPERM");
+}
+
+// --- written code ----------------------------------------------------------------------------
+
+TEST_F(OwnMounts, AWrittenFileIsNotMappedExecutableNorLoadedByTheDynamicLoader) {
+  const std::string copy = tree.path("work/true");
+  copy_file("/bin/true", copy, 0755);
+  ASSERT_EQ(::chown(copy.c_str(), module_uid(), module_gid()), 0);
+  auto r = batch(base_policy(),
+                 {{"mmap-exec", copy}, {"mprotect-exec", copy}, {"mmap-exec", tree.probe()}});
+  expect_lines(r, {"errno EPERM", "errno EACCES", "ok"});
+  // With exec_writable the module asked for it: mapped.
+  auto allowed = with(base_policy(), "exec_writable", true);
+  expect_lines(batch(allowed, {{"mmap-exec", copy}, {"mprotect-exec", copy}}), {"ok", "ok"});
+
+  // The dynamic loader, run as the module's program (the base system grants it), maps the
+  // written file's segments executable: refused by the noexec mount; with exec_writable,
+  // loaded and run. (Not in the kernel matrix's busybox guest: no dynamic loader there.)
+  constexpr const char* kLoader = "/lib64/ld-linux-x86-64.so.2";
+  if (!exists(kLoader)) GTEST_SKIP() << "no " << kLoader << ": mmap refused, ld.so not tried";
+  auto loader = run(base_policy(), {kLoader, copy});
+  EXPECT_EQ(loader.exit_code, 127) << loader.describe();
+  EXPECT_NE(loader.err.find("failed to map segment"), std::string::npos) << loader.describe();
+  auto loaded = run(allowed, {kLoader, copy});
+  EXPECT_TRUE(loaded.exited(0)) << loaded.describe();
+}
+
+// Code run through a descriptor, by execveat(fd, "", AT_EMPTY_PATH) and by execve of
+// /proc/self/fd/N. A memfd lives on the kernel's internal tmpfs, which Landlock lets through
+// and no mount of ours covers: the filter refuses memfd_create without MFD_NOEXEC_SEAL
+// (ENOSYS), and a sealed one has no execute bit (the kernel: EACCES), whatever the policy. A
+// written file opened from a writable directory: Landlock (no execute right) and the noexec
+// mount refuse it without exec_writable; with it, the module asked to run what it writes.
+TEST_F(OwnMounts, CodeRunThroughADescriptorIsRefused) {
+  const std::string copy = tree.path("work/probe-copy");
+  copy_file(tree.probe(), copy, 0755);
+  ASSERT_EQ(::chown(copy.c_str(), module_uid(), module_gid()), 0);
+  for (bool exec_writable : {false, true}) {
+    SCOPED_TRACE(exec_writable ? "exec_writable" : "exec_writable false");
+    auto policy = with(base_policy(), "exec_writable", exec_writable);
+    const std::string written = exec_writable ? "ok" : "errno EACCES";
+    auto r = batch(policy, {{"memfd-execveat", tree.probe()},
+                            {"memfd-proc-exec", tree.probe()},
+                            {"sealed-memfd-execveat", tree.probe()},
+                            {"sealed-memfd-proc-exec", tree.probe()},
+                            {"fd-execveat", copy},
+                            {"fd-proc-exec", copy},
+                            {"fd-execveat", tree.probe()},
+                            {"fd-proc-exec", tree.probe()}});
+    // The payload itself, from the bundle, through a descriptor: allowed (it prints "ok").
+    expect_lines(r, {"errno ENOSYS", "errno ENOSYS", "errno EACCES", "errno EACCES", written,
+                     written, "ok", "ok"});
+  }
+}
+
+// --- the pty -------------------------------------------------------------------------------
+
+TEST_F(OwnMounts, AModuleMakesPtysOfItsOwnAndSeesNoneOfTheNodes) {
+  Pty node_pty;  // one of the node's: /dev/pts/N there, not in the module's /dev/pts
+  const std::string node_pts = list_dir("/dev/pts").size() > 1 ? "more" : "none";
+  ASSERT_EQ(node_pts, "more");
+  auto r = batch(base_policy(), {{"pts-list"}, {"openpty"}, {"pts-list"}});
+  expect_lines(r, {"pts ptmx", "ok", "pts 0 ptmx"});
+}
+
+// --- nothing the module does undoes them --------------------------------------------------------
+
+TEST_F(OwnMounts, TheModuleCannotUndoItsMounts) {
+  const std::string work = tree.path("work");
+  auto r = batch(base_policy(), {{"umount", "/dev/shm"},
+                                 {"umount", "/proc"},
+                                 {"remount-exec", work},
+                                 {"mount-setattr-exec", work},
+                                 {"mount-tmpfs", work},
+                                 {"unshare", "0x20000"},
+                                 {"open_tree"},
+                                 {"fsopen"}});
+  expect_lines(r, {"errno EPERM", "errno EPERM", "errno EPERM", "errno EPERM", "errno EPERM",
+                   "errno EPERM", "errno EPERM", "errno EPERM"});
+}
+
+// --- turned off, refused --------------------------------------------------------------------
+
+// module_mounts false: the module runs on the node's mounts, and is granted none of them.
+TEST_F(OwnMounts, TheNodeKeyTurnsThemOff) {
+  auto config = node_config();
+  config["module_mounts"] = false;
+  const std::string off = tree.write_json("mounts-off.json", config);
+  const std::string self = std::to_string(::getpid());
+  auto r = batch(base_policy(),
+                 {{"sem-open", unique_name("sem")}, {"proc-status", self}, {"pts-list"}}, off);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  const auto out = lines(r.out);
+  ASSERT_EQ(out.size(), 3U) << r.describe();
+  EXPECT_EQ(out[0], "errno EACCES");  // the node's /dev/shm: not granted
+  EXPECT_EQ(out[1], "ok");            // the node's /proc
+  EXPECT_EQ(out[2], "pts errno EACCES");
+}
+
+// The report's rows: enforced for root (sandbox-run makes them), unavailable, saying why,
+// for a user (unprivileged sandbox-run and sandbox-exec run on the node's mounts).
+TEST_F(OwnMounts, TheReportSaysWhereTheyAreMade) {
+  auto rows = [&](std::optional<std::pair<uid_t, gid_t>> user) {
+    RunOptions o;
+    o.user = user;
+    auto r =
+        run_command({OARBANK_AGENT_BINARY, "sandbox-report", "--config", config_path, "--json"}, o);
+    EXPECT_TRUE(r.exited(0)) << r.describe();
+    std::map<std::string, std::pair<std::string, std::string>> out;
+    const nlohmann::json report = nlohmann::json::parse(r.out);  // kept: the loop reads into it
+    for (const auto& row : report.at("rows")) {
+      out[row.at("row").get<std::string>()] = {row.at("status").get<std::string>(),
+                                               row.value("reason", std::string())};
+    }
+    return out;
+  };
+  const auto root = rows(std::nullopt);
+  const auto user = rows(std::pair<uid_t, gid_t>{65534, 65534});
+  for (const char* row : {"mounts.shm", "mounts.noexec", "mounts.proc", "mounts.pts"}) {
+    EXPECT_EQ(root.at(row).first, "enforced") << row;
+    EXPECT_EQ(user.at(row).first, "unavailable") << row;
+    EXPECT_NE(user.at(row).second.find("not root"), std::string::npos) << user.at(row).second;
+  }
+  EXPECT_NE(root.at("known-limit.exec-writable").second.find("noexec"), std::string::npos);
+  EXPECT_NE(user.at("known-limit.exec-writable").second.find("the dynamic loader"),
+            std::string::npos);
+}
+
+// Fail closed: root without CAP_SYS_ADMIN (a container's root) cannot make the module's
+// mounts, and the node asks for them: refused with 70 naming the step and the key, before
+// anything runs. With module_mounts false the same module runs on the node's mounts.
+TEST_F(OwnMounts, WithoutCapSysAdminTheRunIsRefused) {
+  if (!exists("/usr/bin/setpriv")) GTEST_SKIP() << "no /usr/bin/setpriv to drop CAP_SYS_ADMIN";
+  auto argv = run_argv(base_policy(), {tree.probe(), "true"});
+  argv.insert(argv.begin(),
+              {"/usr/bin/setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--"});
+  RunOptions o;
+  o.env = env();
+  o.timeout = 20s;
+  auto r = run_command(argv, o);
+  EXPECT_EQ(r.exit_code, 70) << r.describe();
+  EXPECT_EQ(r.err_line_count(), 1U) << r.describe();
+  EXPECT_NE(r.err.find("step mounts failed: module_mounts is true in the node configuration, "
+                       "and the agent lacks CAP_SYS_ADMIN"),
+            std::string::npos)
+      << r.describe();
+  EXPECT_EQ(r.out, "");
+}
+
+}  // namespace
+}  // namespace oarbank::it

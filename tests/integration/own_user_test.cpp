@@ -1,0 +1,463 @@
+// Issue 12, "Its own user": sandbox-run as root gives each module id a uid and gid of its own
+// from the node's module_users range, the same on every run of the id (the registry,
+// supervise/uid_registry.hpp). Two modules run side by side, and the second tries the first's
+// files and processes from inside its sandbox, each by more than one route: read, write,
+// chmod, chown, utimes, xattrs, signals, prlimit, setpriority; and each one's RLIMIT_NPROC
+// counts its own processes alone. The same scenario with module_users null (every module the
+// fixed module_user) shows what the per-module user closes.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "sandbox_fixture.hpp"
+
+namespace oarbank::it {
+namespace {
+
+using namespace std::chrono_literals;
+
+// sandbox-run in the background, its output in a file; RLIMIT_NPROC set first when given.
+class Background {
+ public:
+  Background(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+             const std::string& output, std::optional<rlim_t> nproc = {}) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      ::dup2(null, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      if (nproc) {
+        const rlimit limit{*nproc, *nproc};
+        if (::setrlimit(RLIMIT_NPROC, &limit) != 0) ::_exit(126);
+      }
+      exec_in_child(argv, env);
+    }
+  }
+  ~Background() { stop(); }
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+  // SIGTERM to sandbox-run (it stops its module and tears its world down), then reaped.
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (::waitpid(pid_, nullptr, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        break;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+std::string read_if_there(const std::string& path) { return exists(path) ? read_file(path) : ""; }
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+class OwnUser : public UncappedTest {
+ protected:
+  OwnUser() {
+    // A range of this test process's own, far from real accounts, so that tests running at
+    // once (each with its own registry) do not lease the same numbers.
+    first_ = 3000000000U + static_cast<std::uint32_t>(::getpid() % 100000) * 16U;
+  }
+
+  // `own`: module_users on (this test's range); else null (every module the fixed user).
+  std::string config(bool own, int cap) {
+    auto c = node_config();
+    c["module_users"] =
+        own ? nlohmann::json{{"first", first_}, {"last", first_ + 15}} : nlohmann::json(nullptr);
+    if (cap != kUncapped) c["landlock_abi_max"] = cap;
+    return tree.write_json("own-user-" + std::to_string(own) + "-" + std::to_string(cap) + ".json",
+                           c);
+  }
+  std::vector<std::string> env() const {
+    auto e = launcher_environment();
+    e.push_back("OARBANK_STATE_DIR=" + tree.path("state"));
+    return e;
+  }
+  // A policy whose only writable directory is `work` (made by sandbox-run when missing);
+  // `read_also`: granted read besides the tree's bundle, runtime and tools.
+  nlohmann::json policy_with_work(const std::string& work, const std::string& read_also = "") {
+    auto p = base_policy();
+    p["work"] = work;
+    p.erase("temp");
+    p.erase("data");
+    if (!read_also.empty()) p["runtime"].push_back(read_also);
+    return p;
+  }
+  std::vector<std::string> run_argv(const std::string& config_file, const std::string& id,
+                                    const nlohmann::json& policy,
+                                    const std::vector<std::string>& module) {
+    std::vector<std::string> argv{OARBANK_AGENT_BINARY,
+                                  "sandbox-run",
+                                  "--config",
+                                  config_file,
+                                  "--id",
+                                  id,
+                                  tree.write_json(id + ".json", policy),
+                                  "--",
+                                  tree.probe()};
+    argv.insert(argv.end(), module.begin(), module.end());
+    return argv;
+  }
+  RunResult run(const std::string& config_file, const std::string& id, const nlohmann::json& policy,
+                const std::vector<std::string>& module) {
+    RunOptions o;
+    o.env = env();
+    o.timeout = 20s;
+    return run_command(run_argv(config_file, id, policy, module), o);
+  }
+  // The module pid the run record of `id` names, once it runs.
+  pid_t module_pid(const std::string& id) {
+    const std::string record = tree.path("state/" + id + ".json");
+    for (int i = 0; i < 1000; ++i) {
+      auto j = nlohmann::json::parse(read_if_there(record), nullptr, false);
+      if (j.is_object() && j.value("phase", "") == "running" && j.value("module_pid", 0) > 0) {
+        return j["module_pid"].get<pid_t>();
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return 0;
+  }
+  static bool wait_for_line(const std::string& path, const std::string& line) {
+    for (int i = 0; i < 2000; ++i) {
+      for (const auto& l : lines_of(read_if_there(path))) {
+        if (l == line) return true;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }
+
+  // Module A runs (its work directory made by sandbox-run, its file f in it, readable in
+  // name only: the directory 0755, the file 0600), and module B, at the same time, tries A's
+  // file and process. Returns B's answer to each try, by name.
+  std::map<std::string, std::string> second_module_tries_the_first(bool own, int cap) {
+    const std::string c = config(own, cap);
+    const std::string tag = (own ? "own" : "shared") + std::to_string(cap);
+    const std::string a_id = unique_name("own-a");
+    const std::string b_id = unique_name("own-b");
+    const std::string a_work = tree.path(tag + "-a/work");
+    const std::string b_work = tree.path(tag + "-b/work");
+    const std::string out = tree.path(tag + "-a.out");
+    Background a(run_argv(c, a_id, policy_with_work(a_work), {"sleep-forever"}), env(), out);
+    EXPECT_TRUE(wait_for_line(out, "ok")) << read_if_there(out);
+    const pid_t a_pid = module_pid(a_id);
+    EXPECT_GT(a_pid, 0);
+    struct stat st {};
+    EXPECT_EQ(::stat(a_work.c_str(), &st), 0);
+    a_uid = st.st_uid;
+    a_gid = st.st_gid;
+    // A's own file, as A would have made it.
+    const std::string f = a_work + "/f";
+    write_file(f, "a's data\n", 0600);
+    EXPECT_EQ(::chown(f.c_str(), a_uid, a_gid), 0);
+    EXPECT_EQ(::chmod(a_work.c_str(), 0755), 0);
+
+    const std::string pid = std::to_string(a_pid);
+    const std::string uid = std::to_string(a_uid);
+    const std::string gid = std::to_string(a_gid);
+    const std::vector<std::pair<std::string, std::vector<std::string>>> tries = {
+        {"ids", {"ids"}},
+        {"read", {"read", f}},
+        {"read-all", {"read-all", f}},
+        {"write", {"write", f}},
+        {"append", {"append", f}},
+        {"chmod", {"mode-call", "chmod", f, "0644"}},
+        {"fchmodat", {"mode-call", "fchmodat", f, "0644"}},
+        {"chown", {"chown", f, uid, gid}},
+        {"fchownat", {"fchownat", f, uid, gid}},
+        {"utimes", {"utimes", f}},
+        {"utimensat", {"utimensat", f}},
+        {"setxattr", {"setxattr", f}},
+        {"lsetxattr", {"lsetxattr", f}},
+        {"kill-0", {"kill", pid, "0"}},
+        {"pidfd-kill", {"pidfd-kill", pid, "0"}},
+        {"prlimit-set", {"prlimit", pid}},
+        {"prlimit-get", {"prlimit-get", pid}},
+        {"setpriority", {"setpriority", "0", pid}},
+        {"kill-term", {"kill", pid, "15"}},  // last: where it is allowed, A ends here
+    };
+    std::vector<std::string> batch{"batch"};
+    for (const auto& [name, args] : tries) {
+      batch.insert(batch.end(), args.begin(), args.end());
+      batch.emplace_back(",");
+    }
+    // B is granted read on A's directory: where Landlock would let it in, the uid decides.
+    RunResult b = run(c, b_id, policy_with_work(b_work, tree.path(tag + "-a")), batch);
+    EXPECT_TRUE(b.exited(0)) << b.describe();
+    const auto lines = lines_of(b.out);
+    std::map<std::string, std::string> answers;
+    for (std::size_t i = 0; i < tries.size(); ++i) {
+      answers[tries[i].first] = i < lines.size() ? lines[i] : "(no answer)";
+    }
+    // A is still there, untouched: its process alive, its file its own.
+    EXPECT_EQ(::stat(f.c_str(), &st), 0);
+    if (own) {
+      EXPECT_EQ(::kill(a_pid, 0), 0);
+      EXPECT_EQ(st.st_mode & 07777, 0600U);
+      EXPECT_EQ(st.st_uid, a_uid);
+      EXPECT_EQ(read_file(f), "a's data\n");
+    }
+    a.stop();
+    return answers;
+  }
+
+  std::uint32_t first_ = 0;
+  uid_t a_uid = 0;
+  gid_t a_gid = 0;
+};
+
+// With module users on, nothing of A's is B's to read, change, signal or limit, by any route,
+// whether or not Landlock scopes signals (ABI 6) or the filter refuses prlimit: the uids
+// differ, so the kernel's own owner and same-user checks refuse too.
+TEST_F(OwnUser, TwoModulesCannotReachEachOthersFilesMetadataOrProcesses) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  for (int cap : {5, kUncapped}) {
+    SCOPED_TRACE("landlock_abi_max " + std::to_string(cap));
+    auto answers = second_module_tries_the_first(true, cap);
+    ASSERT_GE(a_uid, first_);
+    ASSERT_LE(a_uid, first_ + 15);
+    EXPECT_EQ(a_gid, a_uid);
+    // B has a uid of its own from the range, not A's.
+    std::istringstream ids(answers["ids"]);
+    uid_t b_uid = 0;
+    gid_t b_gid = 0;
+    ids >> b_uid >> b_gid;
+    EXPECT_NE(b_uid, a_uid) << answers["ids"];
+    EXPECT_GE(b_uid, first_);
+    EXPECT_LE(b_uid, first_ + 15);
+    EXPECT_EQ(b_gid, b_uid);
+    // Read is granted by B's policy: the file's mode (0600, A's) refuses it.
+    EXPECT_EQ(answers["read"], "errno EACCES");
+    EXPECT_EQ(answers["read-all"], "errno EACCES");
+    EXPECT_EQ(answers["write"], "errno EACCES");
+    EXPECT_EQ(answers["append"], "errno EACCES");
+    // Metadata: Landlock does not govern it; the owner check does.
+    for (const char* call : {"chmod", "fchmodat", "chown", "fchownat", "utimes", "utimensat"}) {
+      EXPECT_EQ(answers[call], "errno EPERM") << call;
+    }
+    // user.* xattrs need write permission, which the file's mode does not give B.
+    for (const char* call : {"setxattr", "lsetxattr"}) {
+      EXPECT_NE(answers[call], "ok") << call;
+      EXPECT_TRUE(answers[call] == "errno EACCES" || answers[call] == "errno EPERM")
+          << call << ": " << answers[call];
+    }
+    for (const char* call : {"kill-0", "kill-term", "pidfd-kill", "prlimit-set", "prlimit-get"}) {
+      EXPECT_EQ(answers[call], "errno EPERM") << call;
+    }
+    EXPECT_TRUE(answers["setpriority"] == "errno EPERM" || answers["setpriority"] == "errno EACCES")
+        << answers["setpriority"];
+  }
+}
+
+// What the per-module user closes: with every module the same module_user (module_users
+// null) and no Landlock signal scope (ABI 5), B reads, chmods, chowns, touches and signals A's.
+TEST_F(OwnUser, WithOneSharedModuleUserTheSameTriesSucceed) {
+  if (!running_as_root()) GTEST_SKIP() << "the fixed module_user applies as root";
+  auto answers = second_module_tries_the_first(false, 5);
+  EXPECT_EQ(a_uid, static_cast<uid_t>(module_uid()));
+  EXPECT_EQ(answers["ids"], std::to_string(module_uid()) + " " + std::to_string(module_gid()));
+  for (const char* call : {"read", "chmod", "fchmodat", "chown", "fchownat", "utimes", "utimensat",
+                           "kill-0", "pidfd-kill", "kill-term"}) {
+    EXPECT_EQ(answers[call], "ok") << call;
+  }
+}
+
+// RLIMIT_NPROC counts the processes of a real uid: with a uid each, A's processes do not
+// count against B's limit. A, limited to 16, stops at its limit; B, limited to 16 as well
+// and started while A holds its 16, forks 8. (With one shared user B could fork none.)
+TEST_F(OwnUser, EachModulesProcessLimitIsItsOwn) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  for (bool own : {true, false}) {
+    SCOPED_TRACE(own ? "own users" : "one shared module_user");
+    const std::string c = config(own, kUncapped);
+    const std::string tag = own ? "nproc-own" : "nproc-shared";
+    const std::string out = tree.path(tag + "-a.out");
+    Background a(run_argv(c, unique_name("nproc-a"), policy_with_work(tree.path(tag + "-a/work")),
+                          {"batch", "fork-bomb", "40", ",", "sleep-forever"}),
+                 env(), out, 16);
+    ASSERT_TRUE(wait_for_line(out, "ok")) << read_if_there(out);
+    const auto a_lines = lines_of(read_if_there(out));
+    // A's first line: "forked N EAGAIN", N below 16 (A itself counts).
+    ASSERT_FALSE(a_lines.empty());
+    EXPECT_TRUE(a_lines[0].starts_with("forked ") && a_lines[0].ends_with(" EAGAIN")) << a_lines[0];
+    const std::vector<std::string> b_argv =
+        run_argv(c, unique_name("nproc-b"), policy_with_work(tree.path(tag + "-b/work")),
+                 {"fork-bomb", "8"});
+    const std::string b_out = tree.path(tag + "-b.out");
+    {
+      Background b(b_argv, env(), b_out, 16);
+      for (int i = 0; i < 2000 && lines_of(read_if_there(b_out)).empty(); ++i) {
+        std::this_thread::sleep_for(5ms);
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    const std::string b_text = read_if_there(b_out);
+    if (own) {
+      EXPECT_NE(b_text.find("forked 8 ok"), std::string::npos) << b_text;
+    } else {
+      EXPECT_EQ(b_text.find("forked 8 ok"), std::string::npos) << b_text;
+    }
+    a.stop();
+  }
+}
+
+// The same id gets the same uid on every run, another id another; the directory sandbox-run
+// makes is the id's; the lease is listed by sandbox-ctl leases and not reclaimable while
+// recent; an existing directory of another module's uid is refused by the directories rule;
+// a policy that names the registry is refused.
+TEST_F(OwnUser, SameIdSameUidAndTheRegistryIsKeptAndProtected) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string c = config(true, kUncapped);
+  const std::string x = unique_name("lease-x");
+  const std::string y = unique_name("lease-y");
+  const auto x_policy = policy_with_work(tree.path("x/work"));
+  RunResult first = run(c, x, x_policy, {"ids"});
+  ASSERT_TRUE(first.exited(0)) << first.describe();
+  RunResult again = run(c, x, x_policy, {"ids"});
+  ASSERT_TRUE(again.exited(0)) << again.describe();
+  EXPECT_EQ(first.out, again.out);
+  RunResult other = run(c, y, policy_with_work(tree.path("y/work")), {"ids"});
+  ASSERT_TRUE(other.exited(0)) << other.describe();
+  EXPECT_NE(first.out, other.out);
+  struct stat st {};
+  ASSERT_EQ(::stat(tree.path("x/work").c_str(), &st), 0);
+  EXPECT_EQ(std::to_string(st.st_uid) + " " + std::to_string(st.st_gid), first.out_line());
+  EXPECT_EQ(st.st_mode & 07777, 0700U);
+  // The registry: root's, 0700; a lease file 0600 per id, naming its uid.
+  ASSERT_EQ(::stat(tree.path("registry").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700U);
+  for (const auto& id : {x, y}) {
+    ASSERT_EQ(::stat(tree.path("registry/" + id + ".lease").c_str(), &st), 0) << id;
+    EXPECT_EQ(st.st_mode & 07777, 0600U);
+  }
+  const auto lease = nlohmann::json::parse(read_file(tree.path("registry/" + x + ".lease")));
+  EXPECT_EQ(std::to_string(lease["uid"].get<std::uint32_t>()) + " " +
+                std::to_string(lease["gid"].get<std::uint32_t>()),
+            first.out_line());
+  EXPECT_EQ(lease["paths"], nlohmann::json::array({tree.path("x/work")}));
+
+  RunOptions o;
+  o.env = env();
+  RunResult leases = run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "leases", "--config", c}, o);
+  ASSERT_TRUE(leases.exited(0)) << leases.describe();
+  EXPECT_NE(leases.out.find(x), std::string::npos) << leases.out;
+  EXPECT_NE(leases.out.find(first.out_line().substr(0, first.out_line().find(' '))),
+            std::string::npos)
+      << leases.out;
+  RunResult reclaim =
+      run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "reclaim", x, "--config", c}, o);
+  EXPECT_TRUE(reclaim.exited(70)) << reclaim.describe();
+  EXPECT_NE(reclaim.err.find("reclaim_after_days"), std::string::npos) << reclaim.err;
+  EXPECT_EQ(reclaim.err_line_count(), 1U) << reclaim.err;
+
+  // sandbox-check judges x's existing directory with x's leased uid when told the id, and
+  // with module_user (which does not own it) when not.
+  const std::string x_policy_file = tree.write_json("x-check.json", x_policy);
+  RunResult check_x = run_command(
+      {OARBANK_AGENT_BINARY, "sandbox-check", "--config", c, "--id", x, x_policy_file}, o);
+  EXPECT_TRUE(check_x.exited(0)) << check_x.describe();
+  RunResult check_plain =
+      run_command({OARBANK_AGENT_BINARY, "sandbox-check", "--config", c, x_policy_file}, o);
+  EXPECT_TRUE(check_plain.exited(70)) << check_plain.describe();
+
+  // y's policy naming x's directory: it belongs to x's uid, not y's.
+  RunResult theirs = run(c, y, policy_with_work(tree.path("x/work")), {"ids"});
+  EXPECT_TRUE(theirs.exited(70)) << theirs.describe();
+  EXPECT_NE(theirs.err.find(tree.path("x/work")), std::string::npos) << theirs.err;
+  EXPECT_EQ(theirs.out, "");
+
+  // A policy that reaches the registry.
+  RunResult reach = run(c, x, policy_with_work(tree.path("registry/x")), {"ids"});
+  EXPECT_TRUE(reach.exited(70)) << reach.describe();
+  EXPECT_NE(reach.err.find("the module user registry"), std::string::npos) << reach.err;
+}
+
+// Reclaim, once x's last run is old enough (its lease rewritten as the registry would hold it
+// months later): refused while x's directory still belongs to x's uid, naming it; done once
+// root re-owns it; then x is gone from the leases, and its next run leases anew.
+TEST_F(OwnUser, ReclaimWaitsForTheFilesToBeReownedOrRemoved) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string c = config(true, kUncapped);
+  const std::string x = unique_name("reclaim-x");
+  const std::string work = tree.path("rx/work");
+  RunResult first = run(c, x, policy_with_work(work), {"write", work + "/left"});
+  ASSERT_TRUE(first.exited(0)) << first.describe();
+  const std::string lease_path = tree.path("registry/" + x + ".lease");
+  auto lease = nlohmann::json::parse(read_file(lease_path));
+  lease["last_run"] = 0;
+  write_file(lease_path, lease.dump(), 0600);
+  RunOptions o;
+  o.env = env();
+  const std::vector<std::string> reclaim{
+      OARBANK_AGENT_BINARY, "sandbox-ctl", "reclaim", x, "--config", c};
+  RunResult refused = run_command(reclaim, o);
+  EXPECT_TRUE(refused.exited(70)) << refused.describe();
+  EXPECT_NE(refused.err.find(work + " still belongs to uid or gid " +
+                             std::to_string(lease["uid"].get<std::uint32_t>())),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("chown -R"), std::string::npos) << refused.err;
+  for (const std::string& path : {work, work + "/left"}) {
+    ASSERT_EQ(::chown(path.c_str(), 0, 0), 0) << path;
+  }
+  RunResult done = run_command(reclaim, o);
+  EXPECT_TRUE(done.exited(0)) << done.describe();
+  EXPECT_EQ(done.out_line(), "reclaimed uid " + std::to_string(lease["uid"].get<std::uint32_t>()) +
+                                 " of module id " + x);
+  EXPECT_FALSE(exists(lease_path));
+  RunResult leases = run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "leases", "--config", c}, o);
+  EXPECT_EQ(leases.out.find(x), std::string::npos) << leases.out;
+  RunResult again = run_command(reclaim, o);
+  EXPECT_TRUE(again.exited(69)) << again.describe();
+}
+
+// Without --id the run's id is generated, never run again: it leases nothing (the registry
+// would only grow, and the directory it made would refuse the next run) and runs as
+// module_user.
+TEST_F(OwnUser, AGeneratedIdRunsAsModuleUserAndLeasesNothing) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string c = config(true, kUncapped);
+  std::vector<std::string> argv{
+      OARBANK_AGENT_BINARY,
+      "sandbox-run",
+      "--config",
+      c,
+      tree.write_json("anonymous.json", policy_with_work(tree.path("anon/work"))),
+      "--",
+      tree.probe(),
+      "ids"};
+  RunOptions o;
+  o.env = env();
+  RunResult r = run_command(argv, o);
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out_line(), std::to_string(module_uid()) + " " + std::to_string(module_gid()));
+  EXPECT_TRUE(!exists(tree.path("registry")) || list_dir(tree.path("registry")).size() <= 1U)
+      << "a lease for a generated id";
+}
+
+}  // namespace
+}  // namespace oarbank::it

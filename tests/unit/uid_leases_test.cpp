@@ -1,0 +1,187 @@
+// Issue 12, "Its own user": the lease table (plan/uid_leases.cpp) and the registry that keeps
+// it (supervise/uid_registry.cpp) on a temporary directory. No root needed.
+#include "plan/uid_leases.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "supervise/uid_registry.hpp"
+#include "sys/error.hpp"
+
+namespace oarbank {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(UidLeases, ChoosesTheLowestNumberNotTaken) {
+  const std::set<std::uint32_t> taken = {100, 101};
+  auto by = [&](std::uint32_t n) { return taken.count(n) != 0; };
+  EXPECT_EQ(choose_module_uid(100, 110, by), 102U);
+  EXPECT_EQ(choose_module_uid(100, 101, by), std::nullopt);
+  // 0 and the overflow uid are never chosen, even when nothing takes them.
+  EXPECT_EQ(choose_module_uid(0, 1, [](std::uint32_t) { return false; }), 1U);
+  EXPECT_EQ(choose_module_uid(65534, 65535, [](std::uint32_t) { return false; }), 65535U);
+}
+
+TEST(UidLeases, LeaseRoundTripsAndWhatCannotBeTrustedIsRefused) {
+  const UidLease lease{"a", 61184, 61184, 10, 20, {"/tmp/a", "/var/lib/oarbank/a"}};
+  std::string problem;
+  auto back = uid_lease_from_json(uid_lease_to_json(lease), problem);
+  ASSERT_TRUE(back.has_value()) << problem;
+  EXPECT_EQ(*back, lease);
+  for (const char* bad : {
+           "",
+           "[]",
+           R"({"id": "a"})",
+           R"({"id": "a", "uid": 0, "gid": 5, "leased_at": 0, "last_run": 0, "paths": []})",
+           R"({"id": "a", "uid": 5, "gid": 0, "leased_at": 0, "last_run": 0, "paths": []})",
+           R"({"id": "a", "uid": -1, "gid": 5, "leased_at": 0, "last_run": 0, "paths": []})",
+       }) {
+    problem.clear();
+    EXPECT_FALSE(uid_lease_from_json(bad, problem).has_value()) << bad;
+    EXPECT_FALSE(problem.empty()) << bad;
+  }
+}
+
+TEST(UidLeases, DueAfterTheConfiguredDaysAndPathsRememberedOnce) {
+  UidLease lease{"a", 7, 7, 0, 1000, {}};
+  EXPECT_FALSE(lease_is_due(lease, 1000 + 86400 - 1, 1));
+  EXPECT_TRUE(lease_is_due(lease, 1000 + 86400, 1));
+  EXPECT_TRUE(remember_lease_path(lease, "/b"));
+  EXPECT_TRUE(remember_lease_path(lease, "/a"));
+  EXPECT_FALSE(remember_lease_path(lease, "/b"));
+  EXPECT_EQ(lease.paths, (std::vector<std::string>{"/a", "/b"}));
+}
+
+TEST(UidRegistry, TheUserDatabaseNamesRootAndItsGroups) {
+  EXPECT_TRUE(user_database_names(0));
+  // A number far beyond any real account (and below (uid_t)-1).
+  EXPECT_FALSE(user_database_names(4000000001U));
+}
+
+class UidRegistryDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "oarbank-uids-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    base_ = pattern;
+    dir_ = (base_ / "registry").string();
+  }
+  void TearDown() override { fs::remove_all(base_); }
+  fs::path base_;
+  std::string dir_;
+  // Far from real accounts: nothing in the user database names these.
+  ModuleUserRange range_{4000000000U, 4000000002U, 1};
+};
+
+bool never_running(const std::string&) { return false; }
+bool always_running(const std::string&) { return true; }
+
+TEST_F(UidRegistryDir, SameIdSameUidOtherIdsOthersUntilTheRangeIsFull) {
+  const UidLease a = lease_module_user(dir_, "a", range_, {"/x/a"}, 1000);
+  EXPECT_EQ(a.uid, 4000000000U);
+  EXPECT_EQ(a.gid, a.uid);
+  struct stat st {};
+  ASSERT_EQ(::stat(dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700U);
+  ASSERT_EQ(::stat((dir_ + "/a.lease").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600U);
+  ASSERT_EQ(::stat((dir_ + "/4000000000.uid").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600U);
+  EXPECT_EQ(lease_module_user(dir_, "a", range_, {}, 2000).uid, a.uid);
+  EXPECT_EQ(lease_module_user(dir_, "b", range_, {}, 2000).uid, 4000000001U);
+  EXPECT_EQ(lease_module_user(dir_, "c", range_, {}, 2000).uid, 4000000002U);
+  try {
+    lease_module_user(dir_, "d", range_, {}, 2000);
+    FAIL() << "a fourth id leased from a range of three";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unenforceable);
+    EXPECT_NE(std::string(e.what()).find("sandbox-ctl reclaim"), std::string::npos) << e.what();
+  }
+  const auto leases = list_module_users(dir_);
+  ASSERT_EQ(leases.size(), 3U);
+  EXPECT_EQ(leases[0].paths, (std::vector<std::string>{"/x/a"}));
+  // A last run within the hour is not rewritten; later it is.
+  EXPECT_EQ(leases[0].last_run, 1000);
+  lease_module_user(dir_, "a", range_, {}, 1000 + 3600);
+  EXPECT_EQ(list_module_users(dir_)[0].last_run, 1000 + 3600);
+}
+
+TEST_F(UidRegistryDir, ConcurrentLeasesNeverShareAUid) {
+  ModuleUserRange wide{4000000000U, 4000000100U, 1};
+  std::vector<std::thread> threads;
+  std::vector<std::uint32_t> uids(16);
+  for (int i = 0; i < 16; ++i) {
+    threads.emplace_back([&, i] {
+      uids[i] = lease_module_user(dir_, "id" + std::to_string(i), wide, {}, 1000).uid;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(std::set<std::uint32_t>(uids.begin(), uids.end()).size(), 16U);
+}
+
+TEST_F(UidRegistryDir, AnUntrustedOrUnreadableLeaseIsRefusedNotReset) {
+  lease_module_user(dir_, "a", range_, {}, 1000);
+  { std::ofstream(dir_ + "/a.lease") << "{ not json"; }
+  EXPECT_THROW(lease_module_user(dir_, "a", range_, {}, 1000), Error);
+  EXPECT_THROW(list_module_users(dir_), Error);
+  const std::string other = base_.string() + "/other";
+  lease_module_user(other, "a", range_, {}, 1000);
+  ASSERT_EQ(::chmod((other + "/a.lease").c_str(), 0622), 0);
+  EXPECT_THROW(list_module_users(other), Error);
+  // A number reserved but untrusted is not handed out: a new id's lease fails closed.
+  ASSERT_EQ(::chmod((other + "/4000000000.uid").c_str(), 0666), 0);
+  EXPECT_THROW(lease_module_user(other, "b", range_, {}, 1000), Error);
+}
+
+// A crash between the number's reservation and the lease: the number stays reserved for its
+// id (never given to another), and that id's next run gets it.
+TEST_F(UidRegistryDir, AReservationWithoutItsLeaseIsItsIdsAlone) {
+  lease_module_user(dir_, "a", range_, {}, 1000);
+  ASSERT_EQ(::unlink((dir_ + "/a.lease").c_str()), 0);
+  EXPECT_EQ(lease_module_user(dir_, "b", range_, {}, 1000).uid, 4000000001U);
+  EXPECT_EQ(lease_module_user(dir_, "a", range_, {}, 1000).uid, 4000000000U);
+}
+
+TEST_F(UidRegistryDir, ReclaimOnlyWhenDueNotRunningAndNoFileOfTheUidIsLeft) {
+  const std::string work = (base_ / "work").string();
+  fs::create_directories(work + "/deep");
+  const UidLease a = lease_module_user(dir_, "a", range_, {work}, 1000);
+  const std::int64_t later = 1000 + 2 * 86400;
+  try {
+    reclaim_module_user(dir_, "a", 1, 1000 + 3600, never_running);
+    FAIL() << "reclaimed a lease run an hour ago";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("reclaim_after_days"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(reclaim_module_user(dir_, "a", 1, later, always_running), Error);
+  if (::geteuid() == 0) {
+    // A file the module left, still its uid's: named, with how to re-own it.
+    const std::string left = work + "/deep/left";
+    std::ofstream(left) << "x";
+    ASSERT_EQ(::chown(left.c_str(), a.uid, 0), 0);
+    try {
+      reclaim_module_user(dir_, "a", 1, later, never_running);
+      FAIL() << "reclaimed a uid that still owns " << left;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Unenforceable);
+      EXPECT_NE(std::string(e.what()).find(left + " still belongs to uid"), std::string::npos)
+          << e.what();
+    }
+    ASSERT_EQ(::chown(left.c_str(), 0, 0), 0);
+  }
+  EXPECT_EQ(reclaim_module_user(dir_, "a", 1, later, never_running).uid, a.uid);
+  EXPECT_TRUE(list_module_users(dir_).empty());
+  EXPECT_THROW(reclaim_module_user(dir_, "a", 1, later, never_running), Error);
+  // Its number is free again.
+  EXPECT_EQ(lease_module_user(dir_, "b", range_, {}, later).uid, a.uid);
+}
+
+}  // namespace
+}  // namespace oarbank
