@@ -545,6 +545,7 @@ TEST_F(ModuleWorld, CPythonsRegressionTestsPassInside) {
                                 "/usr/bin/python3",
                                 "-m",
                                 "test",
+                                "-j2",  // regrtest's worker processes (the example)
                                 "test_posix",
                                 "test_os",
                                 "test_asyncio.test_subprocess",
@@ -570,7 +571,7 @@ TEST_F(ModuleWorld, CPythonsRegressionTestsPassInside) {
   if (!shm) missing.emplace_back("test_concurrent_futures (h-mounts' /dev/shm)");
   if (!has_own_user()) {
     args.insert(args.end(), {"-i", "*ProgramPriorityTests*"});
-    missing.emplace_back("test_os's ProgramPriorityTests (h-uid's leased uid)");
+    missing.emplace_back("test_os's ProgramPriorityTests (a leased uid; this node: module_user)");
   }
   RunResult r = run(base_policy(), args, "", 300s);
   EXPECT_TRUE(r.exited(0)) << r.describe();
