@@ -6,9 +6,10 @@
 // another module or the host. Real programs (python3, coreutils' timeout, util-linux's ipcmk)
 // run as they do outside.
 //
-// Some of what the issue shows needs its sibling parts (h-uid's leased uid for prlimit64,
-// sched_* and inotify by pid; h-mounts' private /dev/shm and devpts for multiprocessing.Pool and
-// `script`): those tests find out whether the part is there and skip, naming it, where not.
+// Some of what the issue shows needs issue 12's other parts on the node: a leased uid
+// (module_users) for prlimit64, sched_* and inotify by pid; the module's own /dev/shm and
+// devpts (module_mounts) for multiprocessing.Pool and `script`. Those tests find out whether
+// the part is there and skip, naming it, where not.
 #include <fcntl.h>
 #include <mqueue.h>
 #include <signal.h>
@@ -163,7 +164,7 @@ class ModuleWorld : public SandboxBase, public ::testing::Test {
   static bool have_cgroup() {
     return running_as_root() && !test_leaves_parent().empty() && exists("/sys/fs/cgroup");
   }
-  // The uid a sandbox-run module runs as (its status line), for the parts that need h-uid.
+  // The uid a sandbox-run module runs as (its status line), for the parts that need a leased uid.
   std::string module_uid_under_run() {
     std::string out = run_out(base_policy(), {"status"});
     const auto at = out.find("Uid:");
@@ -172,8 +173,8 @@ class ModuleWorld : public SandboxBase, public ::testing::Test {
     rest.erase(0, rest.find_first_not_of(" \t"));
     return rest.substr(0, rest.find_first_of(" \t\n"));
   }
-  // Whether the module runs as a uid of its own (h-uid's leased uid), not the shared module
-  // user: the allowances for prlimit64, sched_*, setpriority/ioprio_set by pid and inotify
+  // Whether the module runs as a uid of its own (a leased uid (module_users)), not the shared
+  // module user: the allowances for prlimit64, sched_*, setpriority/ioprio_set by pid and inotify
   // rely on it.
   bool has_own_user() {
     const std::string uid = module_uid_under_run();
@@ -503,12 +504,14 @@ TEST_F(ModuleWorld, ItsOwnProcessesByPidAndInotifyWithAUidOfItsOwn) {
   remove_tree(work);
 }
 
-// --- Real programs that need h-mounts' private /dev/shm and devpts ---------------------------
+// --- Real programs that need the module's own (module_mounts) /dev/shm and devpts
+// ---------------------------
 
 TEST_F(ModuleWorld, MultiprocessingPoolAndProcessPoolExecutor) {
   if (!have_program("/usr/bin/python3")) GTEST_SKIP() << "python3 is not here";
   const std::string shm = run_out(base_policy(), {"write", "/dev/shm/oarbank-probe"});
-  if (shm != "ok\n") GTEST_SKIP() << "needs h-mounts' private /dev/shm (" << shm << ")";
+  if (shm != "ok\n")
+    GTEST_SKIP() << "needs the module's own (module_mounts) /dev/shm (" << shm << ")";
   EXPECT_EQ(run_out(base_policy(),
                     {"spawn", "/usr/bin/python3", "-c",
                      "import multiprocessing as m, concurrent.futures as f\n"
@@ -522,7 +525,8 @@ TEST_F(ModuleWorld, ScriptRunsOnAPtyOfItsOwn) {
   if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here";
   if (!have_program("/usr/bin/script")) GTEST_SKIP() << "util-linux's script is not here";
   const std::string ptmx = run_out(base_policy(), {"openpty"});
-  if (ptmx != "ok\n") GTEST_SKIP() << "needs h-mounts' private devpts (/dev/ptmx: " << ptmx << ")";
+  if (ptmx != "ok\n")
+    GTEST_SKIP() << "needs the module's own (module_mounts) devpts (/dev/ptmx: " << ptmx << ")";
   EXPECT_EQ(run_out(base_policy(), {"spawn", "/usr/bin/script", "-qc", "true", "/dev/null"}),
             "exit 0\n");
 }
@@ -563,12 +567,14 @@ TEST_F(ModuleWorld, CPythonsRegressionTestsPassInside) {
     args.push_back("test_pty");
   } else {
     args.insert(args.end(), {"-i", "*test_openpty"});
-    missing.emplace_back("test_pty and test_os's test_openpty (h-mounts' devpts)");
+    missing.emplace_back(
+        "test_pty and test_os's test_openpty (the module's own devpts: module_mounts)");
   }
   // test_concurrent_futures whole takes 2.5 minutes here: its process-pool executor and
   // initializer cases (7 s) in a run of their own (-m would filter the others too).
   const bool shm = run_out(base_policy(), {"write", "/dev/shm/oarbank-probe"}) == "ok\n";
-  if (!shm) missing.emplace_back("test_concurrent_futures (h-mounts' /dev/shm)");
+  if (!shm)
+    missing.emplace_back("test_concurrent_futures (the module's own /dev/shm: module_mounts)");
   if (!has_own_user()) {
     args.insert(args.end(), {"-i", "*ProgramPriorityTests*"});
     missing.emplace_back("test_os's ProgramPriorityTests (a leased uid; this node: module_user)");
