@@ -145,22 +145,24 @@ constexpr const char* kBenchmarks[] = {"BM_getppid",
 // --- Filters. ------------------------------------------------------------------------------
 
 // A filter: "none" (-1), "allow" (kAllowAll: a one-instruction program that allows everything,
-// the cost of having any filter at all), or a variant index 0..3 (the launcher's programs), or
-// n0..n3 (kNotify + index: sandbox-run's notifying programs, loaded with a listener that is
-// never answered: the benchmarks make only allowed calls, which never reach it; issue 14).
+// the cost of having any filter at all), or a variant index 0..31 (the launcher's programs; 4
+// and up: the module's own world, seccomp_rules.hpp), or n0..n31 (kNotify + index:
+// sandbox-run's notifying programs, loaded with a listener that is never answered: the
+// benchmarks make only allowed calls, which never reach it; issue 14).
 constexpr int kNone = -1;
 constexpr int kAllowAll = 100;
-constexpr int kNotify = 10;
+constexpr int kNotify = 1000;
 
 int parse_filter(const std::string& text) {
   if (text == "none") return kNone;
   if (text == "allow") return kAllowAll;
-  if (text.size() == 2 && text[0] == 'n' && text[1] >= '0' &&
-      text[1] < '0' + oarbank::seccomp::kVariantCount) {
-    return kNotify + (text[1] - '0');
+  const bool notify = !text.empty() && text[0] == 'n';
+  const std::string number = notify ? text.substr(1) : text;
+  if (!number.empty() && number.size() <= 2 &&
+      number.find_first_not_of("0123456789") == std::string::npos) {
+    const int index = std::stoi(number);
+    if (index < oarbank::seccomp::kVariantCount) return (notify ? kNotify : 0) + index;
   }
-  if (text.size() == 1 && text[0] >= '0' && text[0] < '0' + oarbank::seccomp::kVariantCount)
-    return text[0] - '0';
   std::fprintf(stderr, "syscall-bench: unknown filter %s (none, allow, 0..%d)\n", text.c_str(),
                oarbank::seccomp::kVariantCount - 1);
   std::exit(64);

@@ -12,6 +12,9 @@ packages=(
   # fuzz/proxy_llhttp_fuzz.cpp: llhttp's C sources, the differential fuzzer's reference parser
   node-llhttp
   hyperfine python3
+  # tests/integration/module_world_test.cpp: CPython's own regression tests, run inside a
+  # module's world as outside (issue 12)
+  libpython3.11-testsuite
   # bench/run-launch-bench.sh: bubblewrap, a side of the launch benchmark (docs/performance.md);
   # Debian 12 packages no nsjail
   bubblewrap

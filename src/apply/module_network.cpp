@@ -66,9 +66,11 @@ UniqueFd listen_on(const std::string& host, std::uint16_t port) {
   return sock;
 }
 
-ModuleNetwork make_module_network(const std::string& host, std::uint16_t port) {
-  // The namespace is per thread: this thread enters the new one for as long as it takes to
-  // make the socket there (a socket stays in the namespace it was made in), then comes back.
+namespace {
+
+// The namespace is per thread: this thread enters the new one for as long as it takes to make
+// what is made there (a socket stays in the namespace it was made in), then comes back.
+ModuleNetwork make_network(const std::string* host, std::uint16_t port) {
   UniqueFd own(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!own.valid()) fail("open /proc/thread-self/ns/net", errno);
   if (::unshare(CLONE_NEWNET) != 0) fail("unshare(CLONE_NEWNET)", errno);
@@ -77,7 +79,7 @@ ModuleNetwork make_module_network(const std::string& host, std::uint16_t port) {
     network.netns.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
     if (!network.netns.valid()) fail("open the new namespace", errno);
     bring_loopback_up();
-    network.listener = listen_on(host, port);
+    if (host != nullptr) network.listener = listen_on(*host, port);
   } catch (...) {
     ::setns(own.get(), CLONE_NEWNET);
     throw;
@@ -88,6 +90,14 @@ ModuleNetwork make_module_network(const std::string& host, std::uint16_t port) {
   }
   return network;
 }
+
+}  // namespace
+
+ModuleNetwork make_module_network(const std::string& host, std::uint16_t port) {
+  return make_network(&host, port);
+}
+
+ModuleNetwork make_loopback_network() { return make_network(nullptr, 0); }
 
 std::uint16_t listening_port(int fd) {
   sockaddr_storage address{};

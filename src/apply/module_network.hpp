@@ -24,6 +24,12 @@ struct ModuleNetwork {
 // call that failed.
 ModuleNetwork make_module_network(const std::string& host, std::uint16_t port);
 
+// A new network namespace with loopback up and nothing else (issue 12: every module run by a
+// root sandbox-run gets one; under `net: none` even its abstract unix sockets and its
+// NETLINK_ROUTE view are its own). This process stays in its own namespace. Throws
+// Error(StepFailed) naming the call that failed.
+ModuleNetwork make_loopback_network();
+
 // A listening socket on host:port in this process's namespace (no confinement: Landlock's
 // port rule alone). Port 0: one the kernel picks. Throws Error(StepFailed); EADDRINUSE names
 // the port.

@@ -248,6 +248,9 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
     } else if (key == "accept_port_only_egress") {
       if (!value.is_boolean()) r.fail(pointer, "must be true or false");
       config.accept_port_only_egress = value.get<bool>();
+    } else if (key == "module_world") {
+      if (!value.is_boolean()) r.fail(pointer, "must be true or false");
+      config.module_world = value.get<bool>();
     } else if (key == "denial_audit") {
       const std::string& mode = r.string(value, pointer);
       if (mode != "off" && mode != "if-enabled" && mode != "enable") {
@@ -314,6 +317,7 @@ json node_config_to_json(const NodeConfig& config) {
       {"proxy_max_tunnels_per_module", config.proxy_max_tunnels_per_module},
       {"proxy_max_tunnels_total", config.proxy_max_tunnels_total},
       {"accept_port_only_egress", config.accept_port_only_egress},
+      {"module_world", config.module_world},
       {"denial_audit", config.denial_audit},
       {"module_mounts", config.module_mounts},
       {"module_shm_max_bytes", config.module_shm_max_bytes},

@@ -69,6 +69,11 @@ struct NodeConfig {
   // their own (it is not root), confined by Landlock's port rule alone: such a module can
   // reach any host that listens on its proxy port. false: such launches are refused (70).
   bool accept_port_only_egress = false;
+  // Issue 12: a root sandbox-run makes each module a world of its own (its own IPC namespace,
+  // a network namespace for every module), and the filter allows what that makes safe
+  // (docs/sandbox-run.md, "What a module sees"). false: modules share the node's IPC and
+  // (without egress) network namespaces, and the filter refuses as for a bare sandbox-exec.
+  bool module_world = true;
   // Issue 14: whether sandbox-run reads Landlock's denials from the kernel's audit log
   // (docs/denials.md). "if-enabled": where audit is already on; "enable": turns audit on for the
   // node when it is off (a global change the operator asks for here, and leaves on); "off".

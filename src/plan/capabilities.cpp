@@ -218,6 +218,58 @@ CapabilityVerdict netns_row(const CapabilityEntry& entry, const KernelFeatures& 
                                                   "(accept_port_only_egress is false)")};
 }
 
+// Issue 12's rows: what a root sandbox-run makes the module's own. A bare sandbox-exec never
+// makes it (it shares the node's namespaces; the filter refuses what they would expose), so
+// these rows say what sandbox-run gives; the filter variant follows what each run made.
+constexpr const char* kOnlySandboxRun =
+    "; only sandbox-run started as root makes it (a bare sandbox-exec shares the node's, and "
+    "the filter keeps refusing what that would expose)";
+
+CapabilityVerdict world_ipc_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                                const NodeConfig&) {
+  if (!features.network_namespaces_probed) {
+    return {entry.row, CapabilityStatus::Unavailable, "IPC namespaces were not probed"};
+  }
+  if (!features.running_as_root) {
+    return {entry.row, CapabilityStatus::Unavailable,
+            "the agent is not root, so it cannot give the module an IPC namespace of its own: "
+            "the filter refuses SysV IPC and POSIX message queues"};
+  }
+  if (!features.ipc_namespaces) {
+    return {entry.row, CapabilityStatus::Unavailable,
+            "this node cannot create IPC namespaces: sandbox-run as root fails (step ipc, 70)"};
+  }
+  return {entry.row, CapabilityStatus::Enforced, std::string(entry.reason) + kOnlySandboxRun};
+}
+
+CapabilityVerdict world_network_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                                    const NodeConfig&) {
+  const std::string why = why_no_namespace(features);
+  if (!why.empty()) {
+    return {entry.row, CapabilityStatus::Unavailable,
+            why +
+                ": a module without egress shares the node's network namespace (its abstract "
+                "unix sockets); the filter refuses netlink"};
+  }
+  return {entry.row, CapabilityStatus::Enforced, std::string(entry.reason) + kOnlySandboxRun};
+}
+
+CapabilityVerdict world_groups_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                                   const NodeConfig&) {
+  if (!features.running_as_root) {
+    return {entry.row, CapabilityStatus::Unavailable,
+            "the agent is not root: the module's world is not made, setsid and setpgid stay "
+            "refused"};
+  }
+  auto container = container_verdict(CapabilityRow::CgroupContainer, features);
+  if (container.status != CapabilityStatus::Enforced) {
+    return {entry.row, CapabilityStatus::Unavailable,
+            "no cgroup v2 container (" + container.reason +
+                "): the process group is the container, so setsid and setpgid stay refused"};
+  }
+  return {entry.row, CapabilityStatus::Enforced, std::string(entry.reason) + kOnlySandboxRun};
+}
+
 // Issue 12: each module id its own uid and gid, leased by sandbox-run as root from the node's
 // range (supervise/uid_registry.hpp). A bare sandbox-exec keeps module_user: it has no id.
 CapabilityVerdict own_user_row(const CapabilityEntry& entry, const KernelFeatures& features,
@@ -361,6 +413,21 @@ constexpr CapabilityEntry kTable[] = {
      Abi::Unsupported, Fact::NetworkNamespace, "", netns_row, nullptr, 0,
      "sandbox-run and sandbox-exec give each egress-allowlist module a network namespace "
      "holding only loopback, the proxy reachable inside it"},
+    // Issue 12: the module's own world (docs/sandbox-run.md, "What a module sees").
+    {Row::WorldIpc, "world.ipc", "its own IPC namespace (SysV IPC, POSIX message queues)",
+     Abi::Unsupported, Fact::IpcNamespace, "", world_ipc_row, nullptr, 0,
+     "each module gets an IPC namespace of its own: SysV shared memory, semaphores and message "
+     "queues and POSIX message queues are allowed, the module's alone, gone with it"},
+    {Row::WorldNetwork, "world.net", "its own network namespace (net none: loopback only)",
+     Abi::Unsupported, Fact::NetworkNamespace, "", world_network_row, nullptr, 0,
+     "each module gets a network namespace of its own (net none: loopback only), so its "
+     "abstract unix sockets are its own; netlink NETLINK_ROUTE reads it and changes nothing"},
+    {Row::WorldProcessGroups, "world.process-groups",
+     "its own process groups and sessions (setsid, setpgid) in its leaf", Abi::Unsupported,
+     Fact::CgroupContainer, "", world_groups_row, nullptr, 0,
+     "with a cgroup leaf as its container and no terminal but its own, a module may leave its "
+     "process group and make sessions (GNU timeout, start_new_session, job control, TIOCSCTTY "
+     "on its own pty); in the process-group fallback they stay refused"},
     {Row::OwnUser, "user.own",
      "its own user: a uid and gid per module id, so modules cannot change, signal or limit "
      "each other",

@@ -31,7 +31,11 @@ enum class CapabilityRow {
   LimitMemory,      // memory.max
   LimitPids,        // pids.max
   EgressNetns,      // egress confinement by network namespace (else port only)
-  OwnUser,          // issue 12: each module id its own uid and gid (sandbox-run as root)
+  // Issue 12: the module's own world (root sandbox-run), and what the filter allows in it.
+  WorldIpc,            // its own IPC namespace: SysV IPC and POSIX message queues allowed
+  WorldNetwork,        // its own network namespace for every module: loopback, NETLINK_ROUTE
+  WorldProcessGroups,  // setsid, setpgid, TIOCSCTTY: a leaf as container, its own terminal
+  OwnUser,             // issue 12: each module id its own uid and gid (sandbox-run as root)
   // Issue 12: the module's own mounts (sandbox-run as root, apply/module_mounts.hpp).
   MountsShm,     // a private /dev/shm
   MountsNoexec,  // writable directories noexec, nosuid, nodev
@@ -85,6 +89,7 @@ enum class CapabilityFact {
   CgroupContainer,   // a delegated cgroup v2 leaf parent with cgroup.kill or cgroup.freeze
   CgroupController,  // that, and the entry's controller enabled there
   NetworkNamespace,  // the agent can give a module a network namespace of its own
+  IpcNamespace,      // the agent can give a module an IPC namespace of its own
   RootLauncher,      // the agent runs as root (it can become another user)
   MountNamespace,    // root with CAP_SYS_ADMIN and module_mounts: mounts of its own (issue 12)
 };

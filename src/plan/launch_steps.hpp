@@ -28,7 +28,8 @@ enum class LaunchStep : std::uint8_t {
   Cgroup,       // cgroup: the module's cgroup v2 leaf and its limits
   Container,    // container: what keeps the module in its container (leaf or process group)
   Directories,  // directories: the policy's writable directories, made and checked
-  Network,      // network: the module's network namespace (egress)
+  Network,      // network: the module's network namespace (egress; every module as root)
+  Ipc,          // ipc: the module's own IPC namespace (root sandbox-run)
   Proxy,        // proxy: the module's egress proxy and its listener
   Terminal,     // terminal: the module's pty, when run from a terminal
   Spawn,        // spawn: clone3 of the launcher into the leaf
@@ -57,7 +58,7 @@ struct StepInfo {
   std::string_view description;  // one line, for --explain
 };
 
-inline constexpr std::array<StepInfo, 20> kLaunchSteps{{
+inline constexpr std::array<StepInfo, 21> kLaunchSteps{{
     {LaunchStep::RunState, "run-state", StepRunner::Supervisor, false,
      "claim the module id in the run state directory; the policy must not reach it"},
     {LaunchStep::ModuleUser, "module-user", StepRunner::Supervisor, false,
@@ -69,7 +70,10 @@ inline constexpr std::array<StepInfo, 20> kLaunchSteps{{
     {LaunchStep::Directories, "directories", StepRunner::Supervisor, false,
      "create the writable directories and refuse one another user could reach"},
     {LaunchStep::Network, "network", StepRunner::Supervisor, false,
-     "an egress module's network namespace, with only the proxy's listener in it"},
+     "the module's network namespace: loopback only, and an egress module's proxy listener"},
+    {LaunchStep::Ipc, "ipc", StepRunner::Supervisor, false,
+     "the module's own IPC namespace (SysV IPC, POSIX message queues), entered by its first "
+     "process"},
     {LaunchStep::Proxy, "proxy", StepRunner::Supervisor, false,
      "start the module's egress proxy on its listener"},
     {LaunchStep::Terminal, "terminal", StepRunner::Supervisor, false,

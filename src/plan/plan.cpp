@@ -251,7 +251,7 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
                          "egress-allowlist: TCP connect to the agent's proxy port alone"});
   }
 
-  plan.filter = seccomp::variant_for(policy);
+  plan.filter = seccomp::variant_for(policy, request.world);
   if (features.running_as_root)
     plan.identity = IdentityPlan{true, config.module_uid, config.module_gid};
   if (request.own_mounts) {

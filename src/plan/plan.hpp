@@ -23,6 +23,9 @@ struct LaunchRequest {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> setenv;  // --setenv NAME=VALUE
   std::vector<int> keep_fds;                                // --keep-fd N, beyond 0, 1, 2
+  // What sandbox-run (as root) made the module's own: the filter allows what it makes safe
+  // (seccomp_rules.hpp). Never set by sandbox-exec.
+  seccomp::ModuleWorld world;
   // sandbox-run as root with the node's module_mounts: the module gets mounts of its own
   // (plan.mounts) and the Landlock grants for them. Never set by sandbox-exec.
   bool own_mounts = false;

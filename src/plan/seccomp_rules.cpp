@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/netlink.h>
 #include <linux/sched.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
@@ -54,16 +55,21 @@ void refuse_unless_in(std::vector<Rule>& rules, const std::string& syscall, unsi
 std::string FilterVariant::name() const {
   std::string out = inet ? "inet-streams" : "no-inet";
   if (unix_sockets) out += "+unix";
+  if (own_namespaces) out += "+own-namespaces";
+  if (own_user) out += "+own-user";
+  if (own_group) out += "+own-group";
   return out;
 }
 
 FilterVariant variant_from_index(int index) {
-  return FilterVariant{(index & 2) != 0, (index & 1) != 0};
+  return FilterVariant{(index & 2) != 0, (index & 1) != 0, (index & 4) != 0, (index & 8) != 0,
+                       (index & 16) != 0};
 }
 
-FilterVariant variant_for(const Policy& policy) {
+FilterVariant variant_for(const Policy& policy, const ModuleWorld& world) {
   // egress-any is refused before a filter is chosen; only egress-allowlist opens inet.
-  return FilterVariant{policy.net == NetMode::EgressAllowlist, policy.broker};
+  return FilterVariant{policy.net == NetMode::EgressAllowlist, policy.broker, world.own_namespaces,
+                       world.own_user, world.own_group};
 }
 
 std::string errno_name(int err) {
@@ -112,6 +118,10 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
   // --- Sockets (the page: "no local IPC except the broker", "net = none", "never listening").
   std::set<std::uint64_t> families;
   if (variant.unix_sockets) families.insert(AF_UNIX);
+  // In its own network namespace, NETLINK_ROUTE (below) lists only the module's own loopback
+  // (getifaddrs, `ip addr`, Node's os.networkInterfaces()), and changes nothing: the module
+  // has no CAP_NET_ADMIN over a namespace the node's user namespace owns.
+  if (variant.own_namespaces) families.insert(AF_NETLINK);
   if (variant.inet) {
     families.insert(AF_INET);
     families.insert(AF_INET6);
@@ -120,9 +130,21 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
     add(rules, {"socket"}, EAFNOSUPPORT,
         "net is none and there is no broker grant: no socket family is allowed");
   } else {
-    refuse_unless_in(rules, "socket", 0, families, kHighestFamily, EAFNOSUPPORT, {},
-                     "only the families the policy grants: unix with the broker grant, IPv4 and "
-                     "IPv6 under egress-allowlist");
+    const std::string why =
+        "only the families the policy grants: unix with the broker grant, IPv4 and IPv6 under "
+        "egress-allowlist";
+    refuse_unless_in(
+        rules, "socket", 0, families, kHighestFamily, EAFNOSUPPORT, {},
+        variant.own_namespaces ? why + ", netlink (route only) in its own network namespace" : why);
+  }
+  if (variant.own_namespaces) {
+    // Other netlink protocols reach the node itself, whatever the namespace: audit, uevents
+    // (NETLINK_KOBJECT_UEVENT), sock_diag, xfrm, netfilter. Route alone; protocols up to
+    // MAX_LINKS (32) by value, then everything above.
+    refuse_unless_in(rules, "socket", 2, {NETLINK_ROUTE}, 31, EPROTONOSUPPORT,
+                     {{0, Compare::Equal, AF_NETLINK, 0}},
+                     "netlink: NETLINK_ROUTE only (other protocols reach the node: audit, "
+                     "uevents, sock_diag)");
   }
   if (variant.inet) {
     for (std::uint64_t family : {std::uint64_t{AF_INET}, std::uint64_t{AF_INET6}}) {
@@ -266,26 +288,34 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
   // kernel lets a process change these for any process of its own uid; Landlock's signal
   // scope does not cover them. prlimit64 on another pid can set RLIMIT_CPU and so kill it, the
   // others starve it. A module may still change its own (pid 0, which libc passes).
-  for (const char* name : {"prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
-                           "sched_setattr"}) {
-    rules.push_back(Rule{name,
-                         -1,
-                         EPERM,
-                         {{0, Compare::Greater, 0, 0}},
-                         "acts on another process of the module user (only pid 0, itself)"});
+  // With a uid of its own (variant.own_user), the kernel's same-user checks (prlimit64:
+  // same real, effective and saved uid; sched_* and setpriority/ioprio_set by pid: same
+  // effective uid) reach the module's own processes and threads alone, so by pid they stay
+  // allowed (`renice -p $$`, pthread_setaffinity_np, resource.prlimit(pid, ...)).
+  if (!variant.own_user) {
+    for (const char* name : {"prlimit64", "sched_setaffinity", "sched_setscheduler",
+                             "sched_setparam", "sched_setattr"}) {
+      rules.push_back(Rule{name,
+                           -1,
+                           EPERM,
+                           {{0, Compare::Greater, 0, 0}},
+                           "acts on another process of the module user (only pid 0, itself)"});
+    }
   }
   // setpriority(which, who, prio) and ioprio_set(which, who, prio): PRIO_PROCESS (0) and
-  // IOPRIO_WHO_PROCESS (1) with who 0 only.
+  // IOPRIO_WHO_PROCESS (1) only, with who 0 only unless the uid is the module's own.
   rules.push_back(Rule{"setpriority",
                        -1,
                        EPERM,
                        {{0, Compare::Greater, 0, 0}},
                        "a process group or a whole user (every module) at once"});
-  rules.push_back(Rule{"setpriority",
-                       -1,
-                       EPERM,
-                       {{1, Compare::Greater, 0, 0}},
-                       "acts on another process of the module user (only who 0, itself)"});
+  if (!variant.own_user) {
+    rules.push_back(Rule{"setpriority",
+                         -1,
+                         EPERM,
+                         {{1, Compare::Greater, 0, 0}},
+                         "acts on another process of the module user (only who 0, itself)"});
+  }
   rules.push_back(Rule{"ioprio_set",
                        -1,
                        EPERM,
@@ -293,30 +323,46 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                        "a process group or a whole user (every module) at once"});
   rules.push_back(
       Rule{"ioprio_set", -1, EPERM, {{0, Compare::Equal, 0, 0}}, "not an ioprio_set target"});
-  rules.push_back(Rule{"ioprio_set",
-                       -1,
-                       EPERM,
-                       {{1, Compare::Greater, 0, 0}},
-                       "acts on another process of the module user (only who 0, itself)"});
+  if (!variant.own_user) {
+    rules.push_back(Rule{"ioprio_set",
+                         -1,
+                         EPERM,
+                         {{1, Compare::Greater, 0, 0}},
+                         "acts on another process of the module user (only who 0, itself)"});
+  }
   // inotify and fanotify report the names of files created, opened and read in any directory
   // the module user may read, which Landlock does not govern: other modules' work directories.
-  add(rules, {"inotify_init", "inotify_init1"}, ENOSYS,
-      "watches report activity in directories Landlock would not let the module list; ENOSYS "
-      "makes file watchers fall back to polling");
+  // With a uid of its own, the module user cannot read another module's directories, and a
+  // watch needs read permission on what it watches: inotify is allowed (Node's fs.watch throws
+  // on ENOSYS). fanotify needs CAP_SYS_ADMIN anyway; refused in every variant.
+  if (!variant.own_user) {
+    add(rules, {"inotify_init", "inotify_init1"}, ENOSYS,
+        "watches report activity in directories Landlock would not let the module list; ENOSYS "
+        "makes file watchers fall back to polling");
+  }
   add(rules, {"fanotify_init"}, EPERM, "as inotify, for whole mounts");
   // Leaving the process group (and session) escapes a container that is a process group only,
-  // and a new session may read an inherited terminal without job control.
-  add(rules, {"setsid", "setpgid"}, EPERM,
-      "leaving the process group escapes teardown by group, and job control on the terminal");
+  // and a new session may read an inherited terminal without job control. With a cgroup leaf
+  // as the container (torn down by cgroup.kill, whatever the groups) and no terminal but the
+  // module's own (variant.own_group), they are allowed: GNU timeout's setpgid(0, 0), Python's
+  // start_new_session, bash's job control.
+  if (!variant.own_group) {
+    add(rules, {"setsid", "setpgid"}, EPERM,
+        "leaving the process group escapes teardown by group, and job control on the terminal");
+  }
 
-  // --- Local IPC outside the broker (the page: "no local IPC except the broker").
-  add(rules,
-      {"msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl", "shmget",
-       "shmat", "shmdt", "shmctl"},
-      EPERM, "System V IPC objects are shared by every process of the module user");
-  add(rules,
-      {"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"},
-      EPERM, "POSIX message queues are shared by every process of the module user");
+  // --- Local IPC outside the broker (the page: "no local IPC except the broker"). In an IPC
+  // namespace of its own (variant.own_namespaces) every such object is the module's alone and
+  // is gone when its last process ends.
+  if (!variant.own_namespaces) {
+    add(rules,
+        {"msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl",
+         "shmget", "shmat", "shmdt", "shmctl"},
+        EPERM, "System V IPC objects are shared by every process of the module user");
+    add(rules,
+        {"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"},
+        EPERM, "POSIX message queues are shared by every process of the module user");
+  }
 
   // --- A terminal it inherited: pushing input into it runs commands as the caller.
   // The kernel reads ioctl's command as 32 bits, so the upper half is masked off.
@@ -339,6 +385,10 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
       {TIOCVHANGUP, "TIOCVHANGUP hangs up the terminal under every process using it"},
   };
   for (const auto& [command, why] : kTerminalIoctls) {
+    // With no terminal but its own (variant.own_group), a session leader of the module's may
+    // take its own pty as its controlling terminal (`script`, `expect`: login_tty). The kernel
+    // refuses stealing another session's terminal without CAP_SYS_ADMIN.
+    if (variant.own_group && command == TIOCSCTTY) continue;
     rules.push_back(
         Rule{"ioctl", -1, EPERM, {{1, Compare::MaskedEqual, command, 0xffffffffULL}}, why});
   }

@@ -14,17 +14,42 @@
 
 namespace oarbank::seccomp {
 
-// The policy switches the filter depends on. Each combination is compiled once, at build time.
+// The policy switches the filter depends on, and what of the module's world sandbox-run made
+// its own (issue 12, docs/seccomp.md "What the world lets us allow"). Each combination is
+// compiled once, at build time.
 struct FilterVariant {
   bool inet = false;          // IPv4 and IPv6 sockets (net is not "none")
   bool unix_sockets = false;  // the broker grant
-  [[nodiscard]] int index() const { return (inet ? 2 : 0) | (unix_sockets ? 1 : 0); }
+  // Its own IPC and network namespaces (root sandbox-run): SysV IPC and POSIX message queues
+  // are the module's alone, and NETLINK_ROUTE sees only its own loopback.
+  bool own_namespaces = false;
+  // A uid no other module or process has (issue 12's uid registry leases one): the kernel's
+  // same-user checks confine prlimit64, sched_*, setpriority and ioprio_set by pid, and inotify's
+  // reach, to it.
+  bool own_user = false;
+  // A cgroup leaf as its container and no terminal but its own: leaving its process group
+  // (setsid, setpgid) no longer escapes teardown, and TIOCSCTTY takes only its own pty.
+  bool own_group = false;
+  [[nodiscard]] int index() const {
+    return (own_group ? 16 : 0) | (own_user ? 8 : 0) | (own_namespaces ? 4 : 0) | (inet ? 2 : 0) |
+           (unix_sockets ? 1 : 0);
+  }
   [[nodiscard]] std::string name() const;
   friend bool operator==(const FilterVariant&, const FilterVariant&) = default;
 };
-inline constexpr int kVariantCount = 4;
+inline constexpr int kVariantCount = 32;
 FilterVariant variant_from_index(int index);
-FilterVariant variant_for(const Policy& policy);
+
+// What sandbox-run made the module's own, for the filter (all false: sandbox-exec, an
+// unprivileged sandbox-run, or a root one that did not make it). Filled by the module run
+// (supervise/module_run.cpp) before the plan is made; the plan copies it into the variant.
+struct ModuleWorld {
+  bool own_namespaces = false;
+  bool own_user = false;
+  bool own_group = false;
+  friend bool operator==(const ModuleWorld&, const ModuleWorld&) = default;
+};
+FilterVariant variant_for(const Policy& policy, const ModuleWorld& world = {});
 
 enum class Compare { Equal, Greater, MaskedEqual };
 

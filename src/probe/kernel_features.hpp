@@ -41,6 +41,7 @@ struct KernelFeatures {
   CgroupFacts cgroup;
   bool network_namespaces_probed = false;
   bool network_namespaces = false;  // this process can create a network namespace
+  bool ipc_namespaces = false;      // and an IPC namespace (probed with the network's)
 };
 
 std::string_view to_string(LandlockState state);

@@ -62,16 +62,25 @@ std::vector<std::string> find_gpu_device_nodes(const std::string& dev_root) {
 
 namespace {
 
-// A child tries unshare(CLONE_NEWNET): the only side-effect-free way to learn whether this
-// process may create network namespaces (root, and not refused by a filter or LSM).
-bool probe_network_namespaces() {
+// A child tries unshare(CLONE_NEWNET), then unshare(CLONE_NEWIPC): the only side-effect-free
+// way to learn whether this process may create them (root, and not refused by a filter, an
+// LSM or a kernel built without CONFIG_NET_NS or CONFIG_IPC_NS). Its exit status has one bit
+// for each that failed.
+struct NamespaceProbe {
+  bool network = false;
+  bool ipc = false;
+};
+NamespaceProbe probe_namespaces() {
   pid_t pid = ::fork();
-  if (pid < 0) return false;
-  if (pid == 0) ::_exit(::unshare(CLONE_NEWNET) == 0 ? 0 : 1);
+  if (pid < 0) return {};
+  if (pid == 0) {
+    ::_exit((::unshare(CLONE_NEWNET) == 0 ? 0 : 1) | (::unshare(CLONE_NEWIPC) == 0 ? 0 : 2));
+  }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!WIFEXITED(status)) return {};
+  return {(WEXITSTATUS(status) & 1) == 0, (WEXITSTATUS(status) & 2) == 0};
 }
 
 // CAP_SYS_ADMIN in this process's effective set (capget: no /proc read, no child).
@@ -100,7 +109,9 @@ KernelFeatures probe_kernel(const NodeConfig& config, ProbeScope scope) {
   if (scope.cgroup) features.cgroup = probe_cgroup(config);
   if (scope.network_namespaces) {
     features.network_namespaces_probed = true;
-    features.network_namespaces = probe_network_namespaces();
+    const NamespaceProbe namespaces = probe_namespaces();
+    features.network_namespaces = namespaces.network;
+    features.ipc_namespaces = namespaces.ipc;
   }
   return features;
 }

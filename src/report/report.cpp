@@ -92,6 +92,8 @@ Report make_report(const KernelFeatures& features, const NodeConfig& config) {
   report.facts["cgroup"] = cgroup_facts_to_json(features.cgroup);
   report.facts["network_namespaces"] =
       features.network_namespaces_probed ? json(features.network_namespaces) : json(nullptr);
+  report.facts["ipc_namespaces"] =
+      features.network_namespaces_probed ? json(features.ipc_namespaces) : json(nullptr);
   report.facts["landlock_abi_max"] =
       config.landlock_abi_max ? json(*config.landlock_abi_max) : json(nullptr);
   report.facts["hard_limits"] = config.hard_limits;
@@ -178,6 +180,9 @@ std::string report_to_table(const Report& report) {
   if (!f["network_namespaces"].is_null()) {
     out += fact("network namespaces",
                 f["network_namespaces"].get<bool>() ? "can create" : "cannot create");
+  }
+  if (f.contains("ipc_namespaces") && !f["ipc_namespaces"].is_null()) {
+    out += fact("IPC namespaces", f["ipc_namespaces"].get<bool>() ? "can create" : "cannot create");
   }
   std::string gpu;
   for (const auto& node : f["gpu_device_nodes"])

@@ -1,6 +1,7 @@
 #include "supervise/module_run.hpp"
 
 #include <limits.h>
+#include <sched.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <ctime>
 #include <utility>
 
+#include "apply/ipc_namespace.hpp"
 #include "apply/module_mounts.hpp"
 #include "apply/prepared_exec.hpp"
 #include "plan/cgroup_limits.hpp"
@@ -105,6 +107,22 @@ std::string generate_module_id() {
 void ModuleRun::launch_in_child(void* context, int status_fd) {
   auto* child = static_cast<ChildLaunch*>(context);
   set_launch_status_fd(status_fd);
+  // Issue 12: an IPC namespace of the module's own, made by its first process (as root, before
+  // the launcher drops the capability to). Its SysV objects and POSIX message queues are the
+  // module's alone and go with its last process: nothing to release.
+  const char* what = nullptr;
+  if (int err = child->own_ipc
+                    ? enter_own_ipc_namespace(child->prepared->launch.ruleset.get(),
+                                              child->prepared->plan.landlock.handled_fs, &what)
+                    : 0;
+      err != 0) {
+    std::string line =
+        "oarbank-agent sandbox-run: " +
+        step_failed_message(LaunchStep::Ipc, std::string(what) + ": " + errno_text(err));
+    std::fprintf(stderr, "%s\n", line.c_str());
+    report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
+    ::_exit(exit_code_for(ErrorKind::StepFailed));
+  }
   if (child->netns_fd >= 0) {
     if (int err = join_network_namespace(child->netns_fd); err != 0) {
       std::string line =
@@ -227,6 +245,10 @@ RunResult ModuleRun::run() {
   make_directories();
   if (int sig = stop_requested()) return stopped_before_spawn(sig);
 
+  // The filter allows what the module's own world makes safe (seccomp_rules.hpp); the world
+  // is made below (make_network, the child's IPC namespace) or the run fails with 70 before
+  // the module starts, so the plan never allows more than what this run made.
+  request_.launch.world = module_world();
   // Issue 12: the module's own mounts, made in the child (launch_in_child). The node asks for
   // them (module_mounts, the default); where this process cannot make them the run is
   // refused, never run on the node's mounts. Unprivileged, there are none (the report's
@@ -276,6 +298,7 @@ RunResult ModuleRun::run() {
 
   child_.prepared = prepared_.get();
   child_.netns_fd = network_.netns.get();
+  child_.own_ipc = request_.launch.world.own_namespaces;
   child_.devpts_fd = devpts_.get();
   launch_.launcher = &launch_in_child;
   launch_.launcher_context = &child_;
@@ -337,7 +360,8 @@ void ModuleRun::claim_record() {
                 .supervisor_pid = ::getpid(),
                 .supervisor_start_time = process_start_time(::getpid()),
                 .cgroup = place_ ? place_->parent + "/" + leaf_name_for(request_.id) : "",
-                .netns = egress_ && root_,
+                // Issue 12: every module of a root sandbox-run (module_world), not only egress.
+                .netns = root_ && (egress_ || request_.config.module_world),
                 .started_at = static_cast<std::int64_t>(std::time(nullptr))}));
   held_.push(LaunchStep::RunState, [this] { state_->finish(); });
   // Issue 16: an operator at a terminal learns the id (a generated one too) sandbox-ctl
@@ -370,6 +394,7 @@ void ModuleRun::lease_user() {
                           static_cast<std::int64_t>(std::time(nullptr)));
     module_uid_ = lease.uid;
     module_gid_ = lease.gid;
+    own_user_ = true;
   } catch (const Error& e) {
     throw step_error(LaunchStep::ModuleUser, e.what(), 0, e.kind());
   }
@@ -421,11 +446,36 @@ void ModuleRun::make_directories() {
 
 // Egress under namespace confinement (root): the proxy's listener inside the module's own
 // network namespace, which the child joins. (Port only: the listener was made before the
-// plan, which names its port.)
+// plan, which names its port.) Issue 12: every other module of a root sandbox-run gets a
+// namespace of its own too, holding loopback alone. Anonymous: it lives while the module's
+// processes (or the descriptor released here) hold it.
 void ModuleRun::make_network() {
-  if (!namespace_confinement_) return;
-  network_ = make_module_network(request_.config.proxy_host, request_.config.proxy_port);
+  if (namespace_confinement_) {
+    network_ = make_module_network(request_.config.proxy_host, request_.config.proxy_port);
+  } else if (request_.launch.world.own_namespaces) {
+    network_ = make_loopback_network();
+  } else {
+    return;
+  }
   held_.push(LaunchStep::Network, [this] { network_ = ModuleNetwork{}; });
+}
+
+// What the run makes the module's own: the namespaces as root (an egress module's only where
+// it is confined by one; port only keeps the node's); a process group it may leave where its
+// container is a leaf and no descriptor it is handed is a terminal but its own pty (0-2 are
+// the module's own pty when any of them is a terminal, make_terminal); its own user where the
+// node leases it one (issue 12's uid registry).
+seccomp::ModuleWorld ModuleRun::module_world() const {
+  seccomp::ModuleWorld world;
+  if (!root_ || !request_.config.module_world) return world;
+  world.own_namespaces = !egress_ || namespace_confinement_;
+  bool kept_terminal = false;
+  for (int fd : request_.launch.keep_fds) kept_terminal = kept_terminal || ::isatty(fd) == 1;
+  world.own_group = world.own_namespaces && launch_.leaf.has_value() && !kept_terminal;
+  // A uid leased to this id alone (lease_user); the fixed module_user is shared by every
+  // module, so not there.
+  world.own_user = own_user_;
+  return world;
 }
 
 // The proxy for this module, on the listener above. Its thread starts once the child exists

@@ -92,6 +92,8 @@ class ModuleRun {
   void make_network();
   void make_proxy();
   void make_terminal();
+  // What of the module's world this run makes its own (the filter's allowances follow it).
+  seccomp::ModuleWorld module_world() const;
   void say_how_it_ended(const RunResult& result);
   // A stop signal that arrived since the last step (consumed), else 0.
   int stop_requested() const;
@@ -108,6 +110,7 @@ class ModuleRun {
   // The module user: the id's leased uid and gid, else the node's module_user (root), else
   // this very user (not root: the module runs as it).
   uid_t module_uid_ = 0;
+  bool own_user_ = false;  // module_uid_ is leased to this id alone (the filter's own_user)
   gid_t module_gid_ = 0;
   std::optional<CgroupPlace> place_;  // where the leaf goes; nothing: why_not_
   std::string why_not_;
@@ -127,6 +130,7 @@ class ModuleRun {
   struct ChildLaunch {
     PreparedExec* prepared = nullptr;
     int netns_fd = -1;
+    bool own_ipc = false;  // unshare(CLONE_NEWIPC) before the launcher's steps
     int devpts_fd = -1;
   } child_;
   bool own_mounts_ = false;  // issue 12: the module's own mount namespace (root, module_mounts)

@@ -7,15 +7,20 @@
 // (EPERM, ENOSYS, ...) is told apart without doing the dangerous thing.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <linux/bpf.h>
 #include <linux/filter.h>
 #include <linux/keyctl.h>
+#include <linux/netlink.h>
 #include <linux/perf_event.h>
+#include <linux/rtnetlink.h>
 #include <linux/seccomp.h>
+#include <mqueue.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
@@ -24,6 +29,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -463,6 +469,216 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   if (cmd == "shmget") return report(shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600));
   if (cmd == "msgget") return report(msgget(IPC_PRIVATE, IPC_CREAT | 0600));
   if (cmd == "mq_open") return report(syscall(SYS_mq_open, nullptr, 0, 0, nullptr));
+  // --- issue 12: the module's own IPC and network namespaces, and what they allow
+  // SysV shared memory, a semaphore and a message queue, each used for real and removed.
+  if (cmd == "sysv-roundtrip") {
+    int shm = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+    if (shm < 0) return report(-1);
+    void* at = shmat(shm, nullptr, 0);
+    if (at == reinterpret_cast<void*>(-1)) return report(-1);
+    std::strcpy(static_cast<char*>(at), "shm");
+    if (shmdt(at) != 0 || shmctl(shm, IPC_RMID, nullptr) != 0) return report(-1);
+    int sem = semget(IPC_PRIVATE, 1, IPC_CREAT | 0600);
+    if (sem < 0) return report(-1);
+    sembuf up{0, 1, 0};
+    if (semop(sem, &up, 1) != 0 || semctl(sem, 0, IPC_RMID) != 0) return report(-1);
+    int msg = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+    if (msg < 0) return report(-1);
+    struct {
+      long type;
+      char text[8];
+    } out{1, "msg"}, in{};
+    if (msgsnd(msg, &out, sizeof out.text, 0) != 0) return report(-1);
+    if (msgrcv(msg, &in, sizeof in.text, 1, 0) < 0) return report(-1);
+    if (msgctl(msg, IPC_RMID, nullptr) != 0) return report(-1);
+    return report(std::strcmp(in.text, "msg") == 0 ? 0 : (errno = EIO, -1));
+  }
+  // shmget(KEY) with IPC_CREAT, left in place (the namespace's end removes it).
+  if (cmd == "shm-create" && need(1)) {
+    return report(
+        shmget(static_cast<key_t>(std::strtol(a[0].c_str(), nullptr, 0)), 4096, IPC_CREAT | 0666));
+  }
+  // Whether a SysV segment of KEY exists here: "ok" or "errno ENOENT".
+  if (cmd == "shm-find" && need(1)) {
+    return report(shmget(static_cast<key_t>(std::strtol(a[0].c_str(), nullptr, 0)), 0, 0));
+  }
+  // A POSIX message queue NAME: created, a message sent and received; left in place.
+  if (cmd == "mq-roundtrip" && need(1)) {
+    mq_attr attr{};
+    attr.mq_maxmsg = 4;
+    attr.mq_msgsize = 16;
+    mqd_t q = mq_open(a[0].c_str(), O_CREAT | O_RDWR, 0600, &attr);
+    if (q == static_cast<mqd_t>(-1)) return report(-1);
+    char buf[16] = {};
+    if (mq_send(q, "mq", 3, 0) != 0 || mq_receive(q, buf, sizeof buf, nullptr) < 0)
+      return report(-1);
+    mq_close(q);
+    return report(std::strcmp(buf, "mq") == 0 ? 0 : (errno = EIO, -1));
+  }
+  // Whether the POSIX message queue NAME exists here: "ok" or "errno ENOENT".
+  if (cmd == "mq-find" && need(1)) {
+    mqd_t q = mq_open(a[0].c_str(), O_RDONLY);
+    if (q != static_cast<mqd_t>(-1)) mq_close(q);
+    return report(q == static_cast<mqd_t>(-1) ? -1 : 0);
+  }
+  // The interfaces getifaddrs (NETLINK_ROUTE) lists, comma-separated, once each.
+  if (cmd == "ifaddrs") {
+    ifaddrs* list = nullptr;
+    if (getifaddrs(&list) != 0) return report(-1);
+    std::vector<std::string> names;
+    for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+      if (std::find(names.begin(), names.end(), i->ifa_name) == names.end())
+        names.push_back(i->ifa_name);
+    }
+    freeifaddrs(list);
+    std::string joined;
+    for (const auto& n : names) joined += (joined.empty() ? "" : ",") + n;
+    std::printf("%s\n", joined.c_str());
+    return 0;
+  }
+  // socket(AF_NETLINK, SOCK_RAW, PROTOCOL).
+  if (cmd == "netlink" && need(1)) {
+    return report(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, std::atoi(a[0].c_str())));
+  }
+  // An address added to lo through NETLINK_ROUTE (RTM_NEWADDR): the kernel's answer.
+  if (cmd == "netlink-addaddr") {
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    if (fd < 0) return report(-1);
+    struct {
+      nlmsghdr header;
+      ifaddrmsg body;
+      rtattr attr;
+      in_addr address;
+    } request{};
+    request.header.nlmsg_len = sizeof request;
+    request.header.nlmsg_type = RTM_NEWADDR;
+    request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE;
+    request.body.ifa_family = AF_INET;
+    request.body.ifa_prefixlen = 8;
+    request.body.ifa_index = 1;  // lo
+    request.attr.rta_type = IFA_LOCAL;
+    request.attr.rta_len = RTA_LENGTH(sizeof(in_addr));
+    inet_pton(AF_INET, "10.77.0.1", &request.address);
+    if (send(fd, &request, sizeof request, 0) < 0) return report(-1);
+    char answer[4096];
+    ssize_t n = recv(fd, answer, sizeof answer, 0);
+    if (n < 0) return report(-1);
+    auto* header = reinterpret_cast<nlmsghdr*>(answer);
+    if (header->nlmsg_type == NLMSG_ERROR) {
+      int err = -reinterpret_cast<nlmsgerr*>(NLMSG_DATA(header))->error;
+      if (err != 0) {
+        errno = err;
+        return report(-1);
+      }
+    }
+    return report(0);
+  }
+  // GNU timeout's way: a child leaves for a group of its own (setpgid(0, 0), its EPERM
+  // ignored, as timeout does) and sends SIGTERM to its group (kill(0, ...)). "ok" when this
+  // process outlived it and the child died of the signal.
+  if (cmd == "group-kill") {
+    std::fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return report(-1);
+    if (pid == 0) {
+      setpgid(0, 0);
+      kill(0, SIGTERM);
+      pause();
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return report(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM ? 0 : (errno = EIO, -1));
+  }
+  // setsid() in a child (the first process leads its group: the kernel refuses it setsid).
+  if (cmd == "fork-setsid") {
+    std::fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return report(-1);
+    if (pid == 0) _exit(setsid() < 0 ? errno : 0);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    errno = WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
+    return report(errno == 0 ? 0 : -1);
+  }
+  // setpgid(0, 0) in a child.
+  if (cmd == "fork-setpgid") {
+    std::fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return report(-1);
+    if (pid == 0) _exit(setpgid(0, 0) < 0 ? errno : 0);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    errno = WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
+    return report(errno == 0 ? 0 : -1);
+  }
+  // By its own pid, not 0: prlimit64 read, prlimit64 set (its own NOFILE, unchanged),
+  // sched_setaffinity, setpriority(PRIO_PROCESS), ioprio_set(IOPRIO_WHO_PROCESS) of a thread id.
+  if (cmd == "own-pid-ops") {
+    const pid_t self = getpid();
+    rlimit64 limit{};
+    if (syscall(SYS_prlimit64, self, RLIMIT_NOFILE, nullptr, &limit) != 0) return report(-1);
+    if (syscall(SYS_prlimit64, self, RLIMIT_NOFILE, &limit, nullptr) != 0) return report(-1);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    if (sched_setaffinity(self, sizeof set, &set) != 0) return report(-1);
+    if (setpriority(PRIO_PROCESS, static_cast<id_t>(self), 1) != 0) return report(-1);
+    return report(syscall(SYS_ioprio_set, 1, static_cast<int>(syscall(SYS_gettid)), 0));
+  }
+  // prlimit64 reading (no new limit) the limits of PID.
+  if (cmd == "prlimit-read" && need(1)) {
+    rlimit64 limit{};
+    return report(syscall(SYS_prlimit64, std::atoi(a[0].c_str()), RLIMIT_NOFILE, nullptr, &limit));
+  }
+  // inotify on DIR.
+  if (cmd == "inotify-watch" && need(1)) {
+    int fd = inotify_init1(IN_CLOEXEC);
+    if (fd < 0) return report(-1);
+    return report(inotify_add_watch(fd, a[0].c_str(), IN_CREATE));
+  }
+  // A pty from /dev/ptmx: master opened, unlocked, its slave opened.
+  if (cmd == "openpty") {
+    int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) return report(-1);
+    const char* name = ptsname(master);
+    if (name == nullptr) return report(-1);
+    return report(open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  }
+  // A unix datagram socket bound to the abstract name NAME, kept open (for a batch's later
+  // sub-commands: a sleep), then "ok".
+  if (cmd == "bind-abstract-dgram" && need(1)) {
+    int fd = socket(AF_UNIX, SOCK_DGRAM, 0);  // inherited by nothing: no exec follows
+    if (fd < 0) return report(-1);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path + 1, a[0].data(),
+                std::min(a[0].size(), sizeof address.sun_path - 2));
+    const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + a[0].size());
+    return report(bind(fd, reinterpret_cast<sockaddr*>(&address), length));
+  }
+  // One datagram sent to the abstract unix socket NAME.
+  if (cmd == "sendto-abstract" && need(1)) {
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return report(-1);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path + 1, a[0].data(),
+                std::min(a[0].size(), sizeof address.sun_path - 2));
+    const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + a[0].size());
+    return report(sendto(fd, "x", 1, 0, reinterpret_cast<sockaddr*>(&address), length));
+  }
+  // Connect to the abstract unix socket NAME (without its leading NUL).
+  if (cmd == "connect-abstract" && need(1)) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return report(-1);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path + 1, a[0].data(),
+                std::min(a[0].size(), sizeof address.sun_path - 2));
+    const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + a[0].size());
+    return report(connect(fd, reinterpret_cast<sockaddr*>(&address), length));
+  }
   if (cmd == "kill" && need(2))
     return report(kill(std::atoi(a[0].c_str()), std::atoi(a[1].c_str())));
   if (cmd == "kill-child") {

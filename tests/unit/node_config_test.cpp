@@ -29,6 +29,7 @@ TEST(NodeConfig, Defaults) {
   EXPECT_FALSE(c.cgroup_parent.has_value());
   EXPECT_FALSE(c.landlock_abi_max.has_value());
   EXPECT_FALSE(c.accept_port_only_egress);
+  EXPECT_TRUE(c.module_world);
   EXPECT_EQ(parse_node_config("{}", "test"), c);
   EXPECT_EQ(parse_node_config(" { } \n", "test"), c);
   EXPECT_EQ(parse_node_config(R"({"module_user": {}})", "test"), c);
@@ -57,6 +58,8 @@ TEST(NodeConfig, EveryKey) {
   EXPECT_EQ(c.landlock_abi_max, 3);
   EXPECT_TRUE(c.accept_port_only_egress);
   EXPECT_THROW(parse_node_config(R"({"accept_port_only_egress": 1})", "test"), ConfigError);
+  EXPECT_FALSE(parse_node_config(R"({"module_world": false})", "test").module_world);
+  EXPECT_THROW(parse_node_config(R"({"module_world": "no"})", "test"), ConfigError);
 }
 
 TEST(NodeConfig, NullsAndBounds) {

@@ -35,6 +35,7 @@ KernelFeatures full_node() {
   f.cgroup.freeze_file = true;
   f.network_namespaces_probed = true;
   f.network_namespaces = true;
+  f.ipc_namespaces = true;
   return f;
 }
 
@@ -80,6 +81,9 @@ TEST(ReportRender, EveryRowAndEveryStatusOnAFullNode) {
       {"limit.memory", "enforced"},
       {"limit.pids", "enforced"},
       {"egress.netns", "enforced"},
+      {"world.ipc", "enforced"},
+      {"world.net", "enforced"},
+      {"world.process-groups", "enforced"},
       {"user.own", "enforced"},
       {"mounts.shm", "enforced"},
       {"mounts.noexec", "enforced"},
@@ -106,6 +110,10 @@ TEST(ReportRender, PortOnlyAndUnavailableOnAnUnprivilegedNode) {
   EXPECT_EQ(got.at("limit.cpu"), "unavailable");
   EXPECT_EQ(got.at("egress.netns"), "unavailable");
   EXPECT_EQ(got.at("denials.filesystem"), "unavailable");  // ABI 4, and not root
+  // Issue 12: the module's world is made by a root sandbox-run alone.
+  EXPECT_EQ(got.at("world.ipc"), "unavailable");
+  EXPECT_EQ(got.at("world.net"), "unavailable");
+  EXPECT_EQ(got.at("world.process-groups"), "unavailable");
   // Issue 12: unprivileged, the module runs on the node's mounts.
   for (const char* row : {"mounts.shm", "mounts.noexec", "mounts.proc", "mounts.pts"}) {
     EXPECT_EQ(got.at(row), "unavailable") << row;
@@ -128,6 +136,29 @@ TEST(ReportRender, OwnUserOffByTheNodeNamesModuleUser) {
   FAIL() << "no user.own row";
 }
 
+TEST(ReportRender, TheModulesWorldSaysWhyItIsNotMade) {
+  // Root, but IPC namespaces cannot be made, and no cgroup v2 container: the process group.
+  KernelFeatures f = full_node();
+  f.ipc_namespaces = false;
+  f.cgroup = {};
+  f.cgroup.probed = true;
+  const Report report = make_report(f, NodeConfig{});
+  for (const auto& row : report.rows) {
+    if (row.row == CapabilityRow::WorldIpc) {
+      EXPECT_EQ(row.status, CapabilityStatus::Unavailable);
+      EXPECT_NE(row.reason.find("cannot create IPC namespaces"), std::string::npos) << row.reason;
+    }
+    if (row.row == CapabilityRow::WorldNetwork) {
+      EXPECT_EQ(row.status, CapabilityStatus::Enforced);
+    }
+    if (row.row == CapabilityRow::WorldProcessGroups) {
+      EXPECT_EQ(row.status, CapabilityStatus::Unavailable);
+      EXPECT_NE(row.reason.find("setsid and setpgid stay refused"), std::string::npos)
+          << row.reason;
+    }
+  }
+}
+
 TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
   Report report = make_report(full_node(), NodeConfig{});
   const std::string p = kNfdPrefix;
@@ -139,12 +170,13 @@ TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
           "devices.gpu=enforced\n" + p + "setid-files=enforced\n" + p +
           "container.cgroup=enforced\n" + p + "limit.cpu=enforced\n" + p +
           "limit.memory=enforced\n" + p + "limit.pids=enforced\n" + p + "egress.netns=enforced\n" +
-          p + "user.own=enforced\n" + p + "mounts.shm=enforced\n" + p + "mounts.noexec=enforced\n" +
-          p + "mounts.proc=enforced\n" + p + "mounts.pts=enforced\n" + p +
-          "known-limit.exec-writable=not-promised\n" + p + "known-limit.metadata=not-promised\n" +
-          p + "known-limit.broker-sockets=not-promised\n" + p + "denials.syscalls=enforced\n" + p +
-          "denials.filesystem=enforced\n" + p + "denials.network=enforced\n" + p +
-          "landlock-abi=7\n");
+          p + "world.ipc=enforced\n" + p + "world.net=enforced\n" + p +
+          "world.process-groups=enforced\n" + p + "user.own=enforced\n" + p +
+          "mounts.shm=enforced\n" + p + "mounts.noexec=enforced\n" + p + "mounts.proc=enforced\n" +
+          p + "mounts.pts=enforced\n" + p + "known-limit.exec-writable=not-promised\n" + p +
+          "known-limit.metadata=not-promised\n" + p + "known-limit.broker-sockets=not-promised\n" +
+          p + "denials.syscalls=enforced\n" + p + "denials.filesystem=enforced\n" + p +
+          "denials.network=enforced\n" + p + "landlock-abi=7\n");
   // Port only and a failed verification are label values too; the ABI is the one used.
   report = make_report(user_node(), port_only_config());
   report.verifications.push_back({CapabilityRow::Filesystem, false, "a write got through"});

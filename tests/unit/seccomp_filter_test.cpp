@@ -2,8 +2,10 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/audit.h>
+#include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -253,6 +255,11 @@ TEST(SeccompPrograms, TerminalAndConsoleIoctlsOnTheirLow32Bits) {
           std::uint64_t{TIOCVHANGUP}, std::uint64_t{0x4B33} /* KDGKBTYPE */,
           std::uint64_t{0x4B3A} /* KDSETMODE */, std::uint64_t{0x4B00}, std::uint64_t{0x4BFF},
           std::uint64_t{0x5606} /* VT_ACTIVATE */, std::uint64_t{0x5600}, std::uint64_t{0x56FF}}) {
+      if (command == TIOCSCTTY && variant_from_index(i).own_group) {
+        // Its own pty as its controlling terminal (`script`): ModuleWorldAllowances.
+        EXPECT_EQ(run(p, SYS_ioctl, {0, command}), kAllow);
+        continue;
+      }
       EXPECT_EQ(run(p, SYS_ioctl, {0, command}), refused(EPERM)) << std::hex << command;
       EXPECT_EQ(run(p, SYS_ioctl, {0, 0xffffffff00000000ULL | command}), refused(EPERM))
           << std::hex << command;
@@ -264,6 +271,68 @@ TEST(SeccompPrograms, TerminalAndConsoleIoctlsOnTheirLow32Bits) {
           std::uint64_t{0x80044B00} /* _IOR('K', 0, int) */, std::uint64_t{0x4A00},
           std::uint64_t{0x5700}}) {
       EXPECT_EQ(run(p, SYS_ioctl, {0, command}), kAllow) << std::hex << command;
+    }
+  }
+}
+
+// Issue 12: what each part of the module's own world allows, and that nothing else moves.
+TEST(SeccompPrograms, ModuleWorldAllowances) {
+  for (int i = 0; i < kVariantCount; ++i) {
+    const auto variant = variant_from_index(i);
+    SCOPED_TRACE(variant.name());
+    const auto& p = kPrograms[i];
+    // Its own IPC namespace: SysV IPC and POSIX message queues.
+    for (long nr : {SYS_shmget, SYS_shmat, SYS_semget, SYS_semop, SYS_semtimedop, SYS_msgget,
+                    SYS_msgsnd, SYS_msgrcv, SYS_mq_open, SYS_mq_timedsend, SYS_mq_unlink}) {
+      EXPECT_EQ(run(p, static_cast<int>(nr), {}), variant.own_namespaces ? kAllow : refused(EPERM))
+          << nr;
+    }
+    // Its own network namespace: netlink, NETLINK_ROUTE (0) only.
+    const std::uint32_t no_family = refused(EAFNOSUPPORT);
+    EXPECT_EQ(run(p, SYS_socket, {AF_NETLINK, SOCK_RAW, 0}),
+              variant.own_namespaces ? kAllow : no_family);
+    for (std::uint64_t protocol : {4ULL /* SOCK_DIAG */, 9ULL /* AUDIT */,
+                                   15ULL /* KOBJECT_UEVENT */, 31ULL, 32ULL, 0x100000000ULL}) {
+      EXPECT_EQ(run(p, SYS_socket, {AF_NETLINK, SOCK_DGRAM, protocol}),
+                variant.own_namespaces ? refused(EPROTONOSUPPORT) : no_family)
+          << protocol;
+    }
+    // Other families are as the policy says, whatever the world.
+    EXPECT_EQ(run(p, SYS_socket, {AF_PACKET, SOCK_RAW, 0}), no_family);
+    // Its own user: by pid, and inotify.
+    const std::uint32_t same_user = variant.own_user ? kAllow : refused(EPERM);
+    EXPECT_EQ(run(p, SYS_prlimit64, {1234, RLIMIT_NOFILE, 0, 0x1000}), same_user);
+    EXPECT_EQ(run(p, SYS_sched_setaffinity, {1234, 8, 0x1000}), same_user);
+    EXPECT_EQ(run(p, SYS_setpriority, {0 /* PRIO_PROCESS */, 1234, 5}), same_user);
+    EXPECT_EQ(run(p, SYS_ioprio_set, {1 /* IOPRIO_WHO_PROCESS */, 1234, 0}), same_user);
+    EXPECT_EQ(run(p, SYS_inotify_init1, {0}), variant.own_user ? kAllow : refused(ENOSYS));
+    // Still refused in every variant: a process group or a whole user at once; fanotify.
+    EXPECT_EQ(run(p, SYS_setpriority, {1 /* PRIO_PGRP */, 0, 5}), refused(EPERM));
+    EXPECT_EQ(run(p, SYS_setpriority, {2 /* PRIO_USER */, 0, 5}), refused(EPERM));
+    EXPECT_EQ(run(p, SYS_ioprio_set, {3 /* IOPRIO_WHO_USER */, 0, 0}), refused(EPERM));
+    EXPECT_EQ(run(p, SYS_fanotify_init, {0, 0}), refused(EPERM));
+    // Its own process groups (a leaf, its own terminal).
+    const std::uint32_t group = variant.own_group ? kAllow : refused(EPERM);
+    EXPECT_EQ(run(p, SYS_setsid, {}), group);
+    EXPECT_EQ(run(p, SYS_setpgid, {0, 0}), group);
+    // Namespaces and mounts stay refused: nothing of the world can be undone or widened.
+    EXPECT_EQ(run(p, SYS_unshare, {CLONE_NEWIPC}), refused(EPERM));
+    EXPECT_EQ(run(p, SYS_setns, {3, 0}), refused(EPERM));
+    EXPECT_EQ(run(p, SYS_mount, {0, 0, 0, 0, 0}), refused(EPERM));
+  }
+}
+
+TEST(SeccompRules, EveryRefusalOfTheSharedWorldKeepsItsReason) {
+  // A world variant drops rules; the ones it keeps say the same as in the shared variant.
+  for (int i = 0; i < kVariantCount; ++i) {
+    const auto variant = variant_from_index(i);
+    FilterVariant shared = variant;
+    shared.own_namespaces = shared.own_user = shared.own_group = false;
+    std::set<std::string> reasons;
+    for (const auto& rule : rules_for(shared)) reasons.insert(rule.why);
+    for (const auto& rule : rules_for(variant)) {
+      if (variant.own_namespaces && rule.syscall == "socket") continue;  // netlink's own rules
+      EXPECT_EQ(reasons.count(rule.why), 1U) << variant.name() << ": " << rule.why;
     }
   }
 }

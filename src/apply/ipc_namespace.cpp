@@ -1,0 +1,59 @@
+#include "apply/ipc_namespace.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "sys/landlock_abi.hpp"
+
+// Debian 12's headers know the new mount API's numbers but not all its flags.
+#ifndef FSOPEN_CLOEXEC
+#define FSOPEN_CLOEXEC 0x00000001
+#endif
+#ifndef FSMOUNT_CLOEXEC
+#define FSMOUNT_CLOEXEC 0x00000001
+#endif
+#ifndef FSCONFIG_CMD_CREATE
+#define FSCONFIG_CMD_CREATE 6
+#endif
+
+namespace oarbank {
+namespace {
+
+int fail(const char** what, const char* call) {
+  *what = call;
+  return errno;
+}
+
+}  // namespace
+
+int enter_own_ipc_namespace(int ruleset_fd, std::uint64_t handled_fs, const char** what) {
+  if (::unshare(CLONE_NEWIPC) != 0) return fail(what, "unshare(CLONE_NEWIPC)");
+  const std::uint64_t rights =
+      handled_fs & (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+                    LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_REMOVE_FILE);
+  if (ruleset_fd < 0 || rights == 0) return 0;
+  // A detached mount of the mqueue filesystem of this (new) IPC namespace (Linux 5.2's mount
+  // API): the superblock is the namespace's own, the one mq_open uses, and Landlock ties rules
+  // to its inodes, so a rule on this mount's root covers the queues mq_open makes.
+  const int fs = static_cast<int>(::syscall(SYS_fsopen, "mqueue", FSOPEN_CLOEXEC));
+  if (fs < 0) return fail(what, "fsopen(mqueue)");
+  if (::syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+    const int err = fail(what, "fsconfig(mqueue, FSCONFIG_CMD_CREATE)");
+    ::close(fs);
+    return err;
+  }
+  const int mount = static_cast<int>(::syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0));
+  ::close(fs);
+  if (mount < 0) return fail(what, "fsmount(mqueue)");
+  landlock::PathBeneathAttr rule{rights, mount};
+  const int rc = landlock::add_rule(ruleset_fd, landlock::kRulePathBeneath, &rule, 0);
+  const int err = rc == 0 ? 0 : fail(what, "landlock_add_rule(the IPC namespace's mqueue)");
+  ::close(mount);  // the rule holds the inode; the detached mount goes with this descriptor
+  return err;
+}
+
+}  // namespace oarbank

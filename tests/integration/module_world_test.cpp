@@ -1,0 +1,600 @@
+// Issue 12, "Its own IPC and network" and "What the world lets us allow": a root sandbox-run
+// gives each module its own IPC namespace and its own network namespace (net: none: loopback
+// only), and the filter allows what that world makes safe (docs/seccomp.md). From inside real
+// sandboxed modules: the allowed thing works, the same thing stays refused where the world is
+// not made (a bare sandbox-exec, the process-group fallback), and nothing of one module reaches
+// another module or the host. Real programs (python3, coreutils' timeout, util-linux's ipcmk)
+// run as they do outside.
+//
+// Some of what the issue shows needs issue 12's other parts on the node: a leased uid
+// (module_users) for prlimit64, sched_* and inotify by pid; the module's own /dev/shm and
+// devpts (module_mounts) for multiprocessing.Pool and `script`. Those tests find out whether
+// the part is there and skip, naming it, where not.
+#include <fcntl.h>
+#include <mqueue.h>
+#include <signal.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.hpp"
+#include "sandbox_fixture.hpp"
+
+namespace oarbank::it {
+namespace {
+
+using namespace std::chrono_literals;
+
+const char* const kOk = "ok";
+const char* const kEperm = "errno EPERM";
+
+bool have_program(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) return false;
+  const std::string target = resolved;
+  return ::access(target.c_str(), X_OK) == 0 && target.find("busybox") == std::string::npos;
+}
+
+// A module run in the background (two modules at once): its output goes to a file.
+class BackgroundRun {
+ public:
+  BackgroundRun(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                std::string output)
+      : output_(std::move(output)) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(output_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int null = ::open("/dev/null", O_RDONLY);
+      ::dup2(null, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      exec_in_child(argv, env);
+    }
+  }
+  ~BackgroundRun() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  BackgroundRun(const BackgroundRun&) = delete;
+  BackgroundRun& operator=(const BackgroundRun&) = delete;
+  // The output so far ("" before the file exists).
+  [[nodiscard]] std::string output() const { return exists(output_) ? read_file(output_) : ""; }
+  // The exit code (128+N for signal N); -1 on timeout.
+  int wait(std::chrono::milliseconds timeout = 20s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return -1;
+  }
+
+ private:
+  std::string output_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+template <typename Predicate>
+bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return predicate();
+}
+
+class ModuleWorld : public SandboxBase, public ::testing::Test {
+ protected:
+  ModuleWorld() {
+    init(kUncapped);
+    state_dir = tree.path("state");
+  }
+  void SetUp() override {
+    if (!running_as_root()) GTEST_SKIP() << "the module's world is made by a root sandbox-run";
+  }
+
+  std::vector<std::string> env() const {
+    auto e = launcher_environment();
+    e.push_back("OARBANK_STATE_DIR=" + state_dir);
+    return e;
+  }
+  std::vector<std::string> run_argv(const nlohmann::json& policy,
+                                    const std::vector<std::string>& module,
+                                    const std::string& id = "", const std::string& config = "",
+                                    const std::vector<std::string>& options = {}) {
+    const std::string policy_file =
+        tree.write_json("run-" + std::to_string(counter_++) + ".json", policy);
+    std::vector<std::string> argv{OARBANK_AGENT_BINARY,
+                                  "sandbox-run",
+                                  "--config",
+                                  config.empty() ? config_path : config,
+                                  "--id",
+                                  id.empty() ? unique_name("world") : id};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.push_back(policy_file);
+    argv.emplace_back("--");
+    argv.insert(argv.end(), module.begin(), module.end());
+    return argv;
+  }
+  // sandbox-run of the payload with ARGS; the run's whole result.
+  RunResult run(const nlohmann::json& policy, const std::vector<std::string>& args,
+                const std::string& config = "", std::chrono::milliseconds timeout = 30s) {
+    std::vector<std::string> module{tree.probe()};
+    module.insert(module.end(), args.begin(), args.end());
+    RunOptions o;
+    o.env = env();
+    o.timeout = timeout;
+    return run_command(run_argv(policy, module, "", config), o);
+  }
+  // The payload's lines under sandbox-run, with the module's exit checked.
+  std::string run_out(const nlohmann::json& policy, const std::vector<std::string>& args,
+                      const std::string& config = "") {
+    RunResult r = run(policy, args, config);
+    EXPECT_TRUE(r.exited(0)) << r.describe();
+    return r.out;
+  }
+  // A configuration whose cgroup_parent is missing: the container is the process group.
+  std::string process_group_config() const {
+    auto config = node_config();
+    config["cgroup_parent"] = "/oarbank-test-no-such-cgroup";
+    return tree.write_json("pgroup-config.json", config);
+  }
+  static bool have_cgroup() {
+    return running_as_root() && !test_leaves_parent().empty() && exists("/sys/fs/cgroup");
+  }
+  // The uid a sandbox-run module runs as (its status line), for the parts that need a leased uid.
+  std::string module_uid_under_run() {
+    std::string out = run_out(base_policy(), {"status"});
+    const auto at = out.find("Uid:");
+    if (at == std::string::npos) return "";
+    std::string rest = out.substr(at + 4);
+    rest.erase(0, rest.find_first_not_of(" \t"));
+    return rest.substr(0, rest.find_first_of(" \t\n"));
+  }
+  // Whether the module runs as a uid of its own (a leased uid (module_users)), not the shared
+  // module user: the allowances for prlimit64, sched_*, setpriority/ioprio_set by pid and inotify
+  // rely on it.
+  bool has_own_user() {
+    const std::string uid = module_uid_under_run();
+    return !uid.empty() && uid != std::to_string(module_uid());
+  }
+
+  std::string state_dir;
+  int counter_ = 0;
+};
+
+// --- Its own IPC ------------------------------------------------------------------------------
+
+TEST_F(ModuleWorld, SysVIpcAndPosixQueuesWorkInsideAndStayRefusedToABareSandboxExec) {
+  const std::string mq = "/" + unique_name("oarbank-mq");
+  EXPECT_EQ(run_out(base_policy(),
+                    {"batch", "sysv-roundtrip", ",", "mq-roundtrip", mq, ",", "mq-find", mq}),
+            "ok\nok\nok\n");
+  // Without its own world (sandbox-exec shares the node's IPC namespace): refused as before.
+  expect_probes(base_policy(), {{{"sysv-roundtrip"}, kEperm},
+                                {{"shmget"}, kEperm},
+                                {{"msgget"}, kEperm},
+                                {{"mq_open"}, kEperm}});
+  // The queue was the module's own: the host's namespace never had it.
+  mqd_t q = ::mq_open(mq.c_str(), O_RDONLY);
+  EXPECT_EQ(q, static_cast<mqd_t>(-1));
+  if (q != static_cast<mqd_t>(-1)) {
+    ::mq_close(q);
+    ::mq_unlink(mq.c_str());
+  }
+}
+
+TEST_F(ModuleWorld, ANodeThatTurnsTheWorldOffSharesTheNodesAndRefusesAsBefore) {
+  auto config = node_config();
+  config["module_world"] = false;
+  const std::string off = tree.write_json("world-off.json", config);
+  EXPECT_EQ(run_out(base_policy(),
+                    {"batch", "sysv-roundtrip", ",", "netlink", "0", ",", "fork-setsid"}, off),
+            "errno EPERM\nerrno EAFNOSUPPORT\nerrno EPERM\n");
+}
+
+TEST_F(ModuleWorld, OneModulesIpcObjectsAreInvisibleToAnotherAndToTheHostAndGoWithIt) {
+  // A key and a queue name of this test's own.
+  const key_t key = static_cast<key_t>(0x0a000000 | (::getpid() & 0xffffff));
+  const std::string key_text = std::to_string(key);
+  const std::string mq = "/" + unique_name("oarbank-mq");
+  // Module A makes a segment and a queue and keeps running.
+  const std::string out_a = tree.path("a.out");
+  std::vector<std::string> module_a{
+      tree.probe(), "batch",    "shm-create", key_text, ",",     "mq-roundtrip", mq,
+      ",",          "shm-find", key_text,     ",",      "spawn", "/bin/sleep",   "3"};
+  BackgroundRun a(run_argv(base_policy(), module_a), env(), out_a);
+  ASSERT_TRUE(eventually([&] { return a.output().find("ok\nok\nok\n") == 0; }))
+      << "module A: " << a.output();
+  // Module B, at the same time: neither the segment nor the queue is there, by either route
+  // (SysV by key, POSIX by name); it makes its own of the same key.
+  EXPECT_EQ(run_out(base_policy(), {"batch", "shm-find", key_text, ",", "mq-find", mq, ",",
+                                    "shm-create", key_text}),
+            "errno ENOENT\nerrno ENOENT\nok\n");
+  // The host does not see module A's either.
+  EXPECT_LT(::shmget(key, 0, 0), 0);
+  EXPECT_EQ(errno, ENOENT);
+  EXPECT_EQ(::mq_open(mq.c_str(), O_RDONLY), static_cast<mqd_t>(-1));
+  EXPECT_EQ(a.wait(), 0) << a.output();
+  // After the module: nothing of its IPC left on the node (its namespace went with it).
+  EXPECT_LT(::shmget(key, 0, 0), 0);
+}
+
+TEST_F(ModuleWorld, IpcmkAndIpcsWorkInside) {
+  if (!have_program("/usr/bin/ipcmk") || !have_program("/usr/bin/ipcs")) {
+    GTEST_SKIP() << "util-linux's ipcmk and ipcs are not here";
+  }
+  // ipcmk makes a segment; ipcs lists the module's own segments (only that one).
+  EXPECT_EQ(run_out(base_policy(),
+                    {"spawn", "/bin/sh", "-c",
+                     "ipcmk -M 4096 >/dev/null && ipcmk -Q >/dev/null && ipcs -m | grep -c '^0x'"}),
+            "1\nexit 0\n");
+}
+
+// Whether any process is in the namespace `link` ("net:[4026...]") of kind `kind` (net, ipc).
+bool namespace_in_use(const std::string& kind, const std::string& link) {
+  for (const auto& entry : list_dir("/proc")) {
+    if (entry.find_first_not_of("0123456789") != std::string::npos) continue;
+    char target[64];
+    const ssize_t n = ::readlink(("/proc/" + entry + "/ns/" + kind).c_str(), target, sizeof target);
+    if (n > 0 && std::string(target, static_cast<std::size_t>(n)) == link) return true;
+  }
+  return false;
+}
+
+std::string own_namespace(const std::string& kind) {
+  char target[64];
+  const ssize_t n = ::readlink(("/proc/self/ns/" + kind).c_str(), target, sizeof target);
+  return n > 0 ? std::string(target, static_cast<std::size_t>(n)) : "";
+}
+
+TEST_F(ModuleWorld, ItsNamespacesAreItsOwnAndGoWithIt) {
+  RunResult r = run(base_policy(), {"spawn", "/bin/sh", "-c",
+                                    "readlink /proc/self/ns/net; readlink /proc/self/ns/ipc"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  std::istringstream lines(r.out);
+  std::string net, ipc;
+  std::getline(lines, net);
+  std::getline(lines, ipc);
+  ASSERT_EQ(net.rfind("net:[", 0), 0U) << r.describe();
+  ASSERT_EQ(ipc.rfind("ipc:[", 0), 0U) << r.describe();
+  EXPECT_NE(net, own_namespace("net"));
+  EXPECT_NE(ipc, own_namespace("ipc"));
+  // Nothing outlives the run: no process is left in either (the kernel frees them then).
+  EXPECT_TRUE(eventually([&] { return !namespace_in_use("net", net); })) << net;
+  EXPECT_TRUE(eventually([&] { return !namespace_in_use("ipc", ipc); })) << ipc;
+}
+
+// --- Its own network namespace ------------------------------------------------------------
+
+TEST_F(ModuleWorld, NetNoneHoldsOnlyLoopbackWhichNetlinkRouteListsAndCannotChange) {
+  EXPECT_EQ(
+      run_out(base_policy(), {"batch", "ifaddrs", ",", "netlink", "0", ",", "netlink", "9", ",",
+                              "netlink", "15", ",", "netlink", "4", ",", "netlink-addaddr"}),
+      "lo\n"
+      "ok\n"                     // NETLINK_ROUTE
+      "errno EPROTONOSUPPORT\n"  // NETLINK_AUDIT
+      "errno EPROTONOSUPPORT\n"  // NETLINK_KOBJECT_UEVENT
+      "errno EPROTONOSUPPORT\n"  // NETLINK_SOCK_DIAG
+      "errno EPERM\n");          // RTM_NEWADDR: no CAP_NET_ADMIN in its namespace
+  // Real programs: iproute2 lists one link and cannot take it down (2: RTNETLINK answers
+  // EPERM); Node's os.networkInterfaces() names lo alone.
+  if (have_program("/usr/bin/ip")) {
+    EXPECT_EQ(run_out(base_policy(), {"spawn", "/bin/sh", "-c",
+                                      "ip -o link | wc -l; ip link set lo down 2>/dev/null; "
+                                      "echo $?"}),
+              "1\n2\nexit 0\n");
+  }
+  if (have_program("/usr/bin/node")) {
+    EXPECT_EQ(run_out(base_policy(),
+                      {"spawn", "/usr/bin/node", "-e",
+                       "console.log(Object.keys(require('os').networkInterfaces()).join(','))"}),
+              "lo\nexit 0\n");
+  }
+  // An egress module's namespace: loopback too (the proxy's listener is there).
+  EXPECT_EQ(run_out(egress_policy(), {"ifaddrs"}), "lo\n");
+  // A bare sandbox-exec stays in the node's namespace: netlink refused (it would list the
+  // node's interfaces).
+  expect_probes(base_policy(), {{{"netlink", "0"}, "errno EAFNOSUPPORT"}});
+}
+
+// The host's abstract unix sockets live in the node's network namespace: a module in its own
+// cannot reach them, even where Landlock cannot scope them (below ABI 6: the node cap at 5).
+class AbstractSockets : public ModuleWorld {
+ protected:
+  AbstractSockets() {
+    auto config = node_config();
+    config["landlock_abi_max"] = 5;
+    capped_config = tree.write_json("cap5.json", config);
+  }
+  std::string capped_config;
+};
+
+TEST_F(AbstractSockets, TheHostsAreOutOfReachOfAModuleInItsOwnNamespace) {
+  if (kernel_landlock_abi() < 5) GTEST_SKIP() << "needs Landlock ABI 5 for the capped node";
+  const std::string name = unique_name("oarbank-abstract");
+  int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path + 1, name.data(), name.size());
+  const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), length), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  auto policy = with(base_policy(), "broker", true);
+  policy["ipc_isolation"] = "best-effort";
+  // Control: a bare sandbox-exec at ABI 5 shares the node's namespace and reaches it.
+  LaunchOptions capped;
+  capped.config = capped_config;
+  EXPECT_EQ(probe(policy, {"connect-abstract", name}, capped), kOk);
+  // sandbox-run: the module's own namespace has no such socket.
+  EXPECT_EQ(run_out(policy, {"connect-abstract", name}, capped_config), "errno ECONNREFUSED\n");
+  ::close(listener);
+}
+
+TEST_F(AbstractSockets, AnotherModulesAreOutOfReachToo) {
+  if (kernel_landlock_abi() < 5) GTEST_SKIP() << "needs Landlock ABI 5 for the capped node";
+  // Module A binds an abstract datagram socket and stays; module B sends to it. Below ABI 6
+  // Landlock does not scope abstract sockets: only the network namespace keeps them apart.
+  auto policy = with(base_policy(), "broker", true);
+  const std::string name = unique_name("oarbank-abstract-a");
+  // Control, two bare sandbox-exec modules (the node's namespace): B reaches A.
+  {
+    std::vector<std::string> a_argv{OARBANK_AGENT_BINARY,
+                                    "sandbox-exec",
+                                    "--config",
+                                    capped_config,
+                                    tree.write_json("a.json", policy),
+                                    "--",
+                                    tree.probe(),
+                                    "batch",
+                                    "bind-abstract-dgram",
+                                    name,
+                                    ",",
+                                    "sleep-ms",
+                                    "1500"};
+    BackgroundRun a(a_argv, env(), tree.path("exec-a.out"));
+    ASSERT_TRUE(eventually([&] { return a.output() == "ok\n"; })) << a.output();
+    LaunchOptions capped;
+    capped.config = capped_config;
+    EXPECT_EQ(probe(policy, {"sendto-abstract", name}, capped), kOk);
+  }
+  // Two sandbox-run modules: each in its own network namespace, B's datagram finds no socket.
+  const std::string name2 = name + "-run";
+  BackgroundRun a(
+      run_argv(policy,
+               {tree.probe(), "batch", "bind-abstract-dgram", name2, ",", "sleep-ms", "1500"}, "",
+               capped_config),
+      env(), tree.path("run-a.out"));
+  ASSERT_TRUE(eventually([&] { return a.output() == "ok\n"; })) << a.output();
+  EXPECT_EQ(run_out(policy, {"sendto-abstract", name2}, capped_config), "errno ECONNREFUSED\n");
+  EXPECT_EQ(a.wait(), 0) << a.output();
+}
+
+// --- Its own process groups (a leaf and its own terminal) ----------------------------------
+
+TEST_F(ModuleWorld, LeavingTheProcessGroupWorksInALeafAndStaysRefusedWithoutOne) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here";
+  // GNU timeout's pattern: the child's kill(0, SIGTERM) reaches only its own new group.
+  EXPECT_EQ(
+      run_out(base_policy(), {"batch", "group-kill", ",", "fork-setsid", ",", "fork-setpgid"}),
+      "ok\nok\nok\n");
+  // The process-group fallback: the group is the container, so leaving it stays refused; and
+  // the child's kill(0, SIGTERM) then ends the whole module (143).
+  const std::string pgroup = process_group_config();
+  EXPECT_EQ(run_out(base_policy(), {"batch", "fork-setsid", ",", "fork-setpgid"}, pgroup),
+            "errno EPERM\nerrno EPERM\n");
+  RunResult killed = run(base_policy(), {"group-kill"}, pgroup);
+  EXPECT_TRUE(killed.exited(128 + SIGTERM)) << killed.describe();
+  // A bare sandbox-exec: refused as before.
+  expect_probes(base_policy(), {{{"fork-setsid"}, kEperm}, {{"fork-setpgid"}, kEperm}});
+}
+
+TEST_F(ModuleWorld, ATerminalItIsHandedKeepsItInItsProcessGroup) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here";
+  // A terminal passed with --keep-fd is not the module's own: a new session could make it its
+  // controlling terminal, and leaving the group would escape its job control. So the run's
+  // filter keeps setsid and setpgid refused (and SysV IPC, its own namespace, allowed).
+  Pty pty;
+  const int kept = ::fcntl(pty.slave(), F_DUPFD, 10);
+  ASSERT_GE(kept, 10);
+  RunOptions o;
+  o.env = env();
+  RunResult r = run_command(
+      run_argv(base_policy(),
+               {tree.probe(), "batch", "fork-setsid", ",", "fork-setpgid", ",", "sysv-roundtrip"},
+               "", "", {"--keep-fd", std::to_string(kept)}),
+      o);
+  ::close(kept);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "errno EPERM\nerrno EPERM\nok\n") << r.describe();
+}
+
+TEST_F(ModuleWorld, GnuTimeoutAndStartNewSessionWorkAndTheModuleGoesOn) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here";
+  if (!have_program("/usr/bin/timeout")) GTEST_SKIP() << "coreutils' timeout is not here";
+  EXPECT_EQ(run_out(base_policy(),
+                    {"spawn", "/bin/sh", "-c", "timeout 0.3 sleep 5; echo $?; echo going-on"}),
+            "124\ngoing-on\nexit 0\n");
+  if (have_program("/usr/bin/python3")) {
+    EXPECT_EQ(
+        run_out(base_policy(), {"spawn", "/usr/bin/python3", "-c",
+                                "import os, subprocess\n"
+                                "r = subprocess.run(['/usr/bin/python3', '-c', 'import os; "
+                                "print(os.getsid(0) == os.getpid())'], start_new_session=True, "
+                                "capture_output=True, text=True)\n"
+                                "print(r.stdout.strip(), r.returncode)\n"
+                                "r = subprocess.run(['/bin/true'], process_group=0)\n"
+                                "print(r.returncode)"}),
+        "True 0\n0\nexit 0\n");
+  }
+}
+
+// --- Its own user: its own processes by pid, inotify ----------------------------------------
+
+TEST_F(ModuleWorld, ItsOwnProcessesByPidAndInotifyWithAUidOfItsOwn) {
+  // A node that leases each module id a uid of its own (module_users), a range of this test's
+  // own and a registry in its tree; the policy's one writable directory made for that uid.
+  auto node = node_config();
+  const std::uint32_t first = 3100000000U + static_cast<std::uint32_t>(::getpid() % 100000) * 4U;
+  node["module_users"] = {{"first", first}, {"last", first + 3}};
+  const std::string config = tree.write_json("own-user.json", node);
+  const std::string work = "/tmp/" + unique_name("oarbank-world-work");
+  auto policy = base_policy();
+  policy["work"] = work;
+  policy.erase("temp");
+  policy.erase("data");
+  const std::string id = unique_name("world-own");
+  auto run_own = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> module{tree.probe()};
+    module.insert(module.end(), args.begin(), args.end());
+    RunOptions o;
+    o.env = env();
+    o.env.push_back("OARBANK_USER_REGISTRY=" + tree.path("registry"));
+    o.timeout = 30s;
+    RunResult r = run_command(run_argv(policy, module, id, config), o);
+    EXPECT_TRUE(r.exited(0)) << r.describe();
+    return r.out;
+  };
+  const std::string status = run_own({"status"});
+  if (status.find("Uid:\t" + std::to_string(first)) == std::string::npos) {
+    remove_tree(work);
+    GTEST_SKIP() << "needs the per-module users of issue 12 (module_users): " << status;
+  }
+  EXPECT_EQ(run_own({"batch", "own-pid-ops", ",", "inotify-watch", work}), "ok\nok\n");
+  // Another uid's process (this test's, root's): the kernel's same-user checks refuse.
+  EXPECT_EQ(run_own({"batch", "prlimit", std::to_string(::getpid()), ",", "sched_setaffinity",
+                     std::to_string(::getpid()), ",", "prlimit-read", "1"}),
+            "errno EPERM\nerrno EPERM\nerrno EPERM\n");
+  if (have_program("/usr/bin/python3")) {
+    EXPECT_EQ(run_own({"spawn", "/usr/bin/python3", "-c",
+                       "import os, resource\n"
+                       "os.sched_setaffinity(os.getpid(), {0})\n"
+                       "print(resource.prlimit(os.getpid(), resource.RLIMIT_NOFILE) == "
+                       "resource.getrlimit(resource.RLIMIT_NOFILE))"}),
+              "True\nexit 0\n");
+  }
+  if (have_program("/usr/bin/node")) {
+    EXPECT_EQ(run_own({"spawn", "/usr/bin/node", "-e",
+                       "const w = require('fs').watch('.'); w.close(); console.log('watched')"}),
+              "watched\nexit 0\n");
+  }
+  remove_tree(work);
+}
+
+// --- Real programs that need the module's own (module_mounts) /dev/shm and devpts
+// ---------------------------
+
+TEST_F(ModuleWorld, MultiprocessingPoolAndProcessPoolExecutor) {
+  if (!have_program("/usr/bin/python3")) GTEST_SKIP() << "python3 is not here";
+  const std::string shm = run_out(base_policy(), {"write", "/dev/shm/oarbank-probe"});
+  if (shm != "ok\n")
+    GTEST_SKIP() << "needs the module's own (module_mounts) /dev/shm (" << shm << ")";
+  EXPECT_EQ(run_out(base_policy(),
+                    {"spawn", "/usr/bin/python3", "-c",
+                     "import multiprocessing as m, concurrent.futures as f\n"
+                     "if __name__ == '__main__':\n"
+                     "    with m.Pool(2) as p: print(sum(p.map(abs, range(-10, 0))))\n"
+                     "    with f.ProcessPoolExecutor(2) as e: print(sum(e.map(abs, [-1, -2])))"}),
+            "55\n3\nexit 0\n");
+}
+
+TEST_F(ModuleWorld, ScriptRunsOnAPtyOfItsOwn) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here";
+  if (!have_program("/usr/bin/script")) GTEST_SKIP() << "util-linux's script is not here";
+  const std::string ptmx = run_out(base_policy(), {"openpty"});
+  if (ptmx != "ok\n")
+    GTEST_SKIP() << "needs the module's own (module_mounts) devpts (/dev/ptmx: " << ptmx << ")";
+  EXPECT_EQ(run_out(base_policy(), {"spawn", "/usr/bin/script", "-qc", "true", "/dev/null"}),
+            "exit 0\n");
+}
+
+// --- CPython's own regression tests (Debian's libpython3.11-testsuite) ---------------------
+
+TEST_F(ModuleWorld, CPythonsRegressionTestsPassInside) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here";
+  if (!have_program("/usr/bin/python3") || !exists("/usr/lib/python3.11/test/test_os.py")) {
+    GTEST_SKIP() << "needs libpython3.11-testsuite (scripts/install-deps.sh)";
+  }
+  // Outside, all of these pass on this machine. Inside, what the policy refuses by design is
+  // left out, each named: TestSendfile listens on TCP (net none; "never listening"),
+  // Pep383Tests.test_listdir lists / (Landlock), test_tcsetpgrpt expects EBADF from
+  // TIOCSPGRP on a bad descriptor (the filter refuses TIOCSPGRP first, EPERM),
+  // test_memfd_create (memfd_create is closed with the module's own mounts: ENOSYS),
+  // test_ressources_gced_in_workers (a multiprocessing Manager listens on a socket). Without the
+  // world, test_posix's posix_spawn setpgroup tests fail (setpgid refused).
+  std::vector<std::string> args{"spawn",
+                                "/usr/bin/python3",
+                                "-m",
+                                "test",
+                                "-j2",  // regrtest's worker processes (the issue's example)
+                                "test_posix",
+                                "test_os",
+                                "test_asyncio.test_subprocess",
+                                "-i",
+                                "*TestSendfile*",
+                                "-i",
+                                "*Pep383Tests.test_listdir",
+                                "-i",
+                                "*test_tcsetpgrpt",
+                                "-i",
+                                "*test_memfd_create"};
+  std::vector<std::string> missing;
+  // The parts of issue 12's siblings: each test that needs one runs once it is there.
+  if (run_out(base_policy(), {"openpty"}) == "ok\n") {
+    args.push_back("test_pty");
+  } else {
+    args.insert(args.end(), {"-i", "*test_openpty"});
+    missing.emplace_back(
+        "test_pty and test_os's test_openpty (the module's own devpts: module_mounts)");
+  }
+  // test_concurrent_futures whole takes 2.5 minutes here: its process-pool executor and
+  // initializer cases (7 s) in a run of their own (-m would filter the others too).
+  const bool shm = run_out(base_policy(), {"write", "/dev/shm/oarbank-probe"}) == "ok\n";
+  if (!shm)
+    missing.emplace_back("test_concurrent_futures (the module's own /dev/shm: module_mounts)");
+  if (!has_own_user()) {
+    args.insert(args.end(), {"-i", "*ProgramPriorityTests*"});
+    missing.emplace_back("test_os's ProgramPriorityTests (a leased uid; this node: module_user)");
+  }
+  RunResult r = run(base_policy(), args, "", 300s);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find("Tests result: SUCCESS"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.out.ends_with("exit 0\n")) << r.out;
+  if (shm) {
+    RunResult futures =
+        run(base_policy(),
+            {"spawn", "/usr/bin/python3", "-m", "test", "test_concurrent_futures", "-m",
+             "*ProcessPoolForkProcessPoolExecutorTest*", "-m", "*ProcessPoolSpawnInitializerTest*",
+             "-i", "*test_ressources_gced_in_workers"},
+            "", 300s);
+    EXPECT_NE(futures.out.find("Tests result: SUCCESS"), std::string::npos) << futures.out;
+    EXPECT_TRUE(futures.out.ends_with("exit 0\n")) << futures.out;
+  }
+  for (const auto& what : missing) std::printf("[   NOTE   ] not run here: %s\n", what.c_str());
+}
+
+}  // namespace
+}  // namespace oarbank::it
