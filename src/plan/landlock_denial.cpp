@@ -146,9 +146,22 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
     } else {
       d.reason = "binding a TCP port: never allowed for a module";
     }
+  } else if (blockers == "scope.signal") {
+    // The target as lsm_audit names a task: opid=PID ocomm=NAME.
+    d.object = "pid " + access.field("opid");
+    d.reason = "signal to a process outside the module's sandbox (Landlock scope): never allowed";
   } else {
-    d.object = access.field("opid").empty() ? access.field("path") : "pid " + access.field("opid");
-    d.reason = "outside the module's sandbox (Landlock scope): never allowed";
+    // scope.abstract_unix_socket: lsm_audit writes the socket's address as path=, and an
+    // abstract one (leading NUL) as hexadecimal; it is named as ss(8) does, "@name".
+    d.object = access.field("path");
+    if (d.object.starts_with('\0')) {
+      std::replace(d.object.begin(), d.object.end(), '\0', '@');
+      d.reason =
+          "connect to an abstract unix socket outside the module's sandbox (Landlock scope): "
+          "never allowed (a module reaches local services through the broker)";
+    } else {
+      d.reason = "outside the module's sandbox (Landlock scope): never allowed";
+    }
   }
   return d;
 }

@@ -329,6 +329,86 @@ TEST_F(LandlockDenials, ATcpConnectToAPortNotTheProxysIsNamed) {
             std::string::npos);
 }
 
+// Landlock's scopes (ABI 6): a signal to a process outside the module's domain that runs as the
+// module's own uid (so that only the scope refuses it, not the uid), by kill and by a pidfd, and
+// a connect to an abstract unix socket that a process outside listens on, twice each: one
+// record each, named "landlock-scope", with the target and no policy change. The same run's
+// signal to its own child, abstract socket pair of its own and broker connect leave no record.
+TEST_F(LandlockDenials, ASignalAndAnAbstractSocketOutsideTheSandboxAreScopeRefusals) {
+  Sleeper outside;  // the module user's uid (the fixture's node runs every module as it)
+  const std::string pid = std::to_string(outside.pid());
+  RunOptions as_module_user;
+  as_module_user.user = std::make_pair(module_uid(), module_gid());
+  // Control: unsandboxed, as the module user, the signal is allowed (the uid does not refuse).
+  EXPECT_EQ(run_command({tree.probe(), "kill", pid, "0"}, as_module_user).out_line(), "ok");
+  const std::string name = "@" + unique_name("scope");
+  UnixListener listener(name);
+  UnixListener broker(broker_path);
+  RunResult r = run({},
+                    {"batch",
+                     "kill",
+                     pid,
+                     "0",
+                     ",",
+                     "kill",
+                     pid,
+                     "0",
+                     ",",
+                     "pidfd-kill",
+                     pid,
+                     "0",
+                     ",",
+                     "connect-unix",
+                     name,
+                     ",",
+                     "connect-unix",
+                     name,
+                     ",",
+                     "kill-child",
+                     ",",
+                     "abstract-pair",
+                     "@" + unique_name("inner"),
+                     ",",
+                     "connect-unix",
+                     broker_path,
+                     ",",
+                     "exit",
+                     "1"},
+                    with(base_policy(), "broker", true));  // AF_UNIX needs the broker grant
+  ASSERT_TRUE(r.exited(1)) << r.describe();
+  EXPECT_EQ(r.out, "errno EPERM\nerrno EPERM\nerrno EPERM\nerrno EPERM\nerrno EPERM\nok\nok\nok\n");
+  const auto j = result();
+  if (j["denial_diagnostics"]["filesystem"] != "recorded") {
+    GTEST_SKIP() << "the kernel dropped audit records during the run: " << j.dump();
+  }
+  const auto& denials = j["denials"];
+  ASSERT_EQ(denials.size(), 2U) << denials.dump();
+  const auto signal = the_denial(denials, "scope.signal");
+  EXPECT_EQ(signal["mechanism"], "landlock-scope");
+  EXPECT_EQ(signal["object"], "pid " + pid);
+  EXPECT_EQ(signal["count"], 3);
+  EXPECT_EQ(signal["error"], "EPERM");
+  EXPECT_EQ(signal["executable"], tree.probe());
+  EXPECT_TRUE(signal["allowed_by"].is_null());
+  EXPECT_TRUE(signal["grant"].is_null());
+  EXPECT_NE(signal["reason"].get<std::string>().find("never allowed"), std::string::npos)
+      << signal.dump();
+  const auto socket = the_denial(denials, "scope.abstract_unix_socket");
+  EXPECT_EQ(socket["mechanism"], "landlock-scope");
+  EXPECT_EQ(socket["object"], name);
+  EXPECT_EQ(socket["count"], 2);
+  EXPECT_EQ(socket["error"], "EPERM");
+  EXPECT_TRUE(socket["allowed_by"].is_null());
+  EXPECT_TRUE(socket["grant"].is_null());
+  EXPECT_NE(socket["reason"].get<std::string>().find("never allowed"), std::string::npos)
+      << socket.dump();
+  EXPECT_NE(r.err.find("refused (landlock-scope): scope.signal pid " + pid), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("refused (landlock-scope): scope.abstract_unix_socket " + name),
+            std::string::npos)
+      << r.err;
+}
+
 // A proxy request to a host the policy does not list: from the proxy's own log, with the
 // egress entry that would allow it; twice, one record.
 TEST_F(Denials, AProxyRefusalNamesTheEgressEntry) {

@@ -299,6 +299,31 @@ TEST(LandlockAudit, AdviceNamesThePolicyElement) {
   EXPECT_EQ(bind.object, "port 80");
 }
 
+// Landlock's scope refusals, as lsm_audit writes them on 6.18: a signal names the target task
+// (opid, ocomm), an abstract unix socket its address in hexadecimal with the leading NUL.
+TEST(LandlockAudit, ScopeRefusalsNameTheTargetAndNoPolicyChange) {
+  const LandlockAdviceContext context{{"/srv/work"}, false};
+  auto signal = landlock_denial(
+      record(1423, "audit(1:1): domain=a blockers=scope.signal opid=4242 ocomm=\"sleep\""), nullptr,
+      context);
+  EXPECT_EQ(signal.mechanism, "landlock-scope");
+  EXPECT_EQ(signal.operation, "scope.signal");
+  EXPECT_EQ(signal.object, "pid 4242");
+  EXPECT_NE(signal.reason.find("never allowed"), std::string::npos);
+  EXPECT_TRUE(signal.allowed_by.empty());
+  EXPECT_TRUE(signal.grant.is_null());
+  // "\0den-1": 00 64 65 6E 2D 31; the name is shown as "@den-1", with no NUL in the object.
+  auto unix_socket = landlock_denial(
+      record(1423, "audit(1:1): domain=a blockers=scope.abstract_unix_socket path=0064656E2D31"),
+      nullptr, context);
+  EXPECT_EQ(unix_socket.mechanism, "landlock-scope");
+  EXPECT_EQ(unix_socket.operation, "scope.abstract_unix_socket");
+  EXPECT_EQ(unix_socket.object, "@den-1");
+  EXPECT_NE(unix_socket.reason.find("never allowed"), std::string::npos);
+  EXPECT_TRUE(unix_socket.allowed_by.empty());
+  EXPECT_TRUE(unix_socket.grant.is_null());
+}
+
 }  // namespace
 }  // namespace oarbank
 
