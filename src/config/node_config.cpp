@@ -271,6 +271,17 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
       r.fail(pointer, "unknown key" + did_you_mean(key, known));
     }
   }
+  // The shared module_user (runs without --id, a bare sandbox-exec) must never be leased to
+  // one module id: that module would get the own-user allowances over every shared run.
+  if (const auto& range = config.module_users) {
+    for (auto [name, id] : {std::pair{"uid", config.module_uid}, {"gid", config.module_gid}}) {
+      if (id >= range->first && id <= range->last) {
+        r.fail("/module_users", "must not contain module_user's " + std::string(name) + " " +
+                                    std::to_string(id) + " (" + std::to_string(range->first) + "-" +
+                                    std::to_string(range->last) + ")");
+      }
+    }
+  }
   return config;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "plan/landlock_rights.hpp"
 
@@ -225,8 +226,19 @@ constexpr const char* kOnlySandboxRun =
     "; only sandbox-run started as root makes it (a bare sandbox-exec shares the node's, and "
     "the filter keeps refusing what that would expose)";
 
+// The node's module_world key turns the module's namespaces and their allowances off.
+std::optional<CapabilityVerdict> world_turned_off(const CapabilityEntry& entry,
+                                                  const NodeConfig& config) {
+  if (config.module_world) return std::nullopt;
+  return CapabilityVerdict{entry.row, CapabilityStatus::Unavailable,
+                           "the node's configuration says module_world: false: modules share "
+                           "the node's IPC and network namespaces, and the filter refuses what "
+                           "they would expose"};
+}
+
 CapabilityVerdict world_ipc_row(const CapabilityEntry& entry, const KernelFeatures& features,
-                                const NodeConfig&) {
+                                const NodeConfig& config) {
+  if (auto off = world_turned_off(entry, config)) return *off;
   if (!features.network_namespaces_probed) {
     return {entry.row, CapabilityStatus::Unavailable, "IPC namespaces were not probed"};
   }
@@ -243,7 +255,8 @@ CapabilityVerdict world_ipc_row(const CapabilityEntry& entry, const KernelFeatur
 }
 
 CapabilityVerdict world_network_row(const CapabilityEntry& entry, const KernelFeatures& features,
-                                    const NodeConfig&) {
+                                    const NodeConfig& config) {
+  if (auto off = world_turned_off(entry, config)) return *off;
   const std::string why = why_no_namespace(features);
   if (!why.empty()) {
     return {entry.row, CapabilityStatus::Unavailable,
@@ -255,7 +268,8 @@ CapabilityVerdict world_network_row(const CapabilityEntry& entry, const KernelFe
 }
 
 CapabilityVerdict world_groups_row(const CapabilityEntry& entry, const KernelFeatures& features,
-                                   const NodeConfig&) {
+                                   const NodeConfig& config) {
+  if (auto off = world_turned_off(entry, config)) return *off;
   if (!features.running_as_root) {
     return {entry.row, CapabilityStatus::Unavailable,
             "the agent is not root: the module's world is not made, setsid and setpgid stay "

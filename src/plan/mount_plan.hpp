@@ -44,8 +44,10 @@ std::string shm_mount_options(const MountPlan& plan);
 inline constexpr const char* kProcMountOptions = "hidepid=invisible";
 // The private devpts: its own numbering, /dev/ptmx (which opens the devpts instance mounted
 // on the pts directory beside it, Linux 4.7) usable by the module, ptys its user's alone, and
-// at most 256 of them (kernel.pty.max is the node's).
+// at most 32 of them: every devpts instance but the node's own draws on one kernel pool
+// (kernel.pty.max less kernel.pty.reserve, 3072 by default), which a few modules at 256 each
+// could empty for every other module and container on the node.
 inline constexpr std::pair<const char*, const char*> kDevptsOptions[] = {
-    {"ptmxmode", "0666"}, {"mode", "0600"}, {"max", "256"}};
+    {"ptmxmode", "0666"}, {"mode", "0600"}, {"max", "32"}};
 
 }  // namespace oarbank

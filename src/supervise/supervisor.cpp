@@ -205,6 +205,15 @@ Supervision::Supervision(SupervisedLaunch& launch, RunState& state)
   // SIGCONT to sandbox-run (to the supervisor, without a terminal) continues a module that
   // stopped: the container was frozen when it did.
   ::sigaddset(&handled, SIGCONT);
+  // The job-control stops are read and dropped, never acted on: with setpgid allowed (its own
+  // process groups, issue 12) a module's process can join the process group of the module's
+  // pty's session leader, this process, and read the pty from the background, so that the
+  // kernel sends SIGTTIN (or, by ^Z, SIGTSTP) to that group; left at their default they
+  // would stop the supervisor, its --timeout and its teardown with it. The operator's ^Z
+  // stops the front (terminal_front.cpp), which asks for the module's stop by its control
+  // socket.
+  ::sigaddset(&handled, SIGTTIN);
+  ::sigaddset(&handled, SIGTSTP);
   sigset_t blocked = handled;
   // Handing the module's pty to the module's group is a tcsetpgrp from outside that group.
   ::sigaddset(&blocked, SIGTTOU);
@@ -320,6 +329,7 @@ void Supervision::on_signal() {
       container_->resume();
       continue;
     }
+    if (info.ssi_signo == SIGTTIN || info.ssi_signo == SIGTSTP) continue;  // see above
     if (result_.stop_signal == 0) result_.stop_signal = static_cast<int>(info.ssi_signo);
     begin_stop(info.ssi_signo == SIGHUP ? SIGTERM : static_cast<int>(info.ssi_signo));
   }

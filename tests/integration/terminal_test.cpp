@@ -464,6 +464,24 @@ TEST_F(TerminalRun, TheOperatorsSettingsSurviveAModuleThatSetsRawModeAndIsKilled
   });
 }
 
+// A hostile module cannot stop its supervisor: a child of it joins the process group of the
+// session's leader (the supervisor, with setpgid allowed in a leaf) and reads the pty from the
+// background, so that the kernel sends SIGTTIN to that group. --timeout still ends the run on
+// time (review of issue 12).
+TEST_F(TerminalRun, AModuleThatSendsSigttinToItsSupervisorsGroupDoesNotStopIt) {
+  as_shell([&](OperatorShell& sh) {
+    const auto start = Clock::now();
+    pid_t job =
+        sh.start(run_argv({"--timeout", "1"}, {"join-session-leader-group-and-read"}), env(), true);
+    auto status = sh.wait_change(job, 15s);
+    const auto seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start).count();
+    sh.check(exited_with(status, 124), "--timeout: " + describe_status(status));
+    sh.check(seconds < 8, "--timeout ended the run only after " + std::to_string(seconds) + " s");
+    sh.check_settings_restored("after a module that signalled its supervisor's group");
+  });
+}
+
 // A background job's module gives up its controlling terminal and reads fd 0: it reads its
 // own pty, which the front does not feed from the background; the operator's keystrokes are
 // the shell's.

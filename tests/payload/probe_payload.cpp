@@ -991,6 +991,21 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
       if (write(1, kLine, sizeof kLine - 1) < 0 && errno != EINTR) return 1;
     }
   }
+  if (cmd == "join-session-leader-group-and-read") {
+    // A hostile module's way to stop its supervisor: a child joins the process group of its
+    // session's leader (sandbox-run's supervisor, on a terminal) and reads its terminal from
+    // the background, so that the kernel sends SIGTTIN to that whole group. Prints the
+    // setpgid result; the parent sleeps.
+    const pid_t child = fork();
+    if (child < 0) return report(-1);
+    if (child == 0) {
+      report(setpgid(0, getsid(0)));
+      char c = 0;
+      [[maybe_unused]] auto n = read(0, &c, 1);
+      _exit(0);
+    }
+    for (;;) pause();
+  }
   if (cmd == "raw-then-sleep") {
     // Takes its terminal exclusively (TIOCEXCL) and puts it in raw mode (no echo, no line
     // editing, no ^C), printing each result, and sleeps.

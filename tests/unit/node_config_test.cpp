@@ -142,6 +142,22 @@ TEST(NodeConfig, ErrorNamesSourceAndPointer) {
   }
 }
 
+// Review of issue 12: the shared module_user is never inside the range leased to module ids.
+TEST(NodeConfig, TheModuleUsersRangeMustNotHoldModuleUser) {
+  try {
+    parse_node_config(
+        R"({"module_user": {"uid": 61200, "gid": 65534}, "module_users": {"first": 61184, "last": 65519}})",
+        "agent.json");
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "configuration agent.json: /module_users: must not contain module_user's uid 61200 "
+              "(61184-65519)");
+  }
+  EXPECT_NO_THROW(parse_node_config(
+      R"({"module_user": {"uid": 61200, "gid": 61200}, "module_users": null})", "agent.json"));
+}
+
 struct InvalidConfig {
   std::string name;
   std::string text;

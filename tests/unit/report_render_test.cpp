@@ -122,6 +122,23 @@ TEST(ReportRender, PortOnlyAndUnavailableOnAnUnprivilegedNode) {
 }
 
 // Issue 12: a node that turns the module users off says so, naming the one user they share.
+// Review of issue 12: a node with module_world false does not report the world's rows.
+TEST(ReportRender, TheWorldTurnedOffByTheNodeIsUnavailable) {
+  NodeConfig config;
+  config.module_world = false;
+  const auto json = report_to_json(make_report(full_node(), config));
+  int seen = 0;
+  for (const auto& row : json["rows"]) {
+    const auto id = row["row"].get<std::string>();
+    if (id.rfind("world.", 0) != 0) continue;
+    ++seen;
+    EXPECT_EQ(row["status"], "unavailable") << id;
+    EXPECT_NE(row["reason"].get<std::string>().find("module_world: false"), std::string::npos)
+        << row.dump();
+  }
+  EXPECT_EQ(seen, 3);
+}
+
 TEST(ReportRender, OwnUserOffByTheNodeNamesModuleUser) {
   NodeConfig config;
   config.module_users.reset();
