@@ -214,6 +214,9 @@ if ! "$AGENT" sandbox-run --help 2>&1 | grep -q -- --proxy-log; then
 fi
 
 CONF=$T/agent.json
+# As root each module id gets a user of its own, leased in a registry (issue 12): the cases'
+# leases go to one of this run's, removed with it, not to the node's.
+export OARBANK_USER_REGISTRY=$T/registry
 cat >"$CONF" <<EOF
 {
   // the test network's DNS server (dnsmasq in $NS); nothing else is asked
@@ -246,8 +249,12 @@ module() {
   shift
   CASE_N=$((CASE_N + 1))
   RC=0
+  # Each case is a module id of its own, so (as root) a user of its own (issue 12): its temp
+  # directory is its own too, not one shared with the other cases' users.
+  local policy=$T/policy-$CASE_N.json
+  sed "s#\"$T/module-tmp\"#\"$T/module-tmp-$CASE_N\"#" "$POLICY" >"$policy"
   timeout -k 5 30 "$AGENT" sandbox-run --config "$CONF" --id "e2e-$TAG-$CASE_N" \
-    --proxy-log "$LOGS/$name.jsonl" "$POLICY" -- "$@" </dev/null >"$RUNS/$name.out" 2>&1 || RC=$?
+    --proxy-log "$LOGS/$name.jsonl" "$policy" -- "$@" </dev/null >"$RUNS/$name.out" 2>&1 || RC=$?
   OUT=$(cat "$RUNS/$name.out")
 }
 oneline() { tr '\n' ' ' <<<"$1" | cut -c1-300; }
