@@ -23,11 +23,17 @@ cat >"$root/policy.json" <<JSON
   "ipc_isolation": "best-effort"
 }
 JSON
+# The plan first: sandbox-exec's --explain judges existing directories as module_user's, and
+# after the run work and tmp belong to the module id's own user (as root: docs/sandbox-run.md,
+# "Its own user"). The lease goes to a registry of the demo's own, removed with it.
+export OARBANK_USER_REGISTRY="$root/registry"
+echo "--- the plan it will run under (oarbank-agent sandbox-exec --explain), abridged:"
+mkdir -m 0755 "$root/plan-work" "$root/plan-tmp" # the same plan, on directories that exist
+sed -e "s#$root/work#$root/plan-work#" -e "s#$root/tmp#$root/plan-tmp#" "$root/policy.json" >"$root/plan.json"
+./build/oarbank-agent sandbox-exec --explain "$root/plan.json" -- "$root/bundle/run.sh" |
+  python3 -c 'import json,sys; p=json.load(sys.stdin); print(json.dumps({k: p[k] for k in ("kernel","identity","relies_on")}, indent=2)); print(len(p["landlock"]["path_rules"]), "Landlock rules,", len(p["seccomp"]["rules"]), "seccomp rules")'
 echo "--- the module's run (oarbank-agent sandbox-run):"
 OARBANK_AGENT_CONFIG= OARBANK_STATE_DIR="$root/state" ./build/oarbank-agent sandbox-run \
   --id demo --result "$root/result.json" "$root/policy.json" -- "$root/bundle/run.sh"
 echo "--- how it ended (--result):"
 cat "$root/result.json"
-echo "--- the plan it ran under (oarbank-agent sandbox-exec --explain), abridged:"
-./build/oarbank-agent sandbox-exec --explain "$root/policy.json" -- "$root/bundle/run.sh" |
-  python3 -c 'import json,sys; p=json.load(sys.stdin); print(json.dumps({k: p[k] for k in ("kernel","identity","relies_on")}, indent=2)); print(len(p["landlock"]["path_rules"]), "Landlock rules,", len(p["seccomp"]["rules"]), "seccomp rules")'
