@@ -16,6 +16,7 @@
 
 #include "apply/seccomp_programs.hpp"
 #include "plan/seccomp_compile.hpp"
+#include "plan/seccomp_eval.hpp"
 #include "plan/seccomp_rules.hpp"
 
 namespace oarbank::seccomp {
@@ -124,74 +125,16 @@ TEST(SeccompRules, AllowedFamiliesAreNeverRefused) {
 
 // --- The built-in programs, run on seccomp_data as the kernel would run them. ---------------
 
-// A classic BPF interpreter for the instructions libseccomp and the hand-written prefixes use
-// (loads of seccomp_data words, ALU and/or, conditional and unconditional jumps, returns).
-// Anything else fails the test, so a program this cannot read is not silently "allowed".
+// The programs run on seccomp_data by the project's own interpreter (plan/seccomp_eval.hpp,
+// the one sandbox-run's supervisor uses): an instruction it cannot read, or a jump or load out
+// of range, answers SECCOMP_RET_KILL_PROCESS, never "allow".
 std::uint32_t run(const Program& program, long nr, const std::array<std::uint64_t, 6>& args,
                   std::uint32_t arch = AUDIT_ARCH_X86_64) {
   seccomp_data data{};
   data.nr = static_cast<int>(nr);
   data.arch = arch;
   for (std::size_t i = 0; i < 6; ++i) data.args[i] = args[i];
-  unsigned char bytes[sizeof data];
-  std::memcpy(bytes, &data, sizeof data);
-  std::uint32_t acc = 0;
-  std::uint32_t x = 0;
-  std::uint32_t mem[BPF_MEMWORDS] = {};
-  for (std::size_t pc = 0; pc < program.length; ++pc) {
-    const sock_filter& ins = program.instructions[pc];
-    switch (ins.code) {
-      case BPF_LD | BPF_W | BPF_ABS:
-        if (ins.k + 4 > sizeof bytes) {
-          ADD_FAILURE() << "load outside seccomp_data at " << pc;
-          return 0;
-        }
-        std::memcpy(&acc, bytes + ins.k, 4);
-        break;
-      case BPF_LD | BPF_MEM:
-        acc = mem[ins.k];
-        break;
-      case BPF_LDX | BPF_MEM:
-        x = mem[ins.k];
-        break;
-      case BPF_ST:
-        mem[ins.k] = acc;
-        break;
-      case BPF_STX:
-        mem[ins.k] = x;
-        break;
-      case BPF_ALU | BPF_AND | BPF_K:
-        acc &= ins.k;
-        break;
-      case BPF_ALU | BPF_OR | BPF_K:
-        acc |= ins.k;
-        break;
-      case BPF_JMP | BPF_JA:
-        pc += ins.k;
-        break;
-      case BPF_JMP | BPF_JEQ | BPF_K:
-        pc += acc == ins.k ? ins.jt : ins.jf;
-        break;
-      case BPF_JMP | BPF_JGT | BPF_K:
-        pc += acc > ins.k ? ins.jt : ins.jf;
-        break;
-      case BPF_JMP | BPF_JGE | BPF_K:
-        pc += acc >= ins.k ? ins.jt : ins.jf;
-        break;
-      case BPF_JMP | BPF_JSET | BPF_K:
-        pc += (acc & ins.k) != 0 ? ins.jt : ins.jf;
-        break;
-      case BPF_RET | BPF_K:
-        return ins.k;
-      case BPF_RET | BPF_A:
-        return acc;
-      default:
-        ADD_FAILURE() << "instruction " << ins.code << " at " << pc << " not interpreted";
-        return 0;
-    }
-  }
-  ADD_FAILURE() << "program ran off its end";
-  return 0;
+  return seccomp::evaluate(program.instructions, program.length, data);
 }
 
 constexpr std::uint32_t kAllow = SECCOMP_RET_ALLOW;
