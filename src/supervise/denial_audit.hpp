@@ -30,8 +30,8 @@ class LandlockAuditReader {
   std::string open(const std::string& mode, int landlock_abi);
   // After the spawn (the process is single-threaded until then): reads in a thread of its own.
   void start(pid_t module_pid) noexcept;
-  // After the module's processes are gone: reads what the kernel still delivers (a short
-  // while), then stops.
+  // After the module's processes are gone: waits until the kernel's audit queue is empty
+  // (500 ms at most), reads what is left in the socket, then stops.
   void stop();
   [[nodiscard]] bool opened() const { return socket_.valid(); }
   [[nodiscard]] std::uint64_t lost() const { return lost_; }
@@ -42,6 +42,7 @@ class LandlockAuditReader {
 
  private:
   void serve(pid_t module_pid);
+  void await_kernel_queue();
 
   DenialTable& table_;
   LandlockAdviceContext context_;

@@ -562,8 +562,19 @@ TEST_F(Denials, TwoModulesAtOnceSeeOnlyTheirOwn) {
   EXPECT_TRUE(WIFEXITED(status_b) && WEXITSTATUS(status_b) == 0) << status_b;
   const auto ja = nlohmann::json::parse(read_file(result_a));
   const auto jb = nlohmann::json::parse(read_file(result_b));
-  ASSERT_EQ(ja["denials"].size(), audit ? 2U : 1U) << ja.dump();
-  ASSERT_EQ(jb["denials"].size(), audit ? 2U : 1U) << jb.dump();
+  // Without auditd the kernel's backlog holds 64 records and Landlock logs without waiting for
+  // room (GFP_ATOMIC), so on a loaded node a burst of 400 may lose all of one run's records, its
+  // domain's allocation record with them: then the result says so and has no file denial.
+  auto expected = [&](const nlohmann::json& j) {
+    if (!audit) return std::vector<std::size_t>{1U};
+    if (j["denial_diagnostics"]["filesystem"] == "recorded") return std::vector<std::size_t>{2U};
+    return std::vector<std::size_t>{1U, 2U};
+  };
+  auto holds = [](const std::vector<std::size_t>& sizes, std::size_t size) {
+    return std::find(sizes.begin(), sizes.end(), size) != sizes.end();
+  };
+  ASSERT_TRUE(holds(expected(ja), ja["denials"].size())) << ja.dump();
+  ASSERT_TRUE(holds(expected(jb), jb["denials"].size())) << jb.dump();
   EXPECT_EQ(ja["denials"][0]["operation"], "listen");
   EXPECT_EQ(ja["denials"][0]["count"], 200);
   EXPECT_EQ(jb["denials"][0]["operation"], "socket");
@@ -573,6 +584,7 @@ TEST_F(Denials, TwoModulesAtOnceSeeOnlyTheirOwn) {
     // The kernel drops records beyond its backlog (64 without auditd): the count is exact only
     // when the result says none was dropped; never another module's record.
     for (const auto* j : {&ja, &jb}) {
+      if ((*j)["denials"].size() < 2) continue;
       const auto& denial = (*j)["denials"][1];
       EXPECT_EQ(denial["object"], j == &ja ? file_a : file_b);
       if ((*j)["denial_diagnostics"]["filesystem"] == "recorded") {
