@@ -533,6 +533,60 @@ TEST_F(OwnUser, ALeasedUidThatSystemdNowHandsOutIsRefused) {
   EXPECT_EQ(again.out, first.out);
 }
 
+// --explain shows the world: sandbox-run's is the run's own plan (the leased uid once the id
+// has a lease, "leased at run" before; its own mounts and namespaces; the filter's world
+// bits), made without making anything; sandbox-exec's is the node's world and module_user.
+TEST_F(OwnUser, ExplainShowsTheWorldTheRunMakes) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string c = config(true, kUncapped);
+  const std::string x = unique_name("explain-x");
+  const auto policy = policy_with_work(tree.path("explain/work"));
+  const std::string policy_file = tree.write_json(x + "-explain.json", policy);
+  // The plan is made on directories that exist: before the first run, its parent.
+  ASSERT_EQ(::mkdir(tree.path("explain").c_str(), 0755), 0);
+  const std::string parent_file =
+      tree.write_json(x + "-explain-parent.json", policy_with_work(tree.path("explain")));
+  RunOptions o;
+  o.env = env();
+  auto explain = [&](const std::string& command, const std::string& file) {
+    std::vector<std::string> argv{OARBANK_AGENT_BINARY, command, "--config", c};
+    if (command == "sandbox-run") argv.insert(argv.end(), {"--id", x});
+    argv.insert(argv.end(), {"--explain", file, "--", tree.probe(), "ids"});
+    RunResult r = run_command(argv, o);
+    EXPECT_TRUE(r.exited(0)) << r.describe();
+    return nlohmann::json::parse(r.out, nullptr, false);
+  };
+  auto before = explain("sandbox-run", parent_file);
+  ASSERT_TRUE(before.is_object());
+  EXPECT_EQ(before["world"]["user"]["kind"], "own");
+  EXPECT_EQ(before["world"]["user"]["uid"], "leased at run");
+  EXPECT_EQ(before["world"]["user"]["umask"], "0077");
+  EXPECT_NE(before["seccomp"]["variant"].get<std::string>().find("+own-user"), std::string::npos)
+      << before["seccomp"]["variant"];
+  // Nothing was made: no lease, no directory.
+  EXPECT_FALSE(exists(tree.path("registry/" + x + ".lease")));
+  EXPECT_FALSE(exists(tree.path("explain/work")));
+  RunResult ran = run(c, x, policy, {"ids"});
+  ASSERT_TRUE(ran.exited(0)) << ran.describe();
+  const auto uid = static_cast<std::uint32_t>(std::stoul(ran.out_line()));
+  auto after = explain("sandbox-run", policy_file);
+  EXPECT_EQ(after["world"]["user"]["uid"], uid);
+  EXPECT_EQ(after["identity"]["uid"], uid);
+  EXPECT_EQ(after["world"]["ipc_namespace"].get<std::string>().rfind("its own", 0), 0U);
+  EXPECT_EQ(after["world"]["network_namespace"], "its own network namespace: loopback only");
+  EXPECT_TRUE(after["world"]["filter_variant_adds"].contains("+own-namespaces"));
+  if (after["world"]["mounts"].is_object()) {  // module_mounts (where the node can make them)
+    EXPECT_EQ(after["world"]["mounts"]["/proc"]["options"], "hidepid=invisible");
+    EXPECT_EQ(after["world"]["mounts"]["writable_dirs"]["paths"],
+              nlohmann::json::array({tree.path("explain/work")}));
+  }
+  auto bare = explain("sandbox-exec", parent_file);  // its module_user does not own work
+  EXPECT_EQ(bare["world"]["user"]["kind"], "module_user");
+  EXPECT_EQ(bare["world"]["user"]["uid"], module_uid());
+  EXPECT_EQ(bare["world"]["filter_variant_adds"], nlohmann::json::object());
+  EXPECT_EQ(bare["world"]["mounts"], "the node's (no mount namespace of its own)");
+}
+
 // Without --id the run's id is generated, never run again: it leases nothing (the registry
 // would only grow, and the directory it made would refuse the next run) and runs as
 // module_user.
