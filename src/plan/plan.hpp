@@ -62,7 +62,7 @@ struct IdentityPlan {
   bool change = false;  // the launcher runs as root: become the module user
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
-  // Issue 12's review: under a uid of the module's own (world.own_user) the launcher sets the
+  // Issue 12's review: under a uid of the module's own (source Own) the launcher sets the
   // umask to 077 before the exec, so what the module creates is its alone (inotify, which
   // Landlock does not govern, is allowed there: a watch needs read on the directory). -1:
   // the umask the launcher was started with (the shared module_user: nothing changes).

@@ -475,8 +475,12 @@ TEST(PlanWorld, ExplainShowsTheModulesOwnWorldAndItsUser) {
   plan = make_plan(policy, features, config, paths, r);
   world = explain_plan(plan, policy, features, config)["world"];
   EXPECT_EQ(world["user"]["uid"], "leased at run");
+  // Its own uid without the rest of its world (module_world false): still umask 077.
+  r.world = seccomp::ModuleWorld{};
+  plan = make_plan(policy, features, config, paths, r);
+  EXPECT_EQ(plan.identity.umask, 077);
   // The shared module_user: no umask of its own, no +own-user.
-  r.world.own_user = false;
+  r.world = seccomp::ModuleWorld{true, false, true};
   r.user_source = ModuleUserSource::ModuleUser;
   plan = make_plan(policy, features, config, paths, r);
   EXPECT_EQ(plan.identity.umask, -1);
