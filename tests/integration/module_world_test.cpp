@@ -472,6 +472,23 @@ TEST_F(ModuleWorld, ItsOwnPtysForegroundGroupAndNoOtherTerminals) {
   if (own_devpts) {
     EXPECT_EQ(r.out, "errno EPERM\nerrno EPERM\nerrno EPERM\n") << r.describe();
   }
+  // Started with a controlling terminal but none on 0-2 (a shell's job with its output
+  // redirected): no pty of its own, the module stays in that terminal's session, and the
+  // terminal is out of its reach (Landlock grants no /dev/tty): TIOCSPGRP has nothing to take.
+  {
+    Pty operator_terminal;
+    RunOptions with_tty;
+    with_tty.env = env();
+    with_tty.stdin_fd = operator_terminal.slave();
+    with_tty.controlling_terminal = true;
+    std::vector<std::string> argv{"/bin/sh", "-c", "exec 0</dev/null; exec \"$@\"", "sh"};
+    const auto run = run_argv(base_policy(), {tree.probe(), "batch", "read", "/dev/tty", ",",
+                                              "ioctl", "0", tiocspgrp});
+    argv.insert(argv.end(), run.begin(), run.end());
+    RunResult in_session = run_command(argv, with_tty);
+    EXPECT_TRUE(in_session.exited(0)) << in_session.describe();
+    EXPECT_EQ(in_session.out, "errno EACCES\nerrno ENOTTY\n") << in_session.describe();
+  }
   // No leaf (the process group is the container), and a bare sandbox-exec.
   EXPECT_EQ(run_out(base_policy(), {"ioctl", "0", tiocspgrp}, process_group_config()),
             "errno EPERM\n");
