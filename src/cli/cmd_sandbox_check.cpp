@@ -65,6 +65,13 @@ int run_sandbox_check(const CheckArgs& options) {
           if (lease.id != *options.id) continue;
           module_uid = lease.uid;
           owner = "the module id's own user (uid " + std::to_string(lease.uid) + ")";
+          // As sandbox-run refuses it (uid_registry.hpp): a number given to another user since.
+          if (auto conflict = leased_uid_conflict(lease.uid); !conflict.empty()) {
+            print_error(kCommand, "module id " + lease.id + " holds uid " +
+                                      std::to_string(lease.uid) + " (module_users), which is now " +
+                                      conflict + ": sandbox-run refuses to run it");
+            ++missing;
+          }
         }
       }
     }

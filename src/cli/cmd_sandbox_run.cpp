@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 #include "apply/descriptors.hpp"
 #include "apply/prepared_exec.hpp"
@@ -16,6 +17,7 @@
 #include "plan/launch_steps.hpp"
 #include "policy/module_id.hpp"
 #include "supervise/module_run.hpp"
+#include "supervise/run_explain.hpp"
 #include "sys/error.hpp"
 #include "sys/safe_open.hpp"
 
@@ -62,7 +64,23 @@ int run_sandbox_run(const RunArgs& options) {
       throw Error(ErrorKind::Usage,
                   "usage: no command after -- (sandbox-run [OPTIONS] POLICY.json -- ARGV...)");
     }
-    if (options.exec.explain) return run_sandbox_exec(options.exec);
+    if (options.exec.explain) {
+      // The run's own plan, its world included (supervise/run_explain.hpp); nothing is made.
+      if (options.id) {
+        if (auto problem = module_id_problem(*options.id)) {
+          throw Error(ErrorKind::Usage, "--id " + *options.id + ": " + *problem);
+        }
+      }
+      const ExecArgs& exec = options.exec;
+      LaunchRequest request = make_launch_request(exec.argv, exec.setenv, exec.keep_fds);
+      NodeConfig config = load_node_config(exec.config_path);
+      const Policy policy = load_policy_file(exec.policy_path);
+      const std::string text =
+          explain_module_run(std::move(request), std::move(config), policy, options.id) + "\n";
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+      return 0;
+    }
     if (options.timeout && !(*options.timeout > 0 && std::isfinite(*options.timeout))) {
       throw Error(ErrorKind::Usage, "--timeout: expected a number of seconds above 0");
     }

@@ -11,6 +11,7 @@
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/capabilities.hpp"
+#include "plan/module_world.hpp"
 #include "plan/mount_plan.hpp"
 #include "plan/seccomp_rules.hpp"
 #include "probe/kernel_features.hpp"
@@ -29,6 +30,9 @@ struct LaunchRequest {
   // sandbox-run as root with the node's module_mounts: the module gets mounts of its own
   // (plan.mounts) and the Landlock grants for them. Never set by sandbox-exec.
   bool own_mounts = false;
+  // As root: whose uid config.module_uid is (sandbox-run sets Own where it leased the id one,
+  // or, for --explain, OwnLeasedAtRun where the run will). Ignored unprivileged (Caller).
+  ModuleUserSource user_source = ModuleUserSource::ModuleUser;
 };
 
 struct LandlockPathRule {
@@ -58,6 +62,13 @@ struct IdentityPlan {
   bool change = false;  // the launcher runs as root: become the module user
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
+  // Issue 12's review: under a uid of the module's own (source Own) the launcher sets the
+  // umask to 077 before the exec, so what the module creates is its alone (inotify, which
+  // Landlock does not govern, is allowed there: a watch needs read on the directory). -1:
+  // the umask the launcher was started with (the shared module_user: nothing changes).
+  int umask = -1;
+  // Whose uid it is (--explain's "world").
+  ModuleUserSource source = ModuleUserSource::Caller;
 };
 
 struct Plan {

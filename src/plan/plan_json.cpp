@@ -4,6 +4,7 @@
 
 #include "plan/landlock_rights.hpp"
 #include "plan/launch_steps.hpp"
+#include "plan/world_json.hpp"
 
 namespace oarbank {
 
@@ -136,6 +137,7 @@ json explain_plan(const Plan& plan, const Policy& policy, const KernelFeatures& 
       {"file_descriptors", fds},
       {"relies_on", relies_on},
   };
+  out["world"] = explain_world(plan, policy, features, config);  // plan/world_json.hpp
   if (policy.net == NetMode::EgressAllowlist) {
     out["egress_confinement"] = egress_confinement_to_json(features, config);
   }

@@ -389,6 +389,15 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
     // take its own pty as its controlling terminal (`script`, `expect`: login_tty). The kernel
     // refuses stealing another session's terminal without CAP_SYS_ADMIN.
     if (variant.own_group && command == TIOCSCTTY) continue;
+    // And may choose the foreground group of that terminal (bash's job control, `fg`;
+    // tcsetpgrp). The kernel takes TIOCSPGRP only on the caller's own controlling terminal, and
+    // a group of the terminal's session: under own_group the only terminals the module holds
+    // are ptys of its private devpts (its 0-2 on a terminal are its own pty, and no terminal
+    // is handed in with --keep-fd), so the keystrokes it may read are those meant for it.
+    // (Started with no terminal on 0-2 but a controlling one, sandbox-run leaves the module in
+    // the operator's session; it cannot open that terminal: a policy may name nothing in /dev,
+    // so Landlock grants /dev/tty and the node's ptys to no module.)
+    if (variant.own_group && command == TIOCSPGRP) continue;
     rules.push_back(
         Rule{"ioctl", -1, EPERM, {{1, Compare::MaskedEqual, command, 0xffffffffULL}}, why});
   }

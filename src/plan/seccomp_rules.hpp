@@ -28,7 +28,8 @@ struct FilterVariant {
   // reach, to it.
   bool own_user = false;
   // A cgroup leaf as its container and no terminal but its own: leaving its process group
-  // (setsid, setpgid) no longer escapes teardown, and TIOCSCTTY takes only its own pty.
+  // (setsid, setpgid) no longer escapes teardown, and TIOCSCTTY and TIOCSPGRP (a shell's job
+  // control) reach only its own pty.
   bool own_group = false;
   [[nodiscard]] int index() const {
     return (own_group ? 16 : 0) | (own_user ? 8 : 0) | (own_namespaces ? 4 : 0) | (inet ? 2 : 0) |

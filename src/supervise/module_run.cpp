@@ -17,6 +17,7 @@
 #include "plan/cgroup_limits.hpp"
 #include "plan/denial_advice.hpp"
 #include "plan/launch_steps.hpp"
+#include "plan/module_world.hpp"
 #include "plan/protected_paths.hpp"
 #include "policy/module_id.hpp"
 #include "probe/probe.hpp"
@@ -249,6 +250,8 @@ RunResult ModuleRun::run() {
   // is made below (make_network, the child's IPC namespace) or the run fails with 70 before
   // the module starts, so the plan never allows more than what this run made.
   request_.launch.world = module_world();
+  request_.launch.user_source =
+      own_user_ ? ModuleUserSource::Own : ModuleUserSource::ModuleUser;  // --explain's "world"
   // Issue 12: the module's own mounts, made in the child (launch_in_child). The node asks for
   // them (module_mounts, the default); where this process cannot make them the run is
   // refused, never run on the node's mounts. Unprivileged, there are none (the report's
@@ -439,6 +442,15 @@ void ModuleRun::make_directories() {
   if (policy.temp) writable.push_back(*policy.temp);
   auto created =
       make_writable_dirs(writable, request_.config.writable_roots, module_uid_, module_gid_, root_);
+  // Issue 12's review: a directory of its own uid that others may read or search is accepted,
+  // and named (writable_dirs.hpp): inotify and a listing reach it from another module's user.
+  if (own_user_) {
+    for (const auto& open : own_dirs_open_to_others(writable, module_uid_, module_gid_)) {
+      request_.say("note: " + open +
+                   " belongs to this module's own user and other users may read or search it "
+                   "(list it, inotify-watch it): chmod go-rwx it to keep it the module's alone");
+    }
+  }
   if (created.empty()) return;
   directories_ = held_.push(LaunchStep::Directories,
                             [created = std::move(created)] { remove_created_dirs(created); });
@@ -466,16 +478,16 @@ void ModuleRun::make_network() {
 // the module's own pty when any of them is a terminal, make_terminal); its own user where the
 // node leases it one (issue 12's uid registry).
 seccomp::ModuleWorld ModuleRun::module_world() const {
-  seccomp::ModuleWorld world;
-  if (!root_ || !request_.config.module_world) return world;
-  world.own_namespaces = !egress_ || namespace_confinement_;
   bool kept_terminal = false;
   for (int fd : request_.launch.keep_fds) kept_terminal = kept_terminal || ::isatty(fd) == 1;
-  world.own_group = world.own_namespaces && launch_.leaf.has_value() && !kept_terminal;
-  // A uid leased to this id alone (lease_user); the fixed module_user is shared by every
-  // module, so not there.
-  world.own_user = own_user_;
-  return world;
+  // The same decision sandbox-run --explain makes (plan/module_world.hpp).
+  return module_world_for(request_.config,
+                          WorldFacts{.root = root_,
+                                     .egress = egress_,
+                                     .namespace_confinement = namespace_confinement_,
+                                     .leaf = launch_.leaf.has_value(),
+                                     .kept_terminal = kept_terminal,
+                                     .own_user = own_user_});
 }
 
 // The proxy for this module, on the listener above. Its thread starts once the child exists

@@ -253,11 +253,29 @@ std::string user_registry_dir() {
   return "/var/lib/oarbank/module-users";
 }
 
+std::string dynamic_uid_dir() {
+  if (const char* dir = std::getenv(kDynamicUidDirEnvVar); dir != nullptr && dir[0] == '/') {
+    return dir;
+  }
+  return "/run/systemd/dynamic-uid";
+}
+
+std::string leased_uid_conflict(std::uint32_t uid) {
+  const std::string reservation = dynamic_uid_dir() + "/" + std::to_string(uid);
+  struct stat st {};
+  if (::lstat(reservation.c_str(), &st) == 0) {
+    return "reserved by systemd for a dynamic user (" + reservation + " exists)";
+  }
+  if (file_names("/etc/passwd", uid)) return "named by /etc/passwd";
+  if (file_names("/etc/group", uid)) return "named by /etc/group";
+  return "";
+}
+
 bool user_database_names(std::uint32_t id) {
   // The files first (no process to start), and systemd's reservations of dynamic users.
   if (file_names("/etc/passwd", id) || file_names("/etc/group", id)) return true;
   struct stat st {};
-  if (::lstat(("/run/systemd/dynamic-uid/" + std::to_string(id)).c_str(), &st) == 0) return true;
+  if (::lstat((dynamic_uid_dir() + "/" + std::to_string(id)).c_str(), &st) == 0) return true;
   // Then NSS (systemd's dynamic users, LDAP, sssd, ...), through getent(1): this binary is
   // static, and an NSS module loaded into it brings its own shared libc (libnss_systemd
   // crashes there), so the lookup runs in a program of the system's own. Where nsswitch.conf
@@ -273,6 +291,21 @@ UidLease lease_module_user(const std::string& dir, const std::string& id,
   LockedRegistry registry(dir, true);
   auto lease = registry.lease(id);
   bool changed = false;
+  if (lease) {
+    // Leased before: the number was free then, but systemd (whose range for dynamic users is
+    // module_users' default) or an administrator may have given it to another user since.
+    if (auto conflict = leased_uid_conflict(lease->uid); !conflict.empty()) {
+      throw Error(ErrorKind::Unenforceable,
+                  "module id " + id + " holds uid " + std::to_string(lease->uid) +
+                      " (leased from the node's module_users range " + std::to_string(range.first) +
+                      "-" + std::to_string(range.last) + "), which is now " + conflict +
+                      ": the module would share it with another user, so it does not run; move "
+                      "module_users to a range that systemd's DynamicUser= (61184-65519) and "
+                      "the user database do not use, and lease the id anew (its files "
+                      "re-owned, sandbox-ctl reclaim " +
+                      id + ")");
+    }
+  }
   if (!lease) {
     // A number reserved for this very id without its lease (a crash between the two
     // writes) is this id's again; one reserved for another is taken.

@@ -30,6 +30,20 @@ inline constexpr const char* kUserRegistryEnvVar = "OARBANK_USER_REGISTRY";
 // $OARBANK_USER_REGISTRY (absolute), else /var/lib/oarbank/module-users.
 std::string user_registry_dir();
 
+// systemd's reservations of dynamic users (DynamicUser=): a file or link per number it has
+// handed out, while it is handed out. $OARBANK_DYNAMIC_UID_DIR (absolute; for tests, which
+// cannot make systemd hand out a number), else /run/systemd/dynamic-uid.
+inline constexpr const char* kDynamicUidDirEnvVar = "OARBANK_DYNAMIC_UID_DIR";
+std::string dynamic_uid_dir();
+
+// Issue 12's review: what names a leased number now, besides its lease. The default range is
+// systemd's own for dynamic users, and systemd checks our leases nowhere: it may hand a
+// leased number to a DynamicUser= service after the lease was made. Checked on every run of
+// the id (one lstat of dynamic_uid_dir()/N, and /etc/passwd and /etc/group read, each a few
+// kilobytes; not NSS, which would start getent on every run). "" when nothing does, else what
+// names it.
+std::string leased_uid_conflict(std::uint32_t uid);
+
 // Whether the system's user or group database names `id` as a uid or gid: /etc/passwd and
 // /etc/group read directly, systemd's reservations of dynamic users
 // (/run/systemd/dynamic-uid/<id>, which NSS names only while the unit runs), then NSS
@@ -43,8 +57,9 @@ bool user_database_names(std::uint32_t id);
 // holds and the user database does not name), with its last run set to `now` and `paths`
 // remembered. The lease is written only when it changed (a new lease or path, or a last run
 // more than an hour older than `now`): most runs of a known id read it and write nothing.
-// Throws Error(Unenforceable) when the range has no free number left, Error(StepFailed) when
-// the registry cannot be read, trusted or written.
+// Throws Error(Unenforceable) when the range has no free number left or the id's lease names
+// a number that leased_uid_conflict finds named now (fail closed: two users on one uid),
+// Error(StepFailed) when the registry cannot be read, trusted or written.
 UidLease lease_module_user(const std::string& dir, const std::string& id,
                            const ModuleUserRange& range, const std::vector<std::string>& paths,
                            std::int64_t now);

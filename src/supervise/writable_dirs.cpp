@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 
 #include "plan/launch_steps.hpp"
 #include "probe/writable_path_rule.hpp"
@@ -118,6 +119,21 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
 
 void remove_created_dirs(const std::vector<std::string>& created) {
   for (auto it = created.rbegin(); it != created.rend(); ++it) ::rmdir(it->c_str());
+}
+
+std::vector<std::string> own_dirs_open_to_others(const std::vector<std::string>& dirs, uid_t uid,
+                                                 gid_t gid) {
+  std::vector<std::string> open;
+  for (const auto& dir : dirs) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid) continue;
+    const mode_t others = st.st_mode & (st.st_gid == gid ? 0005 : 0055);
+    if (others == 0) continue;
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    open.push_back(dir + " (mode " + mode + ")");
+  }
+  return open;
 }
 
 }  // namespace oarbank

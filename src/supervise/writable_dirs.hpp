@@ -31,4 +31,12 @@ std::optional<std::string> writable_root_for(const std::string& dir,
 // Removes what make_writable_dirs created (innermost first; only while empty).
 void remove_created_dirs(const std::vector<std::string>& created);
 
+// Issue 12's review: under a uid of the module's own, the existing directories among `dirs`
+// that belong to it (uid) and that other users may read or search: a group other than its
+// own (gid) with r or x, or others with r or x. Each is accepted (the module may chmod its
+// own directory as it likes anyway; docs/sandbox-run.md, "What a module sees") and named:
+// one line each, "DIR (mode 0755)". Its new directories are 0700 (umask 077).
+std::vector<std::string> own_dirs_open_to_others(const std::vector<std::string>& dirs, uid_t uid,
+                                                 gid_t gid);
+
 }  // namespace oarbank

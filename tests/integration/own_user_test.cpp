@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -433,6 +434,157 @@ TEST_F(OwnUser, ReclaimWaitsForTheFilesToBeReownedOrRemoved) {
   EXPECT_EQ(leases.out.find(x), std::string::npos) << leases.out;
   RunResult again = run_command(reclaim, o);
   EXPECT_TRUE(again.exited(69)) << again.describe();
+}
+
+// inotify is not governed by Landlock, and under a uid of its own the filter allows it: what
+// keeps module B from watching (or listing) module A's directories is their mode. A's
+// directory made by sandbox-run is 0700, and under its own user A runs with umask 077, so
+// what it creates is 0700 and 0600 even where the directory above is open to others (here
+// made 0755, as an operator may: accepted, and named on A's next run). B is granted read on
+// all of it by its policy: watching, listing and stat-ing inside A's directories is EACCES.
+// With the shared module_user the umask is the caller's, as before.
+TEST_F(OwnUser, ItsCreatedDirectoriesAreItsAloneUnderUmask077) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const mode_t caller_umask = ::umask(022);
+  ::umask(caller_umask);
+  char caller_text[8];
+  std::snprintf(caller_text, sizeof caller_text, "%04o", static_cast<unsigned>(caller_umask));
+  const std::string shared = config(false, kUncapped);
+  RunResult before = run(shared, unique_name("umask-shared"),
+                         policy_with_work(tree.path("umask-shared/work")), {"umask"});
+  ASSERT_TRUE(before.exited(0)) << before.describe();
+  EXPECT_EQ(before.out_line(), caller_text);
+
+  const std::string c = config(true, kUncapped);
+  const std::string a_id = unique_name("umask-a");
+  const std::string a_top = tree.path("umask-a");
+  const std::string work = a_top + "/work";
+  const auto a_policy = policy_with_work(work);
+  const std::string out = tree.path("umask-a.out");
+  Background a(run_argv(c, a_id, a_policy,
+                        {"batch", "umask", ",", "mkdir", work + "/d", ",", "write", work + "/d/g",
+                         ",", "write", work + "/f", ",", "sleep-forever"}),
+               env(), out);
+  for (int i = 0; i < 2000 && lines_of(read_if_there(out)).size() < 5; ++i) {
+    std::this_thread::sleep_for(5ms);
+  }
+  // umask, mkdir, two writes, and sleep-forever's "ok".
+  ASSERT_EQ(read_if_there(out), "0077\nok\nok\nok\nok\n");
+  struct stat st {};
+  for (const auto& [path, mode] : std::vector<std::pair<std::string, mode_t>>{
+           {work, 0700}, {work + "/d", 0700}, {work + "/d/g", 0600}, {work + "/f", 0600}}) {
+    ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_mode & 07777, mode) << path;
+  }
+  const auto b_policy = policy_with_work(tree.path("umask-b/work"), a_top);
+  const std::string b_id = unique_name("umask-b");
+  auto b_tries = [&](const std::string& dir) {
+    RunResult b = run(c, b_id, b_policy,
+                      {"batch", "inotify-watch", dir, ",", "list", dir, ",", "mode", dir + "/g",
+                       ",", "mode", dir + "/f"});
+    EXPECT_TRUE(b.exited(0)) << b.describe();
+    return b.out;
+  };
+  // The directory sandbox-run made: 0700.
+  EXPECT_EQ(b_tries(work), "errno EACCES\nerrno EACCES\nerrno EACCES\nerrno EACCES\n");
+  // Opened by hand: B may now watch and list it (the accepted case) and sees f's mode, but
+  // not what A made inside: its directory d is 0700.
+  ASSERT_EQ(::chmod(work.c_str(), 0755), 0);
+  EXPECT_EQ(b_tries(work), "ok\nok\nerrno ENOENT\n0600\n");
+  EXPECT_EQ(b_tries(work + "/d"), "errno EACCES\nerrno EACCES\nerrno EACCES\nerrno EACCES\n");
+  a.stop();
+  // A's next run names the directory open to others, and runs.
+  RunResult again = run(c, a_id, a_policy, {"true"});
+  EXPECT_TRUE(again.exited(0)) << again.describe();
+  EXPECT_NE(again.err.find("note: " + work + " (mode 0755) belongs to this module's own user"),
+            std::string::npos)
+      << again.err;
+}
+
+// The default range is systemd's for dynamic users: systemd may hand a leased uid to a
+// DynamicUser= service later. Every run of the id looks again (systemd's reservation
+// directory faked by OARBANK_DYNAMIC_UID_DIR) and refuses with 70, one line, naming the
+// reservation and module_users; nothing runs. Once the reservation is gone it runs again.
+TEST_F(OwnUser, ALeasedUidThatSystemdNowHandsOutIsRefused) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string c = config(true, kUncapped);
+  const std::string dynamic = tree.path("dynamic-uid");
+  ASSERT_EQ(::mkdir(dynamic.c_str(), 0755), 0);
+  const std::string x = unique_name("dynamic-x");
+  const auto policy = policy_with_work(tree.path("dyn/work"));
+  RunOptions o;
+  o.env = env();
+  o.env.push_back("OARBANK_DYNAMIC_UID_DIR=" + dynamic);
+  o.timeout = 20s;
+  const auto argv = run_argv(c, x, policy, {"ids"});
+  RunResult first = run_command(argv, o);
+  ASSERT_TRUE(first.exited(0)) << first.describe();
+  const std::string uid = first.out_line().substr(0, first.out_line().find(' '));
+  write_file(dynamic + "/" + uid, "", 0644);
+  RunResult refused = run_command(argv, o);
+  EXPECT_TRUE(refused.exited(70)) << refused.describe();
+  EXPECT_EQ(refused.out, "");
+  EXPECT_EQ(refused.err_line_count(), 1U) << refused.err;
+  EXPECT_NE(refused.err.find(dynamic + "/" + uid + " exists"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("module_users"), std::string::npos) << refused.err;
+  ASSERT_EQ(::unlink((dynamic + "/" + uid).c_str()), 0);
+  RunResult again = run_command(argv, o);
+  EXPECT_TRUE(again.exited(0)) << again.describe();
+  EXPECT_EQ(again.out, first.out);
+}
+
+// --explain shows the world: sandbox-run's is the run's own plan (the leased uid once the id
+// has a lease, "leased at run" before; its own mounts and namespaces; the filter's world
+// bits), made without making anything; sandbox-exec's is the node's world and module_user.
+TEST_F(OwnUser, ExplainShowsTheWorldTheRunMakes) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string c = config(true, kUncapped);
+  const std::string x = unique_name("explain-x");
+  const auto policy = policy_with_work(tree.path("explain/work"));
+  const std::string policy_file = tree.write_json(x + "-explain.json", policy);
+  // The plan is made on directories that exist: before the first run, its parent.
+  ASSERT_EQ(::mkdir(tree.path("explain").c_str(), 0755), 0);
+  const std::string parent_file =
+      tree.write_json(x + "-explain-parent.json", policy_with_work(tree.path("explain")));
+  RunOptions o;
+  o.env = env();
+  auto explain = [&](const std::string& command, const std::string& file) {
+    std::vector<std::string> argv{OARBANK_AGENT_BINARY, command, "--config", c};
+    if (command == "sandbox-run") argv.insert(argv.end(), {"--id", x});
+    argv.insert(argv.end(), {"--explain", file, "--", tree.probe(), "ids"});
+    RunResult r = run_command(argv, o);
+    EXPECT_TRUE(r.exited(0)) << r.describe();
+    return nlohmann::json::parse(r.out, nullptr, false);
+  };
+  auto before = explain("sandbox-run", parent_file);
+  ASSERT_TRUE(before.is_object());
+  EXPECT_EQ(before["world"]["user"]["kind"], "own");
+  EXPECT_EQ(before["world"]["user"]["uid"], "leased at run");
+  EXPECT_EQ(before["world"]["user"]["umask"], "0077");
+  EXPECT_NE(before["seccomp"]["variant"].get<std::string>().find("+own-user"), std::string::npos)
+      << before["seccomp"]["variant"];
+  // Nothing was made: no lease, no directory.
+  EXPECT_FALSE(exists(tree.path("registry/" + x + ".lease")));
+  EXPECT_FALSE(exists(tree.path("explain/work")));
+  RunResult ran = run(c, x, policy, {"ids"});
+  ASSERT_TRUE(ran.exited(0)) << ran.describe();
+  const auto uid = static_cast<std::uint32_t>(std::stoul(ran.out_line()));
+  auto after = explain("sandbox-run", policy_file);
+  EXPECT_EQ(after["world"]["user"]["uid"], uid);
+  EXPECT_EQ(after["identity"]["uid"], uid);
+  EXPECT_EQ(after["world"]["ipc_namespace"].get<std::string>().rfind("its own", 0), 0U);
+  EXPECT_EQ(after["world"]["network_namespace"], "its own network namespace: loopback only");
+  EXPECT_TRUE(after["world"]["filter_variant_adds"].contains("+own-namespaces"));
+  if (after["world"]["mounts"].is_object()) {  // module_mounts (where the node can make them)
+    EXPECT_EQ(after["world"]["mounts"]["/proc"]["options"], "hidepid=invisible");
+    EXPECT_EQ(after["world"]["mounts"]["writable_dirs"]["paths"],
+              nlohmann::json::array({tree.path("explain/work")}));
+  }
+  auto bare = explain("sandbox-exec", parent_file);  // its module_user does not own work
+  EXPECT_EQ(bare["world"]["user"]["kind"], "module_user");
+  EXPECT_EQ(bare["world"]["user"]["uid"], module_uid());
+  EXPECT_EQ(bare["world"]["filter_variant_adds"], nlohmann::json::object());
+  EXPECT_EQ(bare["world"]["mounts"], "the node's (no mount namespace of its own)");
 }
 
 // Without --id the run's id is generated, never run again: it leases nothing (the registry

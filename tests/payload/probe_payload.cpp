@@ -254,6 +254,13 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     }
     return usage();
   }
+  if (cmd == "umask") {
+    // Prints the process's umask in octal (read by setting it, then set back).
+    const mode_t mask = umask(0);
+    umask(mask);
+    std::printf("%04o\n", static_cast<unsigned>(mask));
+    return 0;
+  }
   if (cmd == "mode" && need(1)) {
     // Prints the file's permission bits in octal (with setuid, setgid, sticky), or the errno.
     struct stat st {};
@@ -598,6 +605,42 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     if (pid == 0) _exit(setsid() < 0 ? errno : 0);
     int status = 0;
     waitpid(pid, &status, 0);
+    errno = WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
+    return report(errno == 0 ? 0 : -1);
+  }
+  // A shell's `fg` on a pty of its own (/dev/ptmx): a child leads a new session with the
+  // pty's slave as its controlling terminal, puts a second process in a group of its own and
+  // makes that group the terminal's foreground (tcsetpgrp: TIOCSPGRP). "ok" or the errno.
+  if (cmd == "pty-tcsetpgrp") {
+    int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) return report(-1);
+    const char* name = ptsname(master);
+    if (name == nullptr) return report(-1);
+    const std::string slave_name = name;
+    std::fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return report(-1);
+    if (pid == 0) {
+      if (setsid() < 0) _exit(errno);
+      int slave = open(slave_name.c_str(), O_RDWR | O_CLOEXEC);
+      if (slave < 0 || ioctl(slave, TIOCSCTTY, 0) != 0) _exit(errno);
+      pid_t job = fork();
+      if (job < 0) _exit(errno);
+      if (job == 0) {
+        pause();
+        _exit(0);
+      }
+      setpgid(job, job);
+      signal(SIGTTOU, SIG_IGN);  // the caller stays in the background once it hands over
+      const int rc = tcsetpgrp(slave, job);
+      const int err = errno;
+      kill(job, SIGKILL);
+      waitpid(job, nullptr, 0);
+      _exit(rc == 0 ? 0 : err);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(master);
     errno = WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
     return report(errno == 0 ? 0 : -1);
   }

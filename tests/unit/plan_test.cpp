@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "plan/landlock_rights.hpp"
+#include "plan/module_world.hpp"
 #include "plan/plan_json.hpp"
 #include "sys/error.hpp"
 #include "sys/landlock_abi.hpp"
@@ -415,6 +416,78 @@ TEST(PlanIdentity, RootBecomesTheModuleUserAndOthersStayThemselves) {
   features.running_as_root = false;
   plan = make_plan(policy, features, config, paths, request());
   EXPECT_FALSE(plan.identity.change);
+}
+
+// Issue 12's review: the world sandbox-run makes, decided once (plan/module_world.hpp) for the
+// run and its --explain, and shown in --explain's "world" from the plan.
+TEST(PlanWorld, DecidedAsTheRunMakesIt) {
+  NodeConfig config;
+  WorldFacts facts{.root = true, .leaf = true};
+  EXPECT_EQ(module_world_for(config, facts), (seccomp::ModuleWorld{true, false, true}));
+  facts.own_user = true;
+  EXPECT_EQ(module_world_for(config, facts), (seccomp::ModuleWorld{true, true, true}));
+  facts.kept_terminal = true;  // a terminal handed in: not its own group
+  EXPECT_EQ(module_world_for(config, facts), (seccomp::ModuleWorld{true, true, false}));
+  facts = WorldFacts{.root = true, .egress = true, .leaf = true};  // port only: the node's
+  EXPECT_EQ(module_world_for(config, facts), (seccomp::ModuleWorld{}));
+  facts.namespace_confinement = true;
+  EXPECT_EQ(module_world_for(config, facts), (seccomp::ModuleWorld{true, false, true}));
+  facts = WorldFacts{.root = true, .leaf = false, .own_user = true};  // no leaf
+  EXPECT_EQ(module_world_for(config, facts), (seccomp::ModuleWorld{true, true, false}));
+  facts.root = false;
+  EXPECT_EQ(module_world_for(config, facts), (seccomp::ModuleWorld{}));
+  config.module_world = false;
+  facts.root = true;
+  EXPECT_EQ(module_world_for(config, facts), (seccomp::ModuleWorld{}));
+}
+
+TEST(PlanWorld, ExplainShowsTheModulesOwnWorldAndItsUser) {
+  FakePaths paths;
+  NodeConfig config;
+  config.module_uid = 61200;
+  config.module_gid = 61200;
+  const Policy policy = filesystem_policy();
+  const auto features = features_with_abi(7);
+  LaunchRequest r = request();
+  r.world = seccomp::ModuleWorld{true, true, true};
+  r.own_mounts = true;
+  r.user_source = ModuleUserSource::Own;
+  Plan plan = make_plan(policy, features, config, paths, r);
+  EXPECT_EQ(plan.identity.umask, 077);
+  auto world = explain_plan(plan, policy, features, config)["world"];
+  EXPECT_EQ(world["user"]["kind"], "own");
+  EXPECT_EQ(world["user"]["uid"], 61200);
+  EXPECT_EQ(world["user"]["umask"], "0077");
+  EXPECT_EQ(world["mounts"]["/proc"]["options"], "hidepid=invisible");
+  EXPECT_EQ(world["mounts"]["/dev/pts"]["options"], "ptmxmode=0666,mode=0600,max=32");
+  EXPECT_EQ(world["mounts"]["/dev/shm"]["size_bytes"], plan.mounts.shm_size_bytes);
+  EXPECT_EQ(world["mounts"]["writable_dirs"]["options"], "nosuid,nodev,noexec");
+  EXPECT_EQ(world["mounts"]["writable_dirs"]["paths"].size(), 3U);
+  EXPECT_EQ(world["network_namespace"], "its own network namespace: loopback only");
+  EXPECT_NE(world["ipc_namespace"].get<std::string>().find("its own"), std::string::npos);
+  for (const char* bit : {"+own-namespaces", "+own-user", "+own-group"}) {
+    EXPECT_TRUE(world["filter_variant_adds"].contains(bit)) << bit;
+  }
+  EXPECT_NE(world["filter_variant_adds"]["+own-group"].get<std::string>().find("TIOCSPGRP"),
+            std::string::npos);
+  // No lease yet: the run leases one; the plan's uid is not what it runs as.
+  r.user_source = ModuleUserSource::OwnLeasedAtRun;
+  plan = make_plan(policy, features, config, paths, r);
+  world = explain_plan(plan, policy, features, config)["world"];
+  EXPECT_EQ(world["user"]["uid"], "leased at run");
+  // Its own uid without the rest of its world (module_world false): still umask 077.
+  r.world = seccomp::ModuleWorld{};
+  plan = make_plan(policy, features, config, paths, r);
+  EXPECT_EQ(plan.identity.umask, 077);
+  // The shared module_user: no umask of its own, no +own-user.
+  r.world = seccomp::ModuleWorld{true, false, true};
+  r.user_source = ModuleUserSource::ModuleUser;
+  plan = make_plan(policy, features, config, paths, r);
+  EXPECT_EQ(plan.identity.umask, -1);
+  world = explain_plan(plan, policy, features, config)["world"];
+  EXPECT_EQ(world["user"]["kind"], "module_user");
+  EXPECT_EQ(world["user"]["umask"], "inherited");
+  EXPECT_FALSE(world["filter_variant_adds"].contains("+own-user"));
 }
 
 TEST(PlanEnvironment, CleanWithSandboxVariables) {

@@ -198,9 +198,11 @@ TEST(SeccompPrograms, TerminalAndConsoleIoctlsOnTheirLow32Bits) {
           std::uint64_t{TIOCVHANGUP}, std::uint64_t{0x4B33} /* KDGKBTYPE */,
           std::uint64_t{0x4B3A} /* KDSETMODE */, std::uint64_t{0x4B00}, std::uint64_t{0x4BFF},
           std::uint64_t{0x5606} /* VT_ACTIVATE */, std::uint64_t{0x5600}, std::uint64_t{0x56FF}}) {
-      if (command == TIOCSCTTY && variant_from_index(i).own_group) {
-        // Its own pty as its controlling terminal (`script`): ModuleWorldAllowances.
+      if ((command == TIOCSCTTY || command == TIOCSPGRP) && variant_from_index(i).own_group) {
+        // Its own pty as its controlling terminal (`script`), and its foreground group (bash's
+        // `fg`): ModuleWorldAllowances.
         EXPECT_EQ(run(p, SYS_ioctl, {0, command}), kAllow);
+        EXPECT_EQ(run(p, SYS_ioctl, {0, 0xffffffff00000000ULL | command}), kAllow);
         continue;
       }
       EXPECT_EQ(run(p, SYS_ioctl, {0, command}), refused(EPERM)) << std::hex << command;

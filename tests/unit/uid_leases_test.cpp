@@ -113,6 +113,33 @@ TEST_F(UidRegistryDir, SameIdSameUidOtherIdsOthersUntilTheRangeIsFull) {
   EXPECT_EQ(list_module_users(dir_)[0].last_run, 1000 + 3600);
 }
 
+// systemd may hand a leased number to a DynamicUser= service after the lease was made: every
+// run of the id looks again (a fake reservation directory here), and refuses while it is so.
+TEST_F(UidRegistryDir, ALeasedUidThatSystemdNowHandsOutIsRefusedOnTheNextRun) {
+  const fs::path dynamic = base_ / "dynamic-uid";
+  fs::create_directory(dynamic);
+  ASSERT_EQ(::setenv(kDynamicUidDirEnvVar, dynamic.c_str(), 1), 0);
+  const UidLease a = lease_module_user(dir_, "a", range_, {}, 1000);
+  EXPECT_EQ(leased_uid_conflict(a.uid), "");
+  // systemd reserves a number with a file named by it (and a link named by the user).
+  { std::ofstream(dynamic / std::to_string(a.uid)) << ""; }
+  EXPECT_NE(leased_uid_conflict(a.uid).find("dynamic user"), std::string::npos);
+  try {
+    lease_module_user(dir_, "a", range_, {}, 2000);
+    FAIL() << "a leased uid that systemd handed out ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unenforceable);
+    const std::string what = e.what();
+    EXPECT_NE(what.find((dynamic / std::to_string(a.uid)).string()), std::string::npos) << what;
+    EXPECT_NE(what.find("module_users"), std::string::npos) << what;
+  }
+  // A new id is not given the reserved number; once systemd lets it go, a runs again.
+  EXPECT_EQ(lease_module_user(dir_, "b", range_, {}, 2000).uid, a.uid + 1);
+  fs::remove(dynamic / std::to_string(a.uid));
+  EXPECT_EQ(lease_module_user(dir_, "a", range_, {}, 2000).uid, a.uid);
+  ::unsetenv(kDynamicUidDirEnvVar);
+}
+
 TEST_F(UidRegistryDir, ConcurrentLeasesNeverShareAUid) {
   ModuleUserRange wide{4000000000U, 4000000100U, 1};
   std::vector<std::thread> threads;

@@ -1,0 +1,106 @@
+#include "plan/world_json.hpp"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "plan/capabilities.hpp"
+
+namespace oarbank {
+namespace {
+
+using nlohmann::json;
+
+json user_json(const IdentityPlan& identity) {
+  if (!identity.change) {
+    return {{"kind", "caller"}, {"uid", "the caller's own (started unprivileged)"}};
+  }
+  json user{{"uid", identity.uid}, {"gid", identity.gid}};
+  switch (identity.source) {
+    case ModuleUserSource::Caller:
+    case ModuleUserSource::ModuleUser:
+      user["kind"] = "module_user";
+      user["shared"] = "every module run as module_user has this uid";
+      break;
+    case ModuleUserSource::Own:
+      user["kind"] = "own";
+      user["shared"] = "no: leased to this module id alone (module_users)";
+      break;
+    case ModuleUserSource::OwnLeasedAtRun:
+      // The id has no lease yet: the run leases the lowest free number of module_users, and
+      // what the plan shows for uid and gid (module_user's) is not what it runs as.
+      user = {{"kind", "own"},
+              {"uid", "leased at run"},
+              {"gid", "leased at run"},
+              {"shared", "no: leased to this module id alone (module_users)"}};
+      break;
+  }
+  user["umask"] = identity.umask >= 0 ? json("0077") : json("inherited");
+  return user;
+}
+
+json mounts_json(const MountPlan& mounts) {
+  if (!mounts.enabled) return "the node's (no mount namespace of its own)";
+  std::string devpts;
+  for (const auto& [key, value] : kDevptsOptions) {
+    devpts += (devpts.empty() ? "" : ",") + std::string(key) + "=" + value;
+  }
+  return {{"/dev/shm",
+           {{"type", "tmpfs"},
+            {"size_bytes", mounts.shm_size_bytes},
+            {"options", shm_mount_options(mounts)}}},
+          {"/proc", {{"type", "proc"}, {"options", kProcMountOptions}}},
+          {"/dev/pts", {{"type", "devpts"}, {"options", devpts}}},
+          {"writable_dirs",
+           {{"paths", mounts.writable_dirs},
+            {"options", mounts.writable_noexec ? "nosuid,nodev,noexec" : "nosuid,nodev"}}}};
+}
+
+json network_json(const Plan& plan, const Policy& policy, const KernelFeatures& features,
+                  const NodeConfig& config) {
+  if (policy.net == NetMode::EgressAllowlist) {
+    if (features.running_as_root &&
+        egress_confinement(features, config) == EgressConfinement::Namespace) {
+      return "its own network namespace: loopback only, the proxy reached at proxy_listen "
+             "inside it";
+    }
+    return "the node's (egress kept to the proxy by Landlock's port rule alone)";
+  }
+  if (plan.filter.own_namespaces) return "its own network namespace: loopback only";
+  return "the node's";
+}
+
+}  // namespace
+
+json explain_world(const Plan& plan, const Policy& policy, const KernelFeatures& features,
+                   const NodeConfig& config) {
+  // The filter's variant bits that come from the world, not the policy: what each allows.
+  const seccomp::FilterVariant& v = plan.filter;
+  json adds = json::object();
+  if (v.own_namespaces) {
+    adds["+own-namespaces"] =
+        "SysV IPC and POSIX message queues (its own IPC namespace), netlink route (its own "
+        "network namespace)";
+  }
+  if (v.own_user) {
+    adds["+own-user"] =
+        "prlimit64, sched_*, setpriority and ioprio_set on its own processes by pid, inotify "
+        "(its own uid)";
+  }
+  if (v.own_group) {
+    adds["+own-group"] =
+        "setsid, setpgid, and TIOCSCTTY and TIOCSPGRP on its own pty (its cgroup leaf, no "
+        "terminal handed in)";
+  }
+  return {
+      {"user", user_json(plan.identity)},
+      {"mounts", mounts_json(plan.mounts)},
+      {"ipc_namespace", v.own_namespaces
+                            ? "its own: SysV IPC and POSIX message queues are the module's "
+                              "alone and end with it"
+                            : "the node's (SysV IPC and POSIX message queues refused)"},
+      {"network_namespace", network_json(plan, policy, features, config)},
+      {"filter_variant_adds", adds},
+  };
+}
+
+}  // namespace oarbank
