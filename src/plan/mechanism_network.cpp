@@ -31,6 +31,11 @@ EgressConfinement egress_confinement(const KernelFeatures& features, const NodeC
   return config.accept_port_only_egress ? EgressConfinement::PortOnly : EgressConfinement::Refused;
 }
 
+bool inet_sockets_allowed(const Policy& policy) {
+  // egress-any is refused before a filter is chosen; only egress-allowlist opens inet.
+  return policy.net == NetMode::EgressAllowlist;
+}
+
 namespace {
 
 // net.egress-allowlist: Landlock's port rule (ABI 4) and seccomp, and what keeps the module to
@@ -65,7 +70,7 @@ CapabilityVerdict egress_allowlist_row(const CapabilityEntry& entry, const Kerne
               "listens on the proxy's port)"};
 }
 
-// Made by sandbox-run (supervise/module_network.cpp) and by a bare sandbox-exec
+// Made by sandbox-run (apply/module_network.cpp) and by a bare sandbox-exec
 // (apply/egress_relay.cpp) when they run as root.
 CapabilityVerdict netns_row(const CapabilityEntry& entry, const KernelFeatures& features,
                             const NodeConfig& config) {
@@ -158,8 +163,7 @@ void explain(const MechanismInput& input, const Plan&, json& out) {
   }
 }
 
-// inet sockets (egress-allowlist opens them, seccomp::variant_for): what Landlock's TCP port
-// rule cannot see is refused.
+// inet sockets (inet_sockets_allowed): what Landlock's TCP port rule cannot see is refused.
 void socket_rules(const seccomp::FilterVariant& variant, std::vector<seccomp::Rule>& rules) {
   using seccomp::Compare;
   using seccomp::kSockTypeMask;

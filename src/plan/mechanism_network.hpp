@@ -11,6 +11,7 @@
 #include <string>
 
 #include "config/node_config.hpp"
+#include "oarbank/policy.hpp"
 #include "plan/mechanism.hpp"
 #include "probe/kernel_features.hpp"
 
@@ -29,6 +30,10 @@ EgressConfinement egress_confinement(const KernelFeatures& features, const NodeC
 // Why the module cannot have a network namespace of its own here ("" when it can). Also the
 // world.net row's answer (capabilities.cpp).
 std::string why_no_namespace(const KernelFeatures& features);
+
+// Whether the filter opens IPv4 and IPv6 sockets to this policy (seccomp::variant_for), whose
+// further rules on them are this mechanism's socket_rules.
+bool inet_sockets_allowed(const Policy& policy);
 
 extern const Mechanism kNetworkMechanism;
 

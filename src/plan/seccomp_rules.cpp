@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "plan/mechanism.hpp"
+#include "plan/mechanism_network.hpp"
 
 namespace oarbank::seccomp {
 namespace {
@@ -68,8 +69,7 @@ FilterVariant variant_from_index(int index) {
 }
 
 FilterVariant variant_for(const Policy& policy, const ModuleWorld& world) {
-  // egress-any is refused before a filter is chosen; only egress-allowlist opens inet.
-  return FilterVariant{policy.net == NetMode::EgressAllowlist, policy.broker, world.own_namespaces,
+  return FilterVariant{inet_sockets_allowed(policy), policy.broker, world.own_namespaces,
                        world.own_user, world.own_group};
 }
 
