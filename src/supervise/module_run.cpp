@@ -221,7 +221,7 @@ RunResult ModuleRun::run() {
   make_container();
   if (int sig = stop_requested()) return stopped_before_spawn(sig);
 
-  // How an egress module is kept to the proxy (plan/capabilities.cpp, one answer with the
+  // How an egress module is kept to the proxy (plan/mechanism_network.cpp, one answer with the
   // report and sandbox-check): probed once, here, for the plan too.
   KernelFeatures features = probe_kernel(config, launch_probe_scope(policy, config));
   const EgressConfinement confinement = egress_confinement(features, config);
