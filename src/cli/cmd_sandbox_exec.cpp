@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "config/node_config.hpp"
 #include "plan/launch_steps.hpp"
+#include "plan/mechanism_network.hpp"
 #include "plan/plan.hpp"
 #include "plan/plan_json.hpp"
 #include "probe/path_facts.hpp"

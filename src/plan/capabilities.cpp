@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <optional>
 
 #include "plan/landlock_rights.hpp"
+#include "plan/mechanism.hpp"
+#include "plan/mechanism_cgroup.hpp"   // container_verdict (world.process-groups)
+#include "plan/mechanism_network.hpp"  // why_no_namespace (world.net)
 
 namespace oarbank {
 
@@ -60,10 +64,7 @@ std::string landlock_shortfall(landlock::Abi needed, const KernelFeatures& featu
   return fmt::format("{}; this kernel has ABI {}", need, features.landlock_abi);
 }
 
-bool has_controller(const CgroupFacts& cgroup, std::string_view name) {
-  return std::find(cgroup.controllers.begin(), cgroup.controllers.end(), name) !=
-         cgroup.controllers.end();
-}
+}  // namespace
 
 // A row Landlock decides (with the seccomp filter beside it): the entry's ABI or better.
 CapabilityVerdict landlock_row(const CapabilityEntry& entry, const KernelFeatures& features,
@@ -92,91 +93,7 @@ CapabilityVerdict never_row(const CapabilityEntry& entry, const KernelFeatures&,
   return {entry.row, CapabilityStatus::Unavailable, std::string(entry.reason)};
 }
 
-CapabilityVerdict container_verdict(CapabilityRow row, const KernelFeatures& features) {
-  const auto& cg = features.cgroup;
-  if (!cg.probed) return {row, CapabilityStatus::Unavailable, "cgroups were not probed"};
-  if (!cg.mounted)
-    return {row, CapabilityStatus::Unavailable,
-            "no cgroup2 file system is mounted: process group only"};
-  if (!cg.parent_writable) {
-    return {row, CapabilityStatus::Unavailable,
-            fmt::format("{} is not delegated to the agent (not writable): process group only",
-                        cg.parent)};
-  }
-  if (!cg.kill_file && !cg.freeze_file) {
-    return {row, CapabilityStatus::Unavailable,
-            "this kernel's cgroup2 has neither cgroup.kill nor cgroup.freeze"};
-  }
-  return {row, CapabilityStatus::Enforced,
-          fmt::format("leaves under {}{}", cg.parent,
-                      cg.kill_file ? "" : " (no cgroup.kill: freeze, kill each, thaw)")};
-}
-
-CapabilityVerdict container_row(const CapabilityEntry& entry, const KernelFeatures& features,
-                                const NodeConfig&) {
-  return container_verdict(entry.row, features);
-}
-
-CapabilityVerdict limit_row(const CapabilityEntry& entry, const KernelFeatures& features,
-                            const NodeConfig&) {
-  const CapabilityRow row = entry.row;
-  const std::string_view controller = entry.controller;
-  auto container = container_verdict(CapabilityRow::CgroupContainer, features);
-  if (container.status != CapabilityStatus::Enforced) {
-    return {row, CapabilityStatus::Unavailable, "no cgroup v2 container: " + container.reason};
-  }
-  if (!has_controller(features.cgroup, controller)) {
-    return {
-        row, CapabilityStatus::Unavailable,
-        fmt::format("the {} controller is not available in {} (cgroup.controllers); on a hybrid "
-                    "layout it is bound to cgroup v1",
-                    controller, features.cgroup.parent)};
-  }
-  return {row, CapabilityStatus::Enforced,
-          fmt::format("the {} controller is available", controller)};
-}
-
-// Why the module cannot have a namespace of its own here ("" when it can).
-std::string why_no_namespace(const KernelFeatures& features) {
-  if (!features.network_namespaces_probed) return "network namespaces were not probed";
-  if (!features.running_as_root) {
-    return "the agent is not root, so it cannot give the module a network namespace of its own";
-  }
-  if (!features.network_namespaces) return "this node cannot create network namespaces";
-  return "";
-}
-
-// net.egress-allowlist: Landlock's port rule (ABI 4) and seccomp, and what keeps the module to
-// the proxy's address, per launch mode.
-CapabilityVerdict egress_allowlist_row(const CapabilityEntry& entry, const KernelFeatures& features,
-                                       const NodeConfig& config) {
-  const CapabilityRow row = entry.row;
-  auto landlock = landlock_row(entry, features, config);
-  if (landlock.status != CapabilityStatus::Enforced) return landlock;
-  switch (egress_confinement(features, config)) {
-    case EgressConfinement::Namespace:
-      return {row, CapabilityStatus::Enforced,
-              landlock.reason +
-                  "; each module gets a network namespace holding only loopback, the proxy "
-                  "reachable inside it at proxy_listen (sandbox-run: the proxy's listener; "
-                  "sandbox-exec: a relay to proxy_listen), so no other host is reachable"};
-    case EgressConfinement::PortOnly:
-      return {row, CapabilityStatus::PortOnly,
-              "port only, accepted by this node's configuration (accept_port_only_egress): " +
-                  why_no_namespace(features) +
-                  "; a module can reach any host that listens on its proxy port. sandbox-run: "
-                  "a proxy port of its own that accepts connections from the module's "
-                  "processes alone; sandbox-exec: proxy_listen's port, shared: any local "
-                  "process can connect there and be judged by that proxy's allowlist"};
-    case EgressConfinement::Refused:
-      break;
-  }
-  return {row, CapabilityStatus::Unavailable,
-          why_no_namespace(features) +
-              ", and this node's configuration does not accept port-only confinement "
-              "(accept_port_only_egress is false; with it a module could reach any host that "
-              "listens on the proxy's port)"};
-}
+namespace {
 
 CapabilityVerdict gpu_row(const CapabilityEntry& entry, const KernelFeatures& features,
                           const NodeConfig& config) {
@@ -204,19 +121,6 @@ CapabilityVerdict setid_row(const CapabilityEntry& entry, const KernelFeatures& 
             "needs seccomp filters; this kernel has none"};
   }
   return {entry.row, CapabilityStatus::Enforced, std::string(entry.reason)};
-}
-
-// Made by sandbox-run (supervise/module_network.cpp) and by a bare sandbox-exec
-// (apply/egress_relay.cpp) when they run as root.
-CapabilityVerdict netns_row(const CapabilityEntry& entry, const KernelFeatures& features,
-                            const NodeConfig& config) {
-  const std::string why = why_no_namespace(features);
-  if (why.empty()) return {entry.row, CapabilityStatus::Enforced, std::string(entry.reason)};
-  return {entry.row, CapabilityStatus::Unavailable,
-          why + (config.accept_port_only_egress ? "; egress modules run confined by port alone "
-                                                  "(accept_port_only_egress)"
-                                                : "; egress modules are refused "
-                                                  "(accept_port_only_egress is false)")};
 }
 
 // Issue 12's rows: what a root sandbox-run makes the module's own. A bare sandbox-exec never
@@ -378,23 +282,18 @@ using landlock::Abi;
 using Fact = CapabilityFact;
 using Row = CapabilityRow;
 
-// plan_rank: rows every policy needs first, then by the policy's fields. The golden --explain
-// files and the first refusal a policy gets depend on this order.
-constexpr CapabilityEntry kTable[] = {
+// The rows whose mechanism has no file pair of its own yet (plan/mechanism.hpp); the others
+// are in their mechanism's pair (plan/mechanisms.cpp lists them). plan_rank: rows every policy
+// needs first, then by the policy's fields. The golden --explain files and the first refusal a
+// policy gets depend on this order.
+constexpr CapabilityEntry kCoreRows[] = {
     // The page's rows.
     {Row::Filesystem, "filesystem", "filesystem, net.none, exec_writable deny, GPU",
      landlock::kFilesystemFloorAbi, Fact::SeccompFilter, "", landlock_row,
      [](const Policy&, const NodeConfig&) { return true; }, 0, ""},
-    {Row::EgressAllowlist, "net.egress-allowlist",
-     "net.egress-allowlist, no loopback, no link-local", Abi::V4, Fact::NetworkNamespace, "",
-     egress_allowlist_row,
-     [](const Policy& p, const NodeConfig&) { return p.net == NetMode::EgressAllowlist; }, 2, ""},
     {Row::Ipc, "ipc", "IPC", Abi::V6, Fact::SeccompFilter, "", landlock_row,
      [](const Policy& p, const NodeConfig&) { return p.ipc_isolation == IpcIsolation::Required; },
      4, ""},
-    {Row::EgressAny, "net.egress-any", "net.egress-any", Abi::Unsupported, Fact::None, "",
-     never_row, [](const Policy& p, const NodeConfig&) { return p.net == NetMode::EgressAny; }, 3,
-     "Landlock filters ports, not addresses, so loopback and link-local cannot be refused"},
     {Row::StatHiding, "stat-hiding", "hiding which files exist", Abi::Unsupported, Fact::None, "",
      not_promised_row, nullptr, 0, "Landlock does not restrict stat"},
     // Rows the project adds (docs/report.md, "Rows").
@@ -406,27 +305,6 @@ constexpr CapabilityEntry kTable[] = {
      [](const Policy&, const NodeConfig&) { return true; }, 1,
      "the seccomp filter refuses the setuid and setgid bits in chmod, fchmod, fchmodat, "
      "fchmodat2, open, openat, creat, mkdir, mkdirat, mknod and mknodat (openat2: ENOSYS)"},
-    {Row::CgroupContainer, "container.cgroup",
-     "process container: cgroup v2 leaf (else process group only)", Abi::Unsupported,
-     Fact::CgroupContainer, "", container_row, nullptr, 0, ""},
-    {Row::LimitCpu, "limit.cpu", "hard limit: cpu.max", Abi::Unsupported, Fact::CgroupController,
-     "cpu", limit_row,
-     [](const Policy& p, const NodeConfig& c) { return c.hard_limits && p.reservations.cpu; }, 6,
-     ""},
-    {Row::LimitMemory, "limit.memory", "hard limit: memory.max", Abi::Unsupported,
-     Fact::CgroupController, "memory", limit_row,
-     [](const Policy& p, const NodeConfig& c) {
-       return c.hard_limits && p.reservations.memory_bytes;
-     },
-     7, ""},
-    // pids.max comes from the node, not the policy: with hard_limits it is required too.
-    {Row::LimitPids, "limit.pids", "hard limit: pids.max", Abi::Unsupported, Fact::CgroupController,
-     "pids", limit_row,
-     [](const Policy&, const NodeConfig& c) { return c.hard_limits && c.pids_max; }, 8, ""},
-    {Row::EgressNetns, "egress.netns", "egress confinement: network namespace (else port only)",
-     Abi::Unsupported, Fact::NetworkNamespace, "", netns_row, nullptr, 0,
-     "sandbox-run and sandbox-exec give each egress-allowlist module a network namespace "
-     "holding only loopback, the proxy reachable inside it"},
     // Issue 12: the module's own world (docs/sandbox-run.md, "What a module sees").
     {Row::WorldIpc, "world.ipc", "its own IPC namespace (SysV IPC, POSIX message queues)",
      Abi::Unsupported, Fact::IpcNamespace, "", world_ipc_row, nullptr, 0,
@@ -507,13 +385,24 @@ constexpr CapabilityEntry kTable[] = {
 
 }  // namespace
 
-std::span<const CapabilityEntry> capability_table() { return kTable; }
+std::span<const CapabilityEntry> capability_table() {
+  // Gathered once per process, each entry at its row's index: the report's order is
+  // CapabilityRow's. No allocation (the launch path reads it too). A row with no entry keeps an
+  // empty key; a unit test walks every row.
+  static const auto table = [] {
+    std::array<CapabilityEntry, kCapabilityRowCount> out{};
+    auto place = [&out](std::span<const CapabilityEntry> rows) {
+      for (const auto& entry : rows) out[static_cast<std::size_t>(entry.row)] = entry;
+    };
+    place(kCoreRows);
+    for (const Mechanism* mechanism : mechanisms()) place(mechanism->rows);
+    return out;
+  }();
+  return table;
+}
 
 const CapabilityEntry& capability_entry(CapabilityRow row) {
-  for (const auto& entry : kTable) {
-    if (entry.row == row) return entry;
-  }
-  return kTable[0];  // unreachable: every row has an entry (a unit test walks them)
+  return capability_table()[static_cast<std::size_t>(row)];
 }
 
 std::string_view row_key(CapabilityRow row) { return capability_entry(row).key; }
@@ -522,7 +411,7 @@ std::string_view row_title(CapabilityRow row) { return capability_entry(row).tit
 const std::vector<CapabilityRow>& all_rows() {
   static const std::vector<CapabilityRow> rows = [] {
     std::vector<CapabilityRow> out;
-    for (const auto& entry : kTable) out.push_back(entry.row);
+    for (const auto& entry : capability_table()) out.push_back(entry.row);
     return out;
   }();
   return rows;
@@ -544,11 +433,6 @@ std::string why_no_own_mounts(const KernelFeatures& features, const NodeConfig& 
   return "";
 }
 
-EgressConfinement egress_confinement(const KernelFeatures& features, const NodeConfig& config) {
-  if (why_no_namespace(features).empty()) return EgressConfinement::Namespace;
-  return config.accept_port_only_egress ? EgressConfinement::PortOnly : EgressConfinement::Refused;
-}
-
 bool row_is_met(CapabilityStatus status) {
   return status == CapabilityStatus::Enforced || status == CapabilityStatus::PortOnly;
 }
@@ -568,7 +452,7 @@ std::vector<CapabilityVerdict> evaluate_capabilities(const KernelFeatures& featu
 
 std::vector<CapabilityRow> rows_needed_by(const Policy& policy, const NodeConfig& config) {
   std::vector<const CapabilityEntry*> needed;
-  for (const auto& entry : kTable) {
+  for (const auto& entry : capability_table()) {
     if (entry.needed_by != nullptr && entry.needed_by(policy, config)) needed.push_back(&entry);
   }
   std::sort(needed.begin(), needed.end(), [](const CapabilityEntry* a, const CapabilityEntry* b) {

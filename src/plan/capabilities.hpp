@@ -4,6 +4,7 @@
 // the report prints, so the launcher, sandbox-check and the report can never disagree.
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,22 +51,14 @@ enum class CapabilityRow {
   DenialsFilesystem,  // Landlock's file refusals (audit records, ABI 7)
   DenialsNetwork,     // Landlock's TCP refusals (audit records, ABI 7)
 };
+inline constexpr std::size_t kCapabilityRowCount =
+    static_cast<std::size_t>(CapabilityRow::DenialsNetwork) + 1;
 
 // PortOnly: the net.egress-allowlist row where the launcher cannot make the module a network
 // namespace and the node's configuration accepts Landlock's port rule alone
 // (accept_port_only_egress). Such policies run, but a scheduler that asks for "enforced"
 // does not place them there.
 enum class CapabilityStatus { Enforced, Unavailable, NotPromised, PortOnly };
-
-// How an egress-allowlist module is kept to the proxy, in every launch mode (docs/launcher.md,
-// "Egress: the module's own network namespace"). One answer for the launcher, sandbox-run,
-// sandbox-check and the report.
-enum class EgressConfinement {
-  Namespace,  // root: the module's own network namespace, only loopback, the proxy inside it
-  PortOnly,   // not root (or no namespaces), accepted by the node: Landlock's port rule alone
-  Refused,    // not root (or no namespaces), and the node does not accept port only
-};
-EgressConfinement egress_confinement(const KernelFeatures& features, const NodeConfig& config);
 
 // Why sandbox-run cannot give a module mounts of its own here ("" when it can): not root,
 // the node's module_mounts is false, or no CAP_SYS_ADMIN. One answer for the report's
@@ -115,9 +108,21 @@ struct CapabilityEntry {
   std::string_view reason;   // what holds on every node: a known limit, or the row when met
 };
 
-// The table, in the report's order (the page's rows, then the project's, then known limits).
+// The table, in the report's order (the page's rows, then the project's, then known limits:
+// CapabilityRow's order). The rows of a mechanism with a file pair of its own are in its pair
+// (plan/mechanism.hpp, listed in plan/mechanisms.cpp); the others in capabilities.cpp.
 std::span<const CapabilityEntry> capability_table();
 const CapabilityEntry& capability_entry(CapabilityRow row);
+
+// Evaluators the mechanisms' entries share.
+// A row Landlock decides (with the seccomp filter beside it): the entry's ABI or better.
+CapabilityVerdict landlock_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                               const NodeConfig& config);
+// A row that holds the same on every node: not promised, or unavailable, with the entry's reason.
+CapabilityVerdict not_promised_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                                   const NodeConfig& config);
+CapabilityVerdict never_row(const CapabilityEntry& entry, const KernelFeatures& features,
+                            const NodeConfig& config);
 
 std::string_view row_key(CapabilityRow row);    // "filesystem", "net.egress-allowlist", ...
 std::string_view row_title(CapabilityRow row);  // the page's wording

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "plan/landlock_rights.hpp"
+#include "plan/mechanism.hpp"
 #include "sys/error.hpp"
 #include "sys/landlock_abi.hpp"
 
@@ -35,12 +36,6 @@ std::vector<CapabilityVerdict> unmet_capabilities(const Policy& policy,
 }
 
 namespace {
-
-std::string proxy_url(const NodeConfig& config) {
-  const bool v6 = config.proxy_host.find(':') != std::string::npos;
-  return fmt::format("http://{}{}{}:{}", v6 ? "[" : "", config.proxy_host, v6 ? "]" : "",
-                     config.proxy_port);
-}
 
 class RuleBuilder {
  public:
@@ -133,13 +128,9 @@ std::vector<std::string> module_environment(const Policy& policy, const NodeConf
   const std::string home = policy.work ? *policy.work : policy.temp ? *policy.temp : "/nonexistent";
   env.push_back("HOME=" + home);
   if (policy.temp) env.push_back("TMPDIR=" + *policy.temp);
-  if (policy.net == NetMode::EgressAllowlist) {
-    const std::string url = proxy_url(config);
-    for (const char* name : {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"}) {
-      env.push_back(std::string(name) + "=" + url);
-    }
-    // Node.js 24+ reads the proxy variables only when told to.
-    env.emplace_back("NODE_USE_ENV_PROXY=1");
+  // The mechanisms' variables (the network's: the proxy's address under egress-allowlist).
+  for (const Mechanism* mechanism : mechanisms()) {
+    if (mechanism->environment != nullptr) mechanism->environment(policy, config, env);
   }
   if (policy.broker) env.push_back("OARBANK_BROKER=" + config.broker_socket);
   const std::size_t sandbox_count = env.size();
@@ -245,10 +236,10 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
 
   refuse_overlapping_rules(ll, policy.exec_writable, writable_begin, writable_end);
 
-  if (policy.net == NetMode::EgressAllowlist) {
-    ll.port_rules.push_back(
-        LandlockPortRule{config.proxy_port, LANDLOCK_ACCESS_NET_CONNECT_TCP,
-                         "egress-allowlist: TCP connect to the agent's proxy port alone"});
+  // Each mechanism's section (plan/mechanisms.cpp): the network's port rule.
+  const MechanismInput input{policy, features, config};
+  for (const Mechanism* mechanism : mechanisms()) {
+    if (mechanism->plan_section != nullptr) mechanism->plan_section(input, plan);
   }
 
   plan.filter = seccomp::variant_for(policy, request.world);

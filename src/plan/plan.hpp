@@ -11,6 +11,7 @@
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/capabilities.hpp"
+#include "plan/mechanism_network.hpp"  // egress_confinement, for the launch modes
 #include "plan/module_world.hpp"
 #include "plan/mount_plan.hpp"
 #include "plan/seccomp_rules.hpp"

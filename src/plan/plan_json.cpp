@@ -4,6 +4,7 @@
 
 #include "plan/landlock_rights.hpp"
 #include "plan/launch_steps.hpp"
+#include "plan/mechanism.hpp"
 #include "plan/world_json.hpp"
 
 namespace oarbank {
@@ -26,38 +27,6 @@ json kernel_features_to_json(const KernelFeatures& features, const NodeConfig& c
        features.network_namespaces_probed ? json(features.network_namespaces) : json(nullptr)},
   };
 }
-
-namespace {
-
-// What keeps an egress module to the proxy, per launch mode (the same answer as the
-// net.egress-allowlist row's).
-json egress_confinement_to_json(const KernelFeatures& features, const NodeConfig& config) {
-  switch (egress_confinement(features, config)) {
-    case EgressConfinement::Namespace:
-      return {{"mode", "network namespace"},
-              {"sandbox-exec",
-               "the launcher moves into a network namespace of its own (only loopback) and a "
-               "relay outside it, as the module user, joins connections to proxy_listen inside "
-               "to the proxy in the node's namespace; the relay ends with the module"},
-              {"sandbox-run",
-               "the module's own network namespace (only loopback), the proxy's listener inside "
-               "it at proxy_listen"}};
-    case EgressConfinement::PortOnly:
-      return {{"mode", "port only"},
-              {"accepted_by", "accept_port_only_egress"},
-              {"sandbox-exec",
-               "Landlock's port rule alone; proxy_listen's port is shared with every local "
-               "process"},
-              {"sandbox-run",
-               "Landlock's port rule alone, on a proxy port of the module's own that admits its "
-               "processes alone"}};
-    case EgressConfinement::Refused:
-      break;
-  }
-  return {{"mode", "refused"}};
-}
-
-}  // namespace
 
 json explain_plan(const Plan& plan, const Policy& policy, const KernelFeatures& features,
                   const NodeConfig& config) {
@@ -138,8 +107,10 @@ json explain_plan(const Plan& plan, const Policy& policy, const KernelFeatures& 
       {"relies_on", relies_on},
   };
   out["world"] = explain_world(plan, policy, features, config);  // plan/world_json.hpp
-  if (policy.net == NetMode::EgressAllowlist) {
-    out["egress_confinement"] = egress_confinement_to_json(features, config);
+  // Each mechanism's keys (plan/mechanisms.cpp): the network's egress_confinement.
+  const MechanismInput input{policy, features, config};
+  for (const Mechanism* mechanism : mechanisms()) {
+    if (mechanism->explain != nullptr) mechanism->explain(input, plan, out);
   }
   return out;
 }

@@ -15,13 +15,15 @@
 #include <set>
 #include <tuple>
 
+#include "plan/mechanism.hpp"
+#include "plan/mechanism_network.hpp"
+
 namespace oarbank::seccomp {
 namespace {
 
 // The highest address family number the kernel defines (AF_MCTP is 45 in Linux 6.x).
 // Families above it are refused by a single "greater than" rule.
 constexpr std::uint64_t kHighestFamily = 45;
-constexpr std::uint64_t kSockTypeMask = 0xf;
 // The kernel's __O_TMPFILE bit (uapi asm-generic/fcntl.h). glibc's __O_TMPFILE already
 // includes O_DIRECTORY, so it is written out here.
 constexpr std::uint64_t kTmpfileBit = 020000000;
@@ -32,6 +34,8 @@ void add(std::vector<Rule>& rules, std::initializer_list<const char*> names, int
          const std::string& why) {
   for (const char* name : names) rules.push_back(Rule{name, -1, err, {}, why});
 }
+
+}  // namespace
 
 // Refuses `syscall` unless argument `arg` is one of `allowed` (all values up to `highest`,
 // then everything above it). libseccomp cannot compare one argument twice in a rule, so
@@ -50,8 +54,6 @@ void refuse_unless_in(std::vector<Rule>& rules, const std::string& syscall, unsi
   rules.push_back(std::move(above));
 }
 
-}  // namespace
-
 std::string FilterVariant::name() const {
   std::string out = inet ? "inet-streams" : "no-inet";
   if (unix_sockets) out += "+unix";
@@ -67,8 +69,7 @@ FilterVariant variant_from_index(int index) {
 }
 
 FilterVariant variant_for(const Policy& policy, const ModuleWorld& world) {
-  // egress-any is refused before a filter is chosen; only egress-allowlist opens inet.
-  return FilterVariant{policy.net == NetMode::EgressAllowlist, policy.broker, world.own_namespaces,
+  return FilterVariant{inet_sockets_allowed(policy), policy.broker, world.own_namespaces,
                        world.own_user, world.own_group};
 }
 
@@ -146,45 +147,10 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                      "netlink: NETLINK_ROUTE only (other protocols reach the node: audit, "
                      "uevents, sock_diag)");
   }
-  if (variant.inet) {
-    for (std::uint64_t family : {std::uint64_t{AF_INET}, std::uint64_t{AF_INET6}}) {
-      // Streams only: Landlock's port rules govern TCP alone, so UDP, raw and SCTP sockets
-      // would escape them.
-      for (std::uint64_t type = 0; type <= kSockTypeMask; ++type) {
-        if (type == SOCK_STREAM) continue;
-        rules.push_back(
-            Rule{"socket",
-                 -1,
-                 EPROTONOSUPPORT,
-                 {{0, Compare::Equal, family, 0}, {1, Compare::MaskedEqual, type, kSockTypeMask}},
-                 "egress-allowlist: stream sockets only (Landlock governs TCP alone)"});
-      }
-      // SOCK_STREAM with IPPROTO_SCTP or IPPROTO_MPTCP is not TCP to Landlock either.
-      refuse_unless_in(rules, "socket", 2, {0, IPPROTO_TCP}, IPPROTO_TCP, EPROTONOSUPPORT,
-                       {{0, Compare::Equal, family, 0}},
-                       "egress-allowlist: TCP only (SCTP and MPTCP streams escape Landlock's "
-                       "TCP port rules)");
-    }
-    // TCP Fast Open connects inside sendto/sendmsg without the connect hook Landlock uses
-    // (landlock-lsm/linux#41). EOPNOTSUPP is what the kernel answers when client TFO is off,
-    // so clients fall back to connect().
-    const char* tfo_why =
-        "MSG_FASTOPEN connects without passing Landlock's connect check (landlock-lsm/linux#41)";
-    rules.push_back(Rule{"sendto",
-                         -1,
-                         EOPNOTSUPP,
-                         {{3, Compare::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}},
-                         tfo_why});
-    rules.push_back(Rule{"sendmsg",
-                         -1,
-                         EOPNOTSUPP,
-                         {{2, Compare::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}},
-                         tfo_why});
-    rules.push_back(Rule{"sendmmsg",
-                         -1,
-                         EOPNOTSUPP,
-                         {{3, Compare::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}},
-                         tfo_why});
+  // Each mechanism's rules on the socket calls (plan/mechanisms.cpp): the network's inet
+  // rules (plan/mechanism_network.cpp).
+  for (const Mechanism* mechanism : mechanisms()) {
+    if (mechanism->socket_rules != nullptr) mechanism->socket_rules(variant, rules);
   }
   refuse_unless_in(rules, "socketpair", 0, {AF_UNIX}, kHighestFamily, EAFNOSUPPORT, {},
                    "socketpair stays for unix pairs (event loops need it); other families "

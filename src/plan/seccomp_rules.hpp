@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,16 @@ struct Rule {
 inline constexpr std::uint32_t kHighestReviewedSyscallX86_64 = 469;
 
 std::vector<Rule> rules_for(const FilterVariant& variant);
+
+// For the mechanisms' contributions (plan/mechanism.hpp's socket_rules).
+// The kernel reads a socket's type as type & SOCK_TYPE_MASK; SOCK_NONBLOCK and SOCK_CLOEXEC
+// live above it.
+inline constexpr std::uint64_t kSockTypeMask = 0xf;
+// Refuses `syscall` with `err` unless argument `arg` is one of `allowed` (all values up to
+// `highest`, then everything above it), where every check of `also` holds too.
+void refuse_unless_in(std::vector<Rule>& rules, const std::string& syscall, unsigned arg,
+                      const std::set<std::uint64_t>& allowed, std::uint64_t highest, int err,
+                      const std::vector<ArgCheck>& also, const std::string& why);
 
 // A refusal libseccomp cannot express: the syscall is refused unless argument `arg`, read as
 // 32 bits as the kernel reads it, is one of `allowed`. libseccomp compares 64 bits, cannot

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config/node_config.hpp"
-#include "plan/cgroup_limits.hpp"
+#include "plan/mechanism_cgroup.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace oarbank {

@@ -14,9 +14,9 @@
 #include "apply/ipc_namespace.hpp"
 #include "apply/module_mounts.hpp"
 #include "apply/prepared_exec.hpp"
-#include "plan/cgroup_limits.hpp"
 #include "plan/denial_advice.hpp"
 #include "plan/launch_steps.hpp"
+#include "plan/mechanism_cgroup.hpp"
 #include "plan/module_world.hpp"
 #include "plan/protected_paths.hpp"
 #include "policy/module_id.hpp"
@@ -222,7 +222,7 @@ RunResult ModuleRun::run() {
   make_container();
   if (int sig = stop_requested()) return stopped_before_spawn(sig);
 
-  // How an egress module is kept to the proxy (plan/capabilities.cpp, one answer with the
+  // How an egress module is kept to the proxy (plan/mechanism_network.cpp, one answer with the
   // report and sandbox-check): probed once, here, for the plan too.
   KernelFeatures features = probe_kernel(config, launch_probe_scope(policy, config));
   const EgressConfinement confinement = egress_confinement(features, config);

@@ -27,7 +27,7 @@
 #include "apply/module_network.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
-#include "plan/cgroup_limits.hpp"
+#include "plan/mechanism_cgroup.hpp"
 #include "supervise/cgroup_leaf.hpp"
 #include "supervise/peer_process.hpp"
 #include "supervise/release_stack.hpp"

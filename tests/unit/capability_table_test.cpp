@@ -7,6 +7,7 @@
 
 #include "plan/capabilities.hpp"
 #include "plan/landlock_rights.hpp"
+#include "plan/mechanism.hpp"
 #include "sys/landlock_abi.hpp"
 
 namespace oarbank {
@@ -54,6 +55,25 @@ TEST(CapabilityTable, EveryRowHasOneEntryWithAUniqueId) {
     }
   }
   EXPECT_EQ(all_rows().size(), capability_table().size());
+}
+
+// plan/mechanisms.cpp: each mechanism with a pair of its own is listed once, and the table holds
+// each of its rows once, as its pair wrote it (evaluator and predicate included).
+TEST(CapabilityTable, EachMechanismsRowsAreInTheTableOnce) {
+  std::set<std::string> names;
+  std::set<CapabilityRow> rows;
+  for (const Mechanism* mechanism : mechanisms()) {
+    EXPECT_TRUE(names.insert(std::string(mechanism->name)).second) << mechanism->name;
+    for (const auto& entry : mechanism->rows) {
+      EXPECT_TRUE(rows.insert(entry.row).second) << entry.key << " in two mechanisms";
+      const CapabilityEntry& in_table = capability_entry(entry.row);
+      EXPECT_EQ(in_table.key, entry.key);
+      EXPECT_EQ(in_table.evaluate, entry.evaluate) << entry.key;
+      EXPECT_EQ(in_table.needed_by, entry.needed_by) << entry.key;
+      EXPECT_EQ(in_table.plan_rank, entry.plan_rank) << entry.key;
+    }
+  }
+  EXPECT_GE(names.size(), 2U);  // network and cgroup
 }
 
 TEST(CapabilityTable, RowsAPolicyNeedsHaveDistinctPlanRanks) {

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "plan/cgroup_limits.hpp"
+#include "plan/mechanism_cgroup.hpp"
 #include "policy/module_id.hpp"
 #include "probe/cgroup_facts.hpp"
 #include "sys/error.hpp"

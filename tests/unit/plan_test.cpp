@@ -5,94 +5,29 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "plan/landlock_rights.hpp"
 #include "plan/module_world.hpp"
 #include "plan/plan_json.hpp"
+#include "plan_fixtures.hpp"
 #include "sys/error.hpp"
 #include "sys/landlock_abi.hpp"
 
 namespace oarbank {
 namespace {
 
-class FakePaths : public PathOracle {
- public:
-  FakePaths() {
-    for (const auto& path : base_read_execute_paths()) kinds_[path] = PathKind::Directory;
-    kinds_.erase("/lib32");  // missing on this imaginary node: skipped silently
-    for (const auto& path : base_device_paths()) kinds_[path] = PathKind::File;
-    for (const char* dir :
-         {"/srv/mod", "/opt/python", "/jobs/1/work", "/jobs/1/tmp", "/datasets/a", "/dev/dri"}) {
-      kinds_[dir] = PathKind::Directory;
-    }
-    for (const char* file : {"/usr/bin/ffmpeg", "/dev/nvidia0"}) kinds_[file] = PathKind::File;
-  }
-  [[nodiscard]] PathKind kind(const std::string& path) const override {
-    auto it = kinds_.find(path);
-    return it == kinds_.end() ? PathKind::Missing : it->second;
-  }
-  [[nodiscard]] std::string canonical(const std::string& path) const override {
-    auto it = links_.find(path);
-    return it == links_.end() ? path : it->second;
-  }
-  std::map<std::string, std::string> links_;
-  std::map<std::string, PathKind> kinds_;
-};
-
-KernelFeatures features_with_abi(int abi) {
-  KernelFeatures features;
-  features.kernel_release = "golden";
-  features.landlock = abi > 0 ? LandlockState::Present : LandlockState::NotBuilt;
-  features.landlock_abi = abi;
-  features.seccomp_filter = true;
-  features.running_as_root = true;
-  features.gpu_device_nodes = {"/dev/dri", "/dev/nvidia0"};
-  features.network_namespaces_probed = true;
-  features.network_namespaces = true;
-  return features;
-}
+using plan_fixtures::check_golden;
+using plan_fixtures::egress_policy;
+using plan_fixtures::FakePaths;
+using plan_fixtures::features_with_abi;
+using plan_fixtures::request;
 
 Policy filesystem_policy() {
   return parse_policy(R"({
     "bundle": "/srv/mod", "runtime": ["/opt/python"], "tools": ["/usr/bin/ffmpeg"],
     "work": "/jobs/1/work", "data": ["/datasets/a"], "temp": "/jobs/1/tmp",
     "devices": {"gpu": "compute"}, "ipc_isolation": "best-effort"})");
-}
-
-Policy egress_policy() {
-  return parse_policy(R"({
-    "bundle": "/srv/mod", "work": "/jobs/1/work", "temp": "/jobs/1/tmp", "exec_writable": true,
-    "net": "egress-allowlist", "egress": ["api.example.com:443", "*.example.org:443"],
-    "broker": true})");
-}
-
-LaunchRequest request() {
-  LaunchRequest r;
-  r.argv = {"/srv/mod/run", "--flag"};
-  r.setenv = {{"MODULE_ID", "7f3a"}};
-  r.keep_fds = {5};
-  return r;
-}
-
-void check_golden(const std::string& name, const nlohmann::json& actual) {
-  const std::string path = std::string(OARBANK_GOLDEN_DIR) + "/" + name + ".json";
-  const std::string text = actual.dump(2) + "\n";
-  if (const char* update = std::getenv("OARBANK_UPDATE_GOLDEN");
-      update != nullptr && *update == '1') {
-    std::ofstream(path) << text;
-    return;
-  }
-  std::ifstream file(path);
-  ASSERT_TRUE(file) << "missing golden file " << path << " (run with OARBANK_UPDATE_GOLDEN=1)";
-  std::stringstream expected;
-  expected << file.rdbuf();
-  EXPECT_EQ(expected.str(), text) << "golden file " << path
-                                  << " differs (if intended, run with OARBANK_UPDATE_GOLDEN=1)";
 }
 
 class PlanPerAbi : public ::testing::TestWithParam<int> {};
@@ -158,28 +93,6 @@ TEST_P(PlanPerAbi, GpuNodesGetDeviceIoctlsFromAbi5) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Abi, PlanPerAbi, ::testing::Values(3, 4, 5, 6, 7));
-
-class EgressPlanPerAbi : public ::testing::TestWithParam<int> {};
-
-TEST_P(EgressPlanPerAbi, EgressPolicyGolden) {
-  const int abi = GetParam();
-  FakePaths paths;
-  const auto features = features_with_abi(abi);
-  const NodeConfig config;
-  const Policy policy = egress_policy();
-  const Plan plan = make_plan(policy, features, config, paths, request());
-  ASSERT_EQ(plan.landlock.port_rules.size(), 1U);
-  EXPECT_EQ(plan.landlock.port_rules[0].port, config.proxy_port);
-  EXPECT_EQ(plan.landlock.port_rules[0].access, LANDLOCK_ACCESS_NET_CONNECT_TCP);
-  EXPECT_EQ(plan.landlock.handled_net,
-            LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP);
-  EXPECT_TRUE(plan.filter.inet);
-  EXPECT_TRUE(plan.filter.unix_sockets);
-  check_golden("explain-egress-abi" + std::to_string(abi),
-               explain_plan(plan, policy, features, config));
-}
-
-INSTANTIATE_TEST_SUITE_P(Abi, EgressPlanPerAbi, ::testing::Values(6, 7));
 
 // For every ABI from none to the newest, the plan refuses exactly the policies whose rows the
 // capability table says this node cannot enforce.
@@ -331,75 +244,6 @@ TEST(PlanOverlap, SeparateTreesAreFine) {
   FakePaths paths;
   EXPECT_NO_THROW(
       (void)make_plan(filesystem_policy(), features_with_abi(7), NodeConfig{}, paths, request()));
-}
-
-// docs/launcher.md, "Egress: the module's own network namespace": per launch mode, what keeps an
-// egress module to the proxy, and the one table that says so to the launcher, sandbox-check and the
-// report.
-TEST(PlanEgressConfinement, NamespaceAsRootElsePortOnlyOnlyWhereTheNodeAcceptsIt) {
-  FakePaths paths;
-  const Policy policy = parse_policy(
-      R"({"bundle": "/srv/mod", "net": "egress-allowlist", "ipc_isolation": "best-effort"})");
-  NodeConfig config;
-  auto root = features_with_abi(7);
-  EXPECT_EQ(egress_confinement(root, config), EgressConfinement::Namespace);
-  auto verdict = evaluate_capability(CapabilityRow::EgressAllowlist, root, config);
-  EXPECT_EQ(verdict.status, CapabilityStatus::Enforced);
-  EXPECT_NE(verdict.reason.find("network namespace"), std::string::npos) << verdict.reason;
-  EXPECT_NE(verdict.reason.find("sandbox-exec: a relay"), std::string::npos) << verdict.reason;
-  EXPECT_NO_THROW((void)make_plan(policy, root, config, paths, request()));
-
-  auto user = root;
-  user.running_as_root = false;
-  user.network_namespaces = false;
-  auto no_netns = root;
-  no_netns.network_namespaces = false;
-  auto unprobed = root;
-  unprobed.network_namespaces_probed = false;
-  for (const auto& features : {user, no_netns, unprobed}) {
-    EXPECT_EQ(egress_confinement(features, config), EgressConfinement::Refused);
-    verdict = evaluate_capability(CapabilityRow::EgressAllowlist, features, config);
-    EXPECT_EQ(verdict.status, CapabilityStatus::Unavailable);
-    try {
-      (void)make_plan(policy, features, config, paths, request());
-      ADD_FAILURE() << "expected a refusal";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::Unenforceable);
-      EXPECT_NE(std::string(e.what()).find("accept_port_only_egress"), std::string::npos)
-          << e.what();
-    }
-  }
-  EXPECT_NE(evaluate_capability(CapabilityRow::EgressAllowlist, user, config)
-                .reason.find("the agent is not root"),
-            std::string::npos);
-
-  NodeConfig accepting;
-  accepting.accept_port_only_egress = true;
-  for (const auto& features : {user, no_netns}) {
-    EXPECT_EQ(egress_confinement(features, accepting), EgressConfinement::PortOnly);
-    verdict = evaluate_capability(CapabilityRow::EgressAllowlist, features, accepting);
-    EXPECT_EQ(verdict.status, CapabilityStatus::PortOnly);
-    EXPECT_EQ(to_string(verdict.status), "port only");
-    EXPECT_NE(verdict.reason.find("shared"), std::string::npos) << verdict.reason;
-    const Plan plan = make_plan(policy, features, accepting, paths, request());
-    // filesystem, setid-files and the egress row, which alone is port only.
-    ASSERT_EQ(plan.relies_on.size(), 3U);
-    EXPECT_EQ(
-        std::count_if(plan.relies_on.begin(), plan.relies_on.end(),
-                      [](const auto& row) { return row.status == CapabilityStatus::PortOnly; }),
-        1);
-  }
-  // Root with namespaces: the key changes nothing.
-  EXPECT_EQ(egress_confinement(root, accepting), EgressConfinement::Namespace);
-  // Landlock below ABI 4 is refused whatever the key says.
-  auto old = user;
-  old.landlock_abi = 3;
-  EXPECT_EQ(evaluate_capability(CapabilityRow::EgressAllowlist, old, accepting).status,
-            CapabilityStatus::Unavailable);
-  // A policy that is not an egress policy does not care.
-  EXPECT_NO_THROW(
-      (void)make_plan(parse_policy(R"({"bundle": "/srv/mod", "ipc_isolation": "best-effort"})"),
-                      user, config, paths, request()));
 }
 
 TEST(PlanIdentity, RootBecomesTheModuleUserAndOthersStayThemselves) {
