@@ -49,7 +49,7 @@ ev+=,syscalls:sys_exit_rmdir,syscalls:sys_enter_exit_group,sched:sched_process_e
 {
   echo "for i in \$(seq $n); do"
   for a in "$@"; do echo "  '$a' sandbox-run --config '$config' '$policy' -- /bin/true"; done
-  echo done
+  echo "done"
 } >"$tmp/loop.sh"
 echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r); load average: $(cut -d' ' -f1-3 /proc/loadavg); $n runs of each; CPU $cpu; SCHED_FIFO ${RT:-0}"
 "${prefix[@]}" perf record -q -e "$ev" -o "$tmp/perf.data" -- bash "$tmp/loop.sh" >/dev/null
