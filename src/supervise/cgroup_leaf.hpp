@@ -28,8 +28,13 @@ struct CgroupPlace {
   bool parent_is_root = false;  // the hierarchy's root, exempt from that rule
 };
 
-// Reads /proc/self/mountinfo and /proc/self/cgroup. nullopt and `why_not` when leaves cannot
-// be made (no cgroup2, or the parent is not writable by this process).
+// The cgroup2 mount leaves are made under: /sys/fs/cgroup or /sys/fs/cgroup/unified where that
+// is a cgroup2 hierarchy's root (statfs, no cgroup.events), else the first cgroup2 mount of
+// /proc/self/mountinfo (find_cgroup2_mount). nullopt: none.
+std::optional<std::string> cgroup2_mount_point();
+
+// Reads /proc/self/cgroup, and /proc/self/mountinfo where cgroup2_mount_point needs it. nullopt and
+// `why_not` when leaves cannot be made (no cgroup2, or the parent is not writable by this process).
 std::optional<CgroupPlace> find_cgroup_place(const NodeConfig& config, std::string& why_not);
 
 // Makes the parent ready (supervisor leaf, controllers in cgroup.subtree_control), then the

@@ -83,21 +83,46 @@ ssize_t read_status_channel(int fd, char* buffer, std::size_t size, UniqueFd& li
 }
 
 bool SeccompListener::start(UniqueFd listener) noexcept {
-  stop_event_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!stop_event_.valid()) return false;
+  if (!listener.valid()) return false;
   listener_ = std::move(listener);
-  try {
-    thread_ = std::thread([this] { serve(); });
-  } catch (...) {
-    listener_.reset();
-    return false;
-  }
+  watching_ = true;
   served_ = true;
   return true;
 }
 
+void SeccompListener::on_ready(short revents) noexcept {
+  if (!watching_ || thread_.joinable()) return;
+  if ((revents & POLLIN) == 0) {
+    // POLLHUP: no process uses the filter any more; nothing will wait for an answer.
+    if (revents != 0) watching_ = false;
+    return;
+  }
+  stop_event_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (stop_event_.valid()) {
+    try {
+      thread_ = std::thread([this] { serve(); });
+      return;
+    } catch (...) {  // NOLINT(bugprone-empty-catch): handled below, as no thread
+    }
+  }
+  listener_.reset();  // the kernel answers ENOSYS from now on
+  watching_ = false;
+  served_ = false;
+}
+
+void SeccompListener::serve_waiting() noexcept {
+  const int fd = waiting_fd();
+  if (fd < 0) return;
+  pollfd pfd{fd, POLLIN, 0};
+  if (::poll(&pfd, 1, 0) > 0) on_ready(pfd.revents);
+}
+
 void SeccompListener::stop() {
-  if (!thread_.joinable()) return;
+  watching_ = false;
+  if (!thread_.joinable()) {
+    listener_.reset();
+    return;
+  }
   const std::uint64_t one = 1;
   [[maybe_unused]] auto n = ::write(stop_event_.get(), &one, sizeof one);
   thread_.join();

@@ -33,16 +33,32 @@ class SeccompListener {
   SeccompListener(const SeccompListener&) = delete;
   SeccompListener& operator=(const SeccompListener&) = delete;
 
-  // Starts answering on `listener`. False when no thread could start: the listener is closed,
-  // and the kernel answers every refused call ENOSYS (still refused, not recorded).
+  // Takes `listener` to answer on. Its thread starts with the first refused call, not here: a
+  // module that makes none (most runs) costs no thread. Until then the supervisor polls
+  // waiting_fd() and calls on_ready() when it is readable; a refused call waits for its answer
+  // in the kernel meanwhile (it is never let through). False when no listener was given.
   bool start(UniqueFd listener) noexcept;
+  // The listener while no thread answers it yet (for the supervisor's poll), else -1.
+  [[nodiscard]] int waiting_fd() const {
+    return thread_.joinable() || !watching_ ? -1 : listener_.get();
+  }
+  // waiting_fd() polled `revents`: a refused call waits (POLLIN): the thread starts and answers
+  // it and every later one. POLLHUP alone: no process uses the filter any more. Where no thread
+  // can start, the listener is closed and the kernel answers every refused call ENOSYS (still
+  // refused, not recorded).
+  void on_ready(short revents) noexcept;
+  // Before the module's last processes are killed: a refused call that waits now is answered
+  // and recorded (its thread starts), as it would have been had the thread run all along.
+  void serve_waiting() noexcept;
   // Stops answering (after the module's processes are gone) and waits for the thread.
   void stop();
-  // Whether it answered this run's refusals (start() succeeded).
+  // Whether it answered this run's refusals (a listener was taken and its thread, when one
+  // was needed, started).
   [[nodiscard]] bool served() const { return served_; }
 
  private:
   void serve();
+  bool watching_ = false;  // listener_ is polled by the supervisor (no thread yet)
 
   seccomp::FilterVariant variant_;
   DenialTable& table_;

@@ -245,7 +245,10 @@ std::string run_state_dir() {
 }
 
 RunState RunState::claim(const std::string& dir, const RunRecord& intent) {
-  UniqueFd dir_fd = open_state_dir(dir, true);
+  return claim(open_state_dir(dir, true), dir, intent);
+}
+
+RunState RunState::claim(UniqueFd dir_fd, const std::string& dir, const RunRecord& intent) {
   const std::string name = intent.id + kSuffix;
   const std::string path = dir + "/" + name;
   // The record is written and locked before it has a name: nobody can see it unlocked.
@@ -435,15 +438,19 @@ std::vector<std::string> run_record_ids(const std::string& dir) {
 }
 
 std::vector<std::string> clean_stale_runs(const std::string& dir) {
-  std::vector<std::string> cleaned;
   UniqueFd dir_fd;
   try {
     dir_fd = open_state_dir(dir, false);
   } catch (const Error&) {
-    return cleaned;  // claim() names the problem
+    return {};  // claim() names the problem
   }
-  if (!dir_fd.valid()) return cleaned;
-  DIR* listing = ::fdopendir(::dup(dir_fd.get()));
+  if (!dir_fd.valid()) return {};
+  return clean_stale_runs(dir_fd.get());
+}
+
+std::vector<std::string> clean_stale_runs(int dir_fd) {
+  std::vector<std::string> cleaned;
+  DIR* listing = ::fdopendir(::dup(dir_fd));
   if (listing == nullptr) return cleaned;
   while (const dirent* entry = ::readdir(listing)) {
     std::string name = entry->d_name;
@@ -451,14 +458,14 @@ std::vector<std::string> clean_stale_runs(const std::string& dir) {
     std::string id = name.substr(0, name.size() - std::char_traits<char>::length(kSuffix));
     if (module_id_problem(id)) continue;
     // Another's file, a link or a FIFO is not read (claim() removes it when it needs the name).
-    UniqueFd fd = open_record_file(dir_fd.get(), name);
+    UniqueFd fd = open_record_file(dir_fd, name);
     struct stat st {};
     if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid()) continue;
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // alive
-    if (!same_file(dir_fd.get(), name, fd.get())) continue;   // finished and removed meanwhile
+    if (!same_file(dir_fd, name, fd.get())) continue;         // finished and removed meanwhile
     // Dead. Its record is acted on only if trusted; either way it goes.
     if (auto record = trusted_record(fd.get(), id)) tear_down_dead_run(*record);
-    ::unlinkat(dir_fd.get(), name.c_str(), 0);
+    ::unlinkat(dir_fd, name.c_str(), 0);
     cleaned.push_back(id);
   }
   ::closedir(listing);

@@ -71,6 +71,10 @@ class RunState {
   // record, locked. Throws Error(Busy) when a live run holds the id (its supervisor alive),
   // Error(StepFailed) otherwise.
   static RunState claim(const std::string& dir, const RunRecord& intent);
+  // The same in the directory open_state_dir(dir, true) returned (sandbox-run walks the path
+  // once per run, not once per use: the descriptor is the directory that walk checked, so no
+  // later walk could find more). `dir` names it in messages.
+  static RunState claim(UniqueFd dir_fd, const std::string& dir, const RunRecord& intent);
   RunState(RunState&&) noexcept = default;
   RunState& operator=(RunState&&) noexcept = default;
   ~RunState();
@@ -116,6 +120,8 @@ std::vector<std::string> run_record_ids(const std::string& dir);
 // the recorded leader still is the same process), then their records; removes entries that
 // are not trusted records (another's file, a link, a FIFO). Returns the ids cleaned.
 std::vector<std::string> clean_stale_runs(const std::string& dir);
+// The same in a directory open_state_dir returned.
+std::vector<std::string> clean_stale_runs(int dir_fd);
 
 // Field 22 of /proc/<pid>/stat (start time in clock ticks since boot); 0 if there is no pid.
 std::uint64_t process_start_time(pid_t pid);

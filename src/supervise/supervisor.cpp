@@ -109,6 +109,11 @@ class Container {
 // left: a child is reaped only after its own children were reparented here (the kernel
 // reparents them before the parent becomes a zombie), so ECHILD means none is left.
 void kill_and_reap_children() {
+  // No child at all (waitpid looks at the children of every thread of this process): nothing
+  // to kill or reap, and /proc/self/task need not be read. The usual end: the module was
+  // reaped, and in a leaf nothing of it is left to be reparented here.
+  int first_status = 0;
+  if (::waitpid(-1, &first_status, WNOHANG) < 0 && errno == ECHILD) return;
   const auto deadline = Clock::now() + std::chrono::seconds(5);
   while (Clock::now() < deadline) {
     if (DIR* tasks = ::opendir("/proc/self/task")) {
@@ -458,12 +463,17 @@ bool Supervision::verify() {
 
 // wait: for the module, serving signals, the timeout and the grace period.
 void Supervision::wait() {
+  SeccompListener* listener = launch_.seccomp_listener;
   while (!reaped_) {
+    // The seccomp listener until its thread serves it (denial_listener.hpp: the thread starts
+    // with the first refused call).
     pollfd fds[] = {{child_.pidfd.get(), POLLIN, 0},
                     {signal_fd_.get(), POLLIN, 0},
                     {timer_fd_.get(), POLLIN, 0},
-                    {control_fd_, POLLIN, 0}};
-    if (::poll(fds, 4, -1) < 0 && errno != EINTR) break;
+                    {control_fd_, POLLIN, 0},
+                    {listener != nullptr ? listener->waiting_fd() : -1, POLLIN, 0}};
+    if (::poll(fds, 5, -1) < 0 && errno != EINTR) break;
+    if (fds[4].revents != 0) listener->on_ready(fds[4].revents);
     if (fds[1].revents != 0) on_signal();
     if (fds[2].revents != 0) on_timer();
     if (fds[3].revents != 0) on_control();
@@ -478,9 +488,16 @@ void Supervision::wait() {
 void Supervision::teardown() {
   if (torn_down_ || !container_) return;  // once; nothing to tear down before the spawn
   torn_down_ = true;
+  if (launch_.seccomp_listener != nullptr) launch_.seccomp_listener->serve_waiting();
   if (launch_.leaf) {
     const std::string& leaf = launch_.leaf->path();
-    container_->kill_all();
+    // cgroup.events "populated 0": no process is left in the leaf (the module was reaped, and
+    // a process that has exited cannot fork), so there is nothing for cgroup.kill to kill or
+    // to wait for; the leaf is removed at once (remove_cgroup: rmdir, else kill and retry).
+    // Anything else, an unreadable file too: killed and waited for, as always.
+    if (read_cgroup_key(leaf + "/cgroup.events", "populated").value_or(1) != 0) {
+      container_->kill_all();
+    }
     result_.oom_kills = read_cgroup_key(leaf + "/memory.events", "oom_kill").value_or(0);
     result_.cpu_usec = read_cgroup_key(leaf + "/cpu.stat", "usage_usec");
     result_.memory_peak_bytes = read_cgroup_number(leaf + "/memory.peak");

@@ -18,6 +18,7 @@
 #include "policy/module_id.hpp"
 #include "probe/cgroup_facts.hpp"
 #include "sys/error.hpp"
+#include "sys/text_file.hpp"
 
 namespace oarbank {
 namespace {
@@ -203,6 +204,32 @@ TEST_F(CgroupLeafTest, RemoveKillsThenRemovesAndAGoneLeafIsNoError) {
   EXPECT_TRUE(fs::exists(leaf));
   // cgroup.kill was written.
   EXPECT_EQ(read(leaf / "cgroup.kill"), "1");
+}
+
+// sandbox-run's teardown (issue 11, launch cost): a leaf its module left empty is removed by
+// one rmdir, without a cgroup.kill that would kill nothing.
+TEST_F(CgroupLeafTest, AnEmptyLeafIsRemovedAtOnceWithoutCgroupKill) {
+  const fs::path leaf = parent_ / "oarbank-job";
+  ASSERT_EQ(fake_mkdir(leaf.c_str(), 0755), 0);
+  static std::string kill_at_removal;
+  static int removals = 0;
+  kill_at_removal = "unread";
+  removals = 0;
+  cgroup_dir_ops.remove = [](const char* path) {
+    ++removals;
+    kill_at_removal = read(fs::path(path) / "cgroup.kill");
+    return fake_rmdir(path);
+  };
+  EXPECT_TRUE(remove_cgroup(leaf.string()));
+  EXPECT_FALSE(fs::exists(leaf));
+  EXPECT_EQ(kill_at_removal, "");  // nothing written to cgroup.kill before the rmdir
+  EXPECT_EQ(removals, 1);
+}
+
+// The usual places (statfs, no cgroup.events) give the mount the first cgroup2 line of
+// mountinfo names, on this node; where there is none both say so.
+TEST(CgroupMount, TheUsualPlacesAgreeWithMountinfo) {
+  EXPECT_EQ(cgroup2_mount_point(), find_cgroup2_mount(read_text_file("/proc/self/mountinfo")));
 }
 
 TEST_F(CgroupLeafTest, FlatKeyedFilesAndProcsAreRead) {
