@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,29 +32,48 @@ int fail(const char** what, const char* call) {
 
 }  // namespace
 
-int enter_own_ipc_namespace(int ruleset_fd, std::uint64_t handled_fs, const char** what) {
-  if (::unshare(CLONE_NEWIPC) != 0) return fail(what, "unshare(CLONE_NEWIPC)");
+int enter_own_ipc_namespace(const char** what) {
+  return ::unshare(CLONE_NEWIPC) == 0 ? 0 : fail(what, "unshare(CLONE_NEWIPC)");
+}
+
+int add_own_mqueue_rule(int ruleset_fd, std::uint64_t handled_fs, bool own_mounts,
+                        const char** what) {
   const std::uint64_t rights =
       handled_fs & (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
                     LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_REMOVE_FILE);
   if (ruleset_fd < 0 || rights == 0) return 0;
-  // A detached mount of the mqueue filesystem of this (new) IPC namespace (Linux 5.2's mount
-  // API): the superblock is the namespace's own, the one mq_open uses, and Landlock ties rules
-  // to its inodes, so a rule on this mount's root covers the queues mq_open makes.
-  const int fs = static_cast<int>(::syscall(SYS_fsopen, "mqueue", FSOPEN_CLOEXEC));
-  if (fs < 0) return fail(what, "fsopen(mqueue)");
-  if (::syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
-    const int err = fail(what, "fsconfig(mqueue, FSCONFIG_CMD_CREATE)");
+  int mount = -1;
+  // The module's own mount namespace (mounts made private before): mqueue mounted on the
+  // node's /dev/mqueue there, only where that is a directory and not a link (/dev is root's:
+  // nothing else can swap it between the check and the mount). mount(2) of mqueue takes the
+  // calling process's IPC namespace, this new one.
+  struct stat st {};
+  if (own_mounts && ::lstat(kModuleMqueuePath, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (::mount("mqueue", kModuleMqueuePath, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) !=
+        0) {
+      return fail(what, "mount(mqueue on /dev/mqueue)");
+    }
+    mount = ::open(kModuleMqueuePath, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (mount < 0) return fail(what, "open(/dev/mqueue) after its mount");
+  } else {
+    // A detached mount of the mqueue filesystem of this (new) IPC namespace (Linux 5.2's mount
+    // API): the superblock is the namespace's own, the one mq_open uses, and Landlock ties
+    // rules to its inodes, so a rule on this mount's root covers the queues mq_open makes.
+    const int fs = static_cast<int>(::syscall(SYS_fsopen, "mqueue", FSOPEN_CLOEXEC));
+    if (fs < 0) return fail(what, "fsopen(mqueue)");
+    if (::syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+      const int err = fail(what, "fsconfig(mqueue, FSCONFIG_CMD_CREATE)");
+      ::close(fs);
+      return err;
+    }
+    mount = static_cast<int>(::syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0));
     ::close(fs);
-    return err;
+    if (mount < 0) return fail(what, "fsmount(mqueue)");
   }
-  const int mount = static_cast<int>(::syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0));
-  ::close(fs);
-  if (mount < 0) return fail(what, "fsmount(mqueue)");
   landlock::PathBeneathAttr rule{rights, mount};
   const int rc = landlock::add_rule(ruleset_fd, landlock::kRulePathBeneath, &rule, 0);
   const int err = rc == 0 ? 0 : fail(what, "landlock_add_rule(the IPC namespace's mqueue)");
-  ::close(mount);  // the rule holds the inode; the detached mount goes with this descriptor
+  ::close(mount);  // the rule holds the inode; a detached mount goes with this descriptor
   return err;
 }
 

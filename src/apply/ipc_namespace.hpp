@@ -7,12 +7,26 @@
 
 namespace oarbank {
 
-// unshare(CLONE_NEWIPC), then a Landlock rule on the new namespace's mqueue filesystem in the
-// prepared ruleset (-1: none): POSIX message queues are files of that filesystem, reached
-// through a mount of the kernel's own that no path of the policy names, so Landlock would
-// refuse mq_open (EACCES) without it. The rule grants, of `handled_fs`, reading, writing,
-// making and removing regular files there, which is all a queue is. Returns 0, or the errno
-// with `*what` naming the call. Async-signal-safe: the child shares its parent's memory.
-int enter_own_ipc_namespace(int ruleset_fd, std::uint64_t handled_fs, const char** what);
+// Where the module's own mount namespace shows its IPC namespace's queues (when the node has
+// the directory: systemd makes it; a node without it gets the detached route below).
+inline constexpr const char* kModuleMqueuePath = "/dev/mqueue";
+
+// unshare(CLONE_NEWIPC). Returns 0, or the errno with `*what` naming the call.
+// Async-signal-safe: the child shares its parent's memory.
+int enter_own_ipc_namespace(const char** what);
+
+// A Landlock rule on this (new) IPC namespace's mqueue filesystem in the prepared ruleset
+// (-1: none): POSIX message queues are files of that filesystem, reached through a mount of
+// the kernel's own that no path of the policy names, so Landlock would refuse mq_open (EACCES)
+// without it. The rule grants, of `handled_fs`, reading, writing, making and removing regular
+// files there, which is all a queue is.
+// `own_mounts` (the child is in the module's own mount namespace, after its mounts): the
+// filesystem is mounted at kModuleMqueuePath (nosuid, nodev, noexec, as /dev/shm) when that
+// is a directory, and the rule taken there; the mount goes with the namespace. Otherwise (or
+// without the directory) a detached mount (fsmount) carries the rule and is closed at once:
+// its release waits for an RCU grace period (~75 us), hence the first way where it can be.
+// Returns 0, or the errno with `*what` naming the call. Async-signal-safe.
+int add_own_mqueue_rule(int ruleset_fd, std::uint64_t handled_fs, bool own_mounts,
+                        const char** what);
 
 }  // namespace oarbank

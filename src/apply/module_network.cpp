@@ -70,7 +70,7 @@ namespace {
 
 // The namespace is per thread: this thread enters the new one for as long as it takes to make
 // what is made there (a socket stays in the namespace it was made in), then comes back.
-ModuleNetwork make_network(const std::string* host, std::uint16_t port) {
+ModuleNetwork make_network(const std::string* host, std::uint16_t port, bool loopback_up) {
   UniqueFd own(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!own.valid()) fail("open /proc/thread-self/ns/net", errno);
   if (::unshare(CLONE_NEWNET) != 0) fail("unshare(CLONE_NEWNET)", errno);
@@ -78,7 +78,7 @@ ModuleNetwork make_network(const std::string* host, std::uint16_t port) {
   try {
     network.netns.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
     if (!network.netns.valid()) fail("open the new namespace", errno);
-    bring_loopback_up();
+    if (loopback_up) bring_loopback_up();
     if (host != nullptr) network.listener = listen_on(*host, port);
   } catch (...) {
     ::setns(own.get(), CLONE_NEWNET);
@@ -94,10 +94,12 @@ ModuleNetwork make_network(const std::string* host, std::uint16_t port) {
 }  // namespace
 
 ModuleNetwork make_module_network(const std::string& host, std::uint16_t port) {
-  return make_network(&host, port);
+  return make_network(&host, port, true);
 }
 
-ModuleNetwork make_loopback_network() { return make_network(nullptr, 0); }
+ModuleNetwork make_loopback_network(bool loopback_up) {
+  return make_network(nullptr, 0, loopback_up);
+}
 
 std::uint16_t listening_port(int fd) {
   sockaddr_storage address{};

@@ -24,11 +24,13 @@ struct ModuleNetwork {
 // call that failed.
 ModuleNetwork make_module_network(const std::string& host, std::uint16_t port);
 
-// A new network namespace with loopback up and nothing else (issue 12: every module run by a
-// root sandbox-run gets one; under `net: none` even its abstract unix sockets and its
-// NETLINK_ROUTE view are its own). This process stays in its own namespace. Throws
-// Error(StepFailed) naming the call that failed.
-ModuleNetwork make_loopback_network();
+// A new network namespace holding loopback alone (issue 12: every module run by a root
+// sandbox-run gets one; under `net: none` even its abstract unix sockets and its
+// NETLINK_ROUTE view are its own). `loopback_up`: lo is brought up (SIOCSIFFLAGS, ~110 us);
+// a module whose filter refuses AF_INET and AF_INET6 sockets (`net: none`) could not use it,
+// so it stays down there, as the kernel makes it. This process stays in its own namespace.
+// Throws Error(StepFailed) naming the call that failed.
+ModuleNetwork make_loopback_network(bool loopback_up);
 
 // A listening socket on host:port in this process's namespace (no confinement: Landlock's
 // port rule alone). Port 0: one the kernel picks. Throws Error(StepFailed); EADDRINUSE names

@@ -117,18 +117,15 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
   // the launcher drops the capability to). Its SysV objects and POSIX message queues are the
   // module's alone and go with its last process: nothing to release.
   const char* what = nullptr;
-  if (int err = child->own_ipc
-                    ? enter_own_ipc_namespace(child->prepared->launch.ruleset.get(),
-                                              child->prepared->plan.landlock.handled_fs, &what)
-                    : 0;
-      err != 0) {
+  auto ipc_failed = [&](int err) {
     std::string line =
         "oarbank-agent sandbox-run: " +
         step_failed_message(LaunchStep::Ipc, std::string(what) + ": " + errno_text(err));
     std::fprintf(stderr, "%s\n", line.c_str());
     report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
     ::_exit(exit_code_for(ErrorKind::StepFailed));
-  }
+  };
+  if (int err = child->own_ipc ? enter_own_ipc_namespace(&what) : 0; err != 0) ipc_failed(err);
   if (child->netns_fd >= 0) {
     if (int err = join_network_namespace(child->netns_fd); err != 0) {
       std::string line =
@@ -150,6 +147,15 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
     std::fprintf(stderr, "%s\n", line.c_str());
     report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
     ::_exit(exit_code_for(ErrorKind::StepFailed));
+  }
+  // The queues' Landlock rule, once the mounts are made: in its own mount namespace the
+  // queues are mounted at /dev/mqueue and go with it (apply/ipc_namespace.hpp).
+  if (int err = child->own_ipc ? add_own_mqueue_rule(child->prepared->launch.ruleset.get(),
+                                                     child->prepared->plan.landlock.handled_fs,
+                                                     child->prepared->plan.mounts.enabled, &what)
+                               : 0;
+      err != 0) {
+    ipc_failed(err);
   }
   launch(child->prepared->plan, child->prepared->launch, "oarbank-agent sandbox-run");
 }
@@ -472,7 +478,8 @@ void ModuleRun::make_network() {
   if (namespace_confinement_) {
     network_ = make_module_network(request_.config.proxy_host, request_.config.proxy_port);
   } else if (request_.launch.world.own_namespaces) {
-    network_ = make_loopback_network();
+    // lo up only for a filter that lets the module make inet sockets (never under net: none).
+    network_ = make_loopback_network(prepared_->plan.filter.inet);
   } else {
     return;
   }
