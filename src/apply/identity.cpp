@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -54,6 +55,11 @@ bool apply_identity(const IdentityPlan& identity, StepError& error) {
     return fail(error, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
   }
   if (clear_capability_sets() != 0) return fail(error, "capset(empty)");
+  if (identity.no_realtime) {
+    const rlimit none{0, 0};
+    if (::setrlimit(RLIMIT_RTPRIO, &none) != 0) return fail(error, "setrlimit(RLIMIT_RTPRIO, 0)");
+    if (::setrlimit(RLIMIT_NICE, &none) != 0) return fail(error, "setrlimit(RLIMIT_NICE, 0)");
+  }
   // umask(2) cannot fail; inherited across the exec.
   if (identity.umask >= 0) ::umask(static_cast<mode_t>(identity.umask));
   return true;

@@ -22,7 +22,9 @@ std::string with_denials(const std::string& result_json, const RunDenials& denia
   nlohmann::json j = nlohmann::json::parse(result_json);
   j["denials"] = denials_to_json(denials.denials());
   j["denial_diagnostics"] = diagnostics_to_json(denials.diagnostics());
-  return j.dump() + "\n";
+  // Never throws on bytes that are not UTF-8 (denials_to_json escapes them already): the
+  // result must be written whatever the module named.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace oarbank::cli

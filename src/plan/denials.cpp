@@ -8,21 +8,75 @@ std::string Denial::key() const {
   return mechanism + '\0' + operation + '\0' + object + '\0' + executable;
 }
 
+namespace {
+
+// The length of the valid UTF-8 sequence at TEXT[AT] (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF), or 0.
+std::size_t utf8_sequence(const std::string& text, std::size_t at) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(at);
+  if (lead < 0x80) return 1;
+  std::size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    return 0;
+  }
+  if (at + length > text.size()) return 0;
+  if (byte(at + 1) < low || byte(at + 1) > high) return 0;
+  for (std::size_t i = 2; i < length; ++i) {
+    if (byte(at + i) < 0x80 || byte(at + i) > 0xBF) return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
+std::string utf8_or_escaped(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t length = utf8_sequence(text, at);
+    if (length == 0) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[at]));
+      ++at;
+    } else {
+      out.append(text, at, length);
+      at += length;
+    }
+  }
+  return out;
+}
+
 nlohmann::json denials_to_json(const std::vector<Denial>& denials) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& d : denials) {
+    const std::string object = utf8_or_escaped(d.object);
+    const std::string executable = utf8_or_escaped(d.executable);
+    // A grant names the object (a path to add): one whose bytes were escaped names another path.
+    const bool exact = object == d.object && executable == d.executable;
     list.push_back({{"mechanism", d.mechanism},
                     {"operation", d.operation},
-                    {"object", d.object},
+                    {"object", object},
                     {"error", d.error},
                     {"pid", d.pid > 0 ? nlohmann::json(d.pid) : nlohmann::json(nullptr)},
                     {"executable",
-                     d.executable.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.executable)},
+                     d.executable.empty() ? nlohmann::json(nullptr) : nlohmann::json(executable)},
                     {"count", d.count},
-                    {"allowed_by",
-                     d.allowed_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.allowed_by)},
-                    {"reason", d.reason},
-                    {"grant", d.grant}});
+                    {"allowed_by", d.allowed_by.empty() || !exact
+                                       ? nlohmann::json(nullptr)
+                                       : nlohmann::json(utf8_or_escaped(d.allowed_by))},
+                    {"reason", utf8_or_escaped(d.reason)},
+                    {"grant", exact ? d.grant : nlohmann::json(nullptr)}});
   }
   return list;
 }

@@ -39,7 +39,14 @@ struct DenialDiagnostics {
   std::uint64_t dropped = 0;  // records not kept: the bounded table was full
 };
 
+// Every string is valid UTF-8, whatever the module named: a path, an abstract socket's name or
+// an executable's is any bytes (the module chooses them), and nlohmann's dump() throws on
+// invalid UTF-8, which would leave --result empty and the run's exit 70 instead of the
+// module's. Each byte that is not part of valid UTF-8 is written "\xNN", as on stderr; a
+// denial whose object needed that has no grant (a JSON policy cannot name those bytes).
 nlohmann::json denials_to_json(const std::vector<Denial>& denials);
+// TEXT with every byte that is not part of a valid UTF-8 sequence written as "\xNN".
+std::string utf8_or_escaped(const std::string& text);
 nlohmann::json diagnostics_to_json(const DenialDiagnostics& diagnostics);
 
 // Applies a denial's grant to a policy (its JSON): returns the change as one line ("+ \"data\":

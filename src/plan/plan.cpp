@@ -254,6 +254,7 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
       plan.identity.umask = 077;
     }
   }
+  plan.identity.no_realtime = plan.filter.own_user;
   if (request.own_mounts) {
     std::vector<std::string> dirs;
     for (const auto& dir : plan.writable_dirs) dirs.push_back(dir.path);

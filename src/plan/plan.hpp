@@ -68,6 +68,12 @@ struct IdentityPlan {
   // Landlock does not govern, is allowed there: a watch needs read on the directory). -1:
   // the umask the launcher was started with (the shared module_user: nothing changes).
   int umask = -1;
+  // Attack review: where the filter lets the module set its own processes' scheduling
+  // (+own-user: sched_setscheduler, sched_setattr, setpriority by pid), the launcher lowers
+  // RLIMIT_RTPRIO and RLIMIT_NICE to 0 (soft and hard) before the exec. Otherwise a module
+  // inherits the caller's (a service with LimitRTPRIO=) and a SCHED_FIFO busy loop starves the
+  // node: cpu.max governs no real-time task. Lowering a limit needs no privilege.
+  bool no_realtime = false;
   // Whose uid it is (--explain's "world").
   ModuleUserSource source = ModuleUserSource::Caller;
 };

@@ -520,6 +520,23 @@ TEST_F(Denials, TheTableIsBoundedAndSaysWhatItDropped) {
   EXPECT_EQ(j["denial_diagnostics"]["dropped"], 44);
 }
 
+// A module names any bytes (here, a path that is not UTF-8) in a refused call: the result is
+// still written, with the module's own exit status, the bytes escaped as on stderr, and no
+// grant (no JSON policy names those bytes). Before: the JSON writer threw, --result was left
+// empty and the run exited 70 ("internal error").
+TEST_F(Denials, BytesThatAreNotUtf8NeitherEmptyTheResultNorChangeTheExit) {
+  const std::string path = "/tmp/oarbank-\xff\xfe-\xc3";
+  RunResult r = run({}, {"batch", "mount-on", path, ",", "exit", "3"}, base_policy());
+  ASSERT_TRUE(r.exited(3)) << r.describe();
+  EXPECT_EQ(r.out, "errno EPERM\n");
+  EXPECT_NE(r.err.find("mount /tmp/oarbank-\\xff\\xfe-\\xc3"), std::string::npos) << r.err;
+  const auto j = result();
+  EXPECT_EQ(j["exit_code"], 3);
+  const auto d = the_denial(j["denials"], "mount");
+  EXPECT_EQ(d["object"], "/tmp/oarbank-\\xff\\xfe-\\xc3");
+  EXPECT_TRUE(d["grant"].is_null());
+}
+
 // Two modules refused at the same moment: each result holds its own denials only.
 TEST_F(Denials, TwoModulesAtOnceSeeOnlyTheirOwn) {
   // With the audit log where this node has it (root, Landlock ABI 7): each module is also

@@ -596,8 +596,11 @@ TEST_F(ModuleWorld, ItsOwnProcessesByPidAndInotifyWithAUidOfItsOwn) {
                        "import os, resource\n"
                        "os.sched_setaffinity(os.getpid(), {0})\n"
                        "print(resource.prlimit(os.getpid(), resource.RLIMIT_NOFILE) == "
-                       "resource.getrlimit(resource.RLIMIT_NOFILE))"}),
-              "True\nexit 0\n");
+                       "resource.getrlimit(resource.RLIMIT_NOFILE))\n"
+                       // No real-time class, no negative nice (IdentityPlan::no_realtime).
+                       "print(resource.getrlimit(resource.RLIMIT_RTPRIO), "
+                       "resource.getrlimit(resource.RLIMIT_NICE))"}),
+              "True\n(0, 0) (0, 0)\nexit 0\n");
   }
   if (have_program("/usr/bin/node")) {
     EXPECT_EQ(run_own({"spawn", "/usr/bin/node", "-e",

@@ -1,5 +1,7 @@
 // Issue 14: the notifying filter variants, the supervisor's interpreter of the errno programs,
 // the advice for each refusal, and the bounded table of denials (docs/denials.md).
+#include "plan/denials.hpp"
+
 #include <gtest/gtest.h>
 #include <linux/audit.h>
 #include <linux/seccomp.h>
@@ -176,6 +178,36 @@ TEST(DenialTable, DeduplicatesAndCountsWhatItDrops) {
   EXPECT_EQ(list[0].pid, 10);
   EXPECT_EQ(list[1].operation, "ptrace");
   EXPECT_EQ(table.dropped(), 2U);
+}
+
+// A module names any bytes; the result's JSON must still be written (dump() throws on invalid
+// UTF-8). Valid UTF-8 is kept as it is; every other byte is "\xNN"; the grant goes with it.
+TEST(DenialJson, BytesThatAreNotUtf8AreEscapedAndTheirGrantDropped) {
+  EXPECT_EQ(utf8_or_escaped("/srv/caf\xc3\xa9"), "/srv/caf\xc3\xa9");
+  EXPECT_EQ(utf8_or_escaped("/a\xff\xfe"), "/a\\xff\\xfe");
+  EXPECT_EQ(utf8_or_escaped("/a\xc3"), "/a\\xc3");                // cut short
+  EXPECT_EQ(utf8_or_escaped("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
+  EXPECT_EQ(utf8_or_escaped("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(utf8_or_escaped("\xf0\x9f\x98\x80"), "\xf0\x9f\x98\x80");
+  Denial d;
+  d.mechanism = "landlock-fs";
+  d.operation = "fs.read_file";
+  d.object = "/srv/\xff/x";
+  d.executable = "/usr/bin/cat";
+  d.allowed_by = "add /srv/\xff to \"data\"";
+  d.reason = "read under /srv/\xff: not granted";
+  d.grant = {{"key", "data"}, {"add", "/srv/\xff"}};
+  Denial fine = d;
+  fine.object = "/srv/ok/x";
+  fine.grant = {{"key", "data"}, {"add", "/srv/ok"}};
+  fine.allowed_by = "add /srv/ok to \"data\"";
+  const auto json = denials_to_json({d, fine});
+  EXPECT_NO_THROW(static_cast<void>(json.dump()));
+  EXPECT_EQ(json[0]["object"], "/srv/\\xff/x");
+  EXPECT_EQ(json[0]["reason"], "read under /srv/\\xff: not granted");
+  EXPECT_TRUE(json[0]["grant"].is_null());
+  EXPECT_TRUE(json[0]["allowed_by"].is_null());
+  EXPECT_EQ(json[1]["grant"]["add"], "/srv/ok");
 }
 
 }  // namespace

@@ -285,6 +285,29 @@ TEST(PlanWorld, DecidedAsTheRunMakesIt) {
   EXPECT_EQ(module_world_for(config, facts), (seccomp::ModuleWorld{}));
 }
 
+// Attack review: +own-user lets the module set its own processes' scheduling policy and nice
+// value by pid; the launcher then lowers RLIMIT_RTPRIO and RLIMIT_NICE to 0, so a caller's
+// limits (a service's LimitRTPRIO=) never let a module's SCHED_FIFO loop starve the node.
+TEST(PlanWorld, WhereTheFilterAllowsSchedulingTheRealtimeLimitsAreLowered) {
+  FakePaths paths;
+  NodeConfig config;
+  config.module_uid = 61200;
+  config.module_gid = 61200;
+  const Policy policy = filesystem_policy();
+  const auto features = features_with_abi(7);
+  LaunchRequest r = request();
+  r.world = seccomp::ModuleWorld{true, true, true};
+  r.user_source = ModuleUserSource::Own;
+  Plan plan = make_plan(policy, features, config, paths, r);
+  ASSERT_TRUE(plan.filter.own_user);
+  EXPECT_TRUE(plan.identity.no_realtime);
+  r.world = seccomp::ModuleWorld{true, false, true};
+  r.user_source = ModuleUserSource::ModuleUser;
+  plan = make_plan(policy, features, config, paths, r);
+  EXPECT_FALSE(plan.filter.own_user);
+  EXPECT_FALSE(plan.identity.no_realtime);  // sched_* stay refused by the filter
+}
+
 TEST(PlanWorld, ExplainShowsTheModulesOwnWorldAndItsUser) {
   FakePaths paths;
   NodeConfig config;
