@@ -47,8 +47,12 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
 // of a domain never seen allocated by that pid is not this run's.
 class LandlockAuditEvents {
  public:
-  LandlockAuditEvents(std::int64_t module_pid, LandlockAdviceContext context)
-      : module_pid_(module_pid), context_(std::move(context)) {}
+  // module_uid: the uid the module's first process restricted itself as, where that uid is the
+  // module's own (issue 12's leased uid); -1 where it is shared (module_user, the caller), and
+  // then the pid alone names the domain.
+  LandlockAuditEvents(std::int64_t module_pid, LandlockAdviceContext context,
+                      std::int64_t module_uid = -1)
+      : module_pid_(module_pid), module_uid_(module_uid), context_(std::move(context)) {}
 
   // Takes one record; returns the denials of the events it completed.
   std::vector<Denial> feed(const AuditRecord& record);
@@ -63,6 +67,7 @@ class LandlockAuditEvents {
   std::vector<Denial> finish(const std::string& serial);
 
   std::int64_t module_pid_;
+  std::int64_t module_uid_;
   LandlockAdviceContext context_;
   std::vector<std::string> domains_;  // this run's
   std::map<std::string, Event> open_;

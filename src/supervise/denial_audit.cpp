@@ -92,12 +92,12 @@ std::string LandlockAuditReader::open(const std::string& mode, int landlock_abi)
   return "";
 }
 
-void LandlockAuditReader::start(pid_t module_pid) noexcept {
+void LandlockAuditReader::start(pid_t module_pid, std::int64_t module_uid) noexcept {
   if (!socket_.valid()) return;
   stop_event_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop_event_.valid()) return;
   try {
-    thread_ = std::thread([this, module_pid] { serve(module_pid); });
+    thread_ = std::thread([this, module_pid, module_uid] { serve(module_pid, module_uid); });
   } catch (...) {
   }
 }
@@ -134,8 +134,8 @@ void LandlockAuditReader::await_kernel_queue() {
   }
 }
 
-void LandlockAuditReader::serve(pid_t module_pid) {
-  LandlockAuditEvents events(module_pid, context_);
+void LandlockAuditReader::serve(pid_t module_pid, std::int64_t module_uid) {
+  LandlockAuditEvents events(module_pid, context_, module_uid);
   alignas(nlmsghdr) static thread_local char buffer[1 << 16];
   bool stopping = false;
   while (!stopping) {

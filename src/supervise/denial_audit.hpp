@@ -29,7 +29,8 @@ class LandlockAuditReader {
   // denials can be read, and opens the socket. Returns "" when they can, else why not.
   std::string open(const std::string& mode, int landlock_abi);
   // After the spawn (the process is single-threaded until then): reads in a thread of its own.
-  void start(pid_t module_pid) noexcept;
+  // module_uid: the module's own uid (issue 12), or -1 where the uid is shared.
+  void start(pid_t module_pid, std::int64_t module_uid = -1) noexcept;
   // After the module's processes are gone: waits until the kernel's audit queue is empty
   // (500 ms at most), reads what is left in the socket, then stops.
   void stop();
@@ -41,7 +42,7 @@ class LandlockAuditReader {
   [[nodiscard]] std::uint32_t backlog_limit() const { return backlog_limit_; }
 
  private:
-  void serve(pid_t module_pid);
+  void serve(pid_t module_pid, std::int64_t module_uid);
   void await_kernel_queue();
 
   DenialTable& table_;

@@ -321,8 +321,12 @@ RunResult ModuleRun::run() {
   // Issue 14: the filter's refusals go to the supervisor, which answers and records them.
   denials_->prepare(prepared_->plan, config.denial_audit);
   launch_.seccomp_listener = denials_->seccomp_listener();
-  launch_.after_spawn = [this, then = std::move(launch_.after_spawn)](pid_t module_pid) {
-    denials_->spawned(module_pid);
+  const std::int64_t own_uid =
+      prepared_->plan.identity.change && prepared_->plan.identity.source == ModuleUserSource::Own
+          ? static_cast<std::int64_t>(prepared_->plan.identity.uid)
+          : -1;
+  launch_.after_spawn = [this, own_uid, then = std::move(launch_.after_spawn)](pid_t module_pid) {
+    denials_->spawned(module_pid, own_uid);
     if (then) then(module_pid);
   };
   RunResult result = supervise(launch_, *state_);

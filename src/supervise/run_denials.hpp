@@ -22,8 +22,11 @@ class RunDenials {
   // and Landlock's logging after the exec where the audit log can be read (the node's
   // denial_audit key).
   void prepare(Plan& plan, const std::string& denial_audit);
-  // After the spawn, with the module's first process (the one that restricts itself).
-  void spawned(pid_t module_pid) noexcept { audit_.start(module_pid); }
+  // After the spawn, with the module's first process (the one that restricts itself) and, where
+  // the module has a uid of its own, that uid (-1 where it is shared).
+  void spawned(pid_t module_pid, std::int64_t module_uid = -1) noexcept {
+    audit_.start(module_pid, module_uid);
+  }
   // After the run (the module's processes are gone): the last records read.
   void finish() { audit_.stop(); }
   [[nodiscard]] SeccompListener* seccomp_listener() { return &seccomp_; }

@@ -310,6 +310,29 @@ TEST(LandlockAudit, OnlyTheRunsOwnDomainIsKept) {
   EXPECT_TRUE(rest[0].allowed_by.empty());
 }
 
+// Under a uid of the module's own, a domain allocated by the same pid but another uid (another
+// module's process that got the number after the first was reaped) is not the run's.
+TEST(LandlockAudit, UnderItsOwnUidADomainOfTheSamePidAndAnotherUidIsNotTheRuns) {
+  LandlockAuditEvents events(300, {{"/w"}, false}, 61190);
+  std::vector<Denial> got;
+  auto feed = [&](int type, const std::string& text) {
+    for (auto& d : events.feed(record(type, text))) got.push_back(d);
+  };
+  feed(1423, "audit(1.0:20): domain=ccc blockers=fs.read_file path=\"/x\" dev=\"vda\" ino=1");
+  feed(1424,
+       "audit(1.0:20): domain=ccc status=allocated mode=enforcing pid=300 uid=61191 exe=\"/p\"");
+  feed(1300, "audit(1.0:20): arch=c000003e syscall=257 success=no exit=-13 pid=300 exe=\"/p\"");
+  feed(1320, "audit(1.0:20): ");
+  EXPECT_TRUE(got.empty());
+  feed(1423, "audit(1.0:21): domain=ddd blockers=fs.read_file path=\"/y\" dev=\"vda\" ino=2");
+  feed(1424,
+       "audit(1.0:21): domain=ddd status=allocated mode=enforcing pid=300 uid=61190 exe=\"/p\"");
+  feed(1300, "audit(1.0:21): arch=c000003e syscall=257 success=no exit=-13 pid=300 exe=\"/p\"");
+  feed(1320, "audit(1.0:21): ");
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0].object, "/y");
+}
+
 TEST(LandlockAudit, AdviceNamesThePolicyElement) {
   const LandlockAdviceContext context{{"/srv/work"}, false};
   auto read = landlock_denial(
