@@ -522,8 +522,8 @@ TEST_F(ModuleWorld, ItsOwnPtysForegroundGroupAndNoOtherTerminals) {
     with_tty.stdin_fd = operator_terminal.slave();
     with_tty.controlling_terminal = true;
     std::vector<std::string> argv{"/bin/sh", "-c", "exec 0</dev/null; exec \"$@\"", "sh"};
-    const auto run = run_argv(base_policy(), {tree.probe(), "batch", "read", "/dev/tty", ",",
-                                              "ioctl", "0", tiocspgrp});
+    const auto run = run_argv(
+        base_policy(), {tree.probe(), "batch", "read", "/dev/tty", ",", "ioctl", "0", tiocspgrp});
     argv.insert(argv.end(), run.begin(), run.end());
     RunResult in_session = run_command(argv, with_tty);
     EXPECT_TRUE(in_session.exited(0)) << in_session.describe();
