@@ -20,6 +20,24 @@
 namespace oarbank::cli {
 namespace {
 
+// Rows of N cells in columns, each as wide as its widest cell, two spaces apart.
+template <std::size_t N>
+void print_columns(const std::vector<std::array<std::string, N>>& rows) {
+  std::array<std::size_t, N> width{};
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < N; ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < N; ++i) {
+      line += row[i];
+      if (i + 1 < N) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    std::cout << line << '\n';
+  }
+  std::cout.flush();
+}
+
 constexpr const char* kCommand = "sandbox-ctl";
 
 nlohmann::json status_json(const RunRecord& record) {
@@ -84,19 +102,7 @@ int list_runs(const std::string& dir) {
                     age_text(now - record->started_at),
                     record->phase == "starting" ? "starting" : status["state"].get<std::string>()});
   }
-  std::array<std::size_t, 5> width{};
-  for (const auto& row : rows) {
-    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    std::cout << line << '\n';
-  }
-  std::cout.flush();
+  print_columns(rows);
   return 0;
 }
 
@@ -124,19 +130,7 @@ int list_leases(const NodeConfig& config) {
     rows.push_back(
         {lease.id, std::to_string(lease.uid), age_text(now - lease.last_run) + " ago", reclaim});
   }
-  std::array<std::size_t, 4> width{};
-  for (const auto& row : rows) {
-    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    std::cout << line << '\n';
-  }
-  std::cout.flush();
+  print_columns(rows);
   return 0;
 }
 

@@ -22,15 +22,6 @@ namespace {
 const char* const kOk = "ok";
 const char* const kEperm = "errno EPERM";
 
-// A program of its own, not a busybox applet (the kernel matrix's guests have busybox only):
-// the tests that need python3 or util-linux's setarch run where they are.
-bool have_program(const std::string& path) {
-  char resolved[PATH_MAX];
-  if (::realpath(path.c_str(), resolved) == nullptr) return false;
-  const std::string target = resolved;
-  return ::access(target.c_str(), X_OK) == 0 && target.find("busybox") == std::string::npos;
-}
-
 // Every entry under `dir` (recursively) whose mode has the setuid or setgid bit.
 std::vector<std::string> setid_entries(const std::string& dir) {
   std::vector<std::string> found;

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -454,6 +455,13 @@ Pty::~Pty() {
 std::string unique_name(const std::string& stem) {
   static std::atomic<int> counter{0};
   return "oarbank-it-" + stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+bool have_program(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) return false;
+  const std::string target = resolved;
+  return ::access(target.c_str(), X_OK) == 0 && target.find("busybox") == std::string::npos;
 }
 
 }  // namespace oarbank::it

@@ -79,6 +79,9 @@ bool become_user(uid_t uid, gid_t gid);
 void write_file(const std::string& path, const std::string& content, mode_t mode = 0644);
 std::string read_file(const std::string& path);
 bool exists(const std::string& path);
+// A program of its own at `path` (after links), not a busybox applet: the kernel matrix's
+// guests have busybox only, so tests that need python3, util-linux or coreutils run where they are.
+bool have_program(const std::string& path);
 void copy_file(const std::string& from, const std::string& to, mode_t mode);
 // Removes a tree, symbolic links not followed.
 void remove_tree(const std::string& path);

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "background_run.hpp"
 #include "harness.hpp"
 #include "sandbox_fixture.hpp"
 
@@ -41,59 +42,6 @@ using namespace std::chrono_literals;
 
 const char* const kOk = "ok";
 const char* const kEperm = "errno EPERM";
-
-bool have_program(const std::string& path) {
-  char resolved[PATH_MAX];
-  if (::realpath(path.c_str(), resolved) == nullptr) return false;
-  const std::string target = resolved;
-  return ::access(target.c_str(), X_OK) == 0 && target.find("busybox") == std::string::npos;
-}
-
-// A module run in the background (two modules at once): its output goes to a file.
-class BackgroundRun {
- public:
-  BackgroundRun(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                std::string output)
-      : output_(std::move(output)) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(output_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int null = ::open("/dev/null", O_RDONLY);
-      ::dup2(null, 0);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      exec_in_child(argv, env);
-    }
-  }
-  ~BackgroundRun() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  BackgroundRun(const BackgroundRun&) = delete;
-  BackgroundRun& operator=(const BackgroundRun&) = delete;
-  // The output so far ("" before the file exists).
-  [[nodiscard]] std::string output() const { return exists(output_) ? read_file(output_) : ""; }
-  // The exit code (128+N for signal N); -1 on timeout.
-  int wait(std::chrono::milliseconds timeout = 20s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        reaped_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(5ms);
-    }
-    return -1;
-  }
-
- private:
-  std::string output_;
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-};
 
 template <typename Predicate>
 bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 10s) {

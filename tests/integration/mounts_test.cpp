@@ -15,65 +15,13 @@
 #include <sstream>
 #include <thread>
 
+#include "background_run.hpp"
 #include "sandbox_fixture.hpp"
 
 namespace oarbank::it {
 namespace {
 
 using namespace std::chrono_literals;
-
-// sandbox-run in the background, its output (stdout and stderr) in a file.
-class BackgroundRun {
- public:
-  BackgroundRun(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                std::string output)
-      : output_(std::move(output)) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(output_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int null = ::open("/dev/null", O_RDONLY);
-      ::dup2(null, 0);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      exec_in_child(argv, env);
-    }
-  }
-  ~BackgroundRun() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  BackgroundRun(const BackgroundRun&) = delete;
-  BackgroundRun& operator=(const BackgroundRun&) = delete;
-  [[nodiscard]] std::string output() const { return exists(output_) ? read_file(output_) : ""; }
-  // Waits until the output holds `count` lines; false on timeout.
-  bool wait_lines(std::size_t count, std::chrono::milliseconds timeout = 10s) const {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      const std::string out = output();
-      if (static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')) >= count) return true;
-      std::this_thread::sleep_for(5ms);
-    }
-    return false;
-  }
-  int wait() {
-    int status = 0;
-    for (int i = 0; i < 2000; ++i) {
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        reaped_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return -1;
-  }
-
- private:
-  std::string output_;
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-};
 
 class OwnMounts : public UncappedTest {
  protected:
