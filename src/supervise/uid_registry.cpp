@@ -272,10 +272,9 @@ std::string leased_uid_conflict(std::uint32_t uid) {
 }
 
 bool user_database_names(std::uint32_t id) {
-  // The files first (no process to start), and systemd's reservations of dynamic users.
-  if (file_names("/etc/passwd", id) || file_names("/etc/group", id)) return true;
-  struct stat st {};
-  if (::lstat((dynamic_uid_dir() + "/" + std::to_string(id)).c_str(), &st) == 0) return true;
+  // The files first (no process to start), and systemd's reservations of dynamic users: what
+  // every later run of the id looks at again.
+  if (!leased_uid_conflict(id).empty()) return true;
   // Then NSS (systemd's dynamic users, LDAP, sssd, ...), through getent(1): this binary is
   // static, and an NSS module loaded into it brings its own shared libc (libnss_systemd
   // crashes there), so the lookup runs in a program of the system's own. Where nsswitch.conf
