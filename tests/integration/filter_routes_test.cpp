@@ -19,8 +19,6 @@
 namespace oarbank::it {
 namespace {
 
-const char* const kOk = "ok";
-const char* const kEperm = "errno EPERM";
 
 // Every entry under `dir` (recursively) whose mode has the setuid or setgid bit.
 std::vector<std::string> setid_entries(const std::string& dir) {

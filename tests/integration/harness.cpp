@@ -242,6 +242,10 @@ bool exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
+std::string read_if_there(const std::string& path) { return exists(path) ? read_file(path) : ""; }
+
+bool process_exists(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+
 void copy_file(const std::string& from, const std::string& to, mode_t mode) {
   write_file(to, read_file(from), mode);
 }

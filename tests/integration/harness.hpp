@@ -7,11 +7,35 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace oarbank::it {
+
+// What the probe payload prints for an operation that worked, and for one refused with EPERM.
+inline constexpr const char* kOk = "ok";
+inline constexpr const char* kEperm = "errno EPERM";
+
+#ifdef OARBANK_AGENT_BINARY
+// The agent under test.
+inline const std::string kAgent = OARBANK_AGENT_BINARY;
+#endif
+
+// A process with this pid exists (a zombie too), whoever owns it.
+bool process_exists(pid_t pid);
+
+// Polls `predicate` every 5 ms until it holds or `timeout` passes; its last answer.
+template <typename Predicate>
+bool eventually(Predicate predicate, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return predicate();
+}
 
 // --- Running a command -------------------------------------------------------------------
 
@@ -79,6 +103,8 @@ bool become_user(uid_t uid, gid_t gid);
 void write_file(const std::string& path, const std::string& content, mode_t mode = 0644);
 std::string read_file(const std::string& path);
 bool exists(const std::string& path);
+// The file's text, or "" while it does not exist yet.
+std::string read_if_there(const std::string& path);
 // A program of its own at `path` (after links), not a busybox applet: the kernel matrix's
 // guests have busybox only, so tests that need python3, util-linux or coreutils run where they are.
 bool have_program(const std::string& path);

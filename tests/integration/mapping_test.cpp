@@ -14,9 +14,7 @@
 namespace oarbank::it {
 namespace {
 
-const char* const kOk = "ok";
 const char* const kEacces = "errno EACCES";
-const char* const kEperm = "errno EPERM";
 const char* const kEnosys = "errno ENOSYS";
 const char* const kEafnosupport = "errno EAFNOSUPPORT";
 const char* const kEprotonosupport = "errno EPROTONOSUPPORT";

@@ -40,19 +40,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const char* const kOk = "ok";
-const char* const kEperm = "errno EPERM";
-
-template <typename Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return predicate();
-}
-
 class ModuleWorld : public SandboxBase, public ::testing::Test {
  protected:
   ModuleWorld() {
@@ -204,7 +191,7 @@ TEST_F(ModuleWorld, OneModulesIpcObjectsAreInvisibleToAnotherAndToTheHostAndGoWi
       tree.probe(), "batch",    "shm-create", key_text, ",",     "mq-roundtrip", mq,
       ",",          "shm-find", key_text,     ",",      "spawn", "/bin/sleep",   "3"};
   BackgroundRun a(run_argv(base_policy(), module_a), env(), out_a);
-  ASSERT_TRUE(eventually([&] { return a.output().find("ok\nok\nok\n") == 0; }))
+  ASSERT_TRUE(eventually([&] { return a.output().find("ok\nok\nok\n") == 0; }, 10s))
       << "module A: " << a.output();
   // Module B, at the same time: neither the segment nor the queue is there, by either route
   // (SysV by key, POSIX by name); it makes its own of the same key.
@@ -261,8 +248,8 @@ TEST_F(ModuleWorld, ItsNamespacesAreItsOwnAndGoWithIt) {
   EXPECT_NE(net, own_namespace("net"));
   EXPECT_NE(ipc, own_namespace("ipc"));
   // Nothing outlives the run: no process is left in either (the kernel frees them then).
-  EXPECT_TRUE(eventually([&] { return !namespace_in_use("net", net); })) << net;
-  EXPECT_TRUE(eventually([&] { return !namespace_in_use("ipc", ipc); })) << ipc;
+  EXPECT_TRUE(eventually([&] { return !namespace_in_use("net", net); }, 10s)) << net;
+  EXPECT_TRUE(eventually([&] { return !namespace_in_use("ipc", ipc); }, 10s)) << ipc;
 }
 
 // --- Its own network namespace ------------------------------------------------------------
@@ -364,7 +351,7 @@ TEST_F(AbstractSockets, AnotherModulesAreOutOfReachToo) {
                                     "sleep-ms",
                                     "1500"};
     BackgroundRun a(a_argv, env(), tree.path("exec-a.out"));
-    ASSERT_TRUE(eventually([&] { return a.output() == "ok\n"; })) << a.output();
+    ASSERT_TRUE(eventually([&] { return a.output() == "ok\n"; }, 10s)) << a.output();
     LaunchOptions capped;
     capped.config = capped_config;
     EXPECT_EQ(probe(policy, {"sendto-abstract", name}, capped), kOk);
@@ -376,7 +363,7 @@ TEST_F(AbstractSockets, AnotherModulesAreOutOfReachToo) {
                {tree.probe(), "batch", "bind-abstract-dgram", name2, ",", "sleep-ms", "1500"}, "",
                capped_config),
       env(), tree.path("run-a.out"));
-  ASSERT_TRUE(eventually([&] { return a.output() == "ok\n"; })) << a.output();
+  ASSERT_TRUE(eventually([&] { return a.output() == "ok\n"; }, 10s)) << a.output();
   EXPECT_EQ(run_out(policy, {"sendto-abstract", name2}, capped_config), "errno ECONNREFUSED\n");
   EXPECT_EQ(a.wait(), 0) << a.output();
 }

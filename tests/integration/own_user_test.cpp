@@ -26,9 +26,9 @@ namespace {
 using namespace std::chrono_literals;
 
 // sandbox-run in the background, its output in a file; RLIMIT_NPROC set first when given.
-class Background {
+class NprocBackground {
  public:
-  Background(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+  NprocBackground(const std::vector<std::string>& argv, const std::vector<std::string>& env,
              const std::string& output, std::optional<rlim_t> nproc = {}) {
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -44,9 +44,9 @@ class Background {
       exec_in_child(argv, env);
     }
   }
-  ~Background() { stop(); }
-  Background(const Background&) = delete;
-  Background& operator=(const Background&) = delete;
+  ~NprocBackground() { stop(); }
+  NprocBackground(const NprocBackground&) = delete;
+  NprocBackground& operator=(const NprocBackground&) = delete;
   // SIGTERM to sandbox-run (it stops its module and tears its world down), then reaped.
   void stop() {
     if (pid_ <= 0) return;
@@ -66,8 +66,6 @@ class Background {
  private:
   pid_t pid_ = -1;
 };
-
-std::string read_if_there(const std::string& path) { return exists(path) ? read_file(path) : ""; }
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -163,7 +161,7 @@ class OwnUser : public UncappedTest {
     const std::string a_work = tree.path(tag + "-a/work");
     const std::string b_work = tree.path(tag + "-b/work");
     const std::string out = tree.path(tag + "-a.out");
-    Background a(run_argv(c, a_id, policy_with_work(a_work), {"sleep-forever"}), env(), out);
+    NprocBackground a(run_argv(c, a_id, policy_with_work(a_work), {"sleep-forever"}), env(), out);
     EXPECT_TRUE(wait_for_line(out, "ok")) << read_if_there(out);
     const pid_t a_pid = module_pid(a_id);
     EXPECT_GT(a_pid, 0);
@@ -297,7 +295,7 @@ TEST_F(OwnUser, EachModulesProcessLimitIsItsOwn) {
     const std::string c = config(own, kUncapped);
     const std::string tag = own ? "nproc-own" : "nproc-shared";
     const std::string out = tree.path(tag + "-a.out");
-    Background a(run_argv(c, unique_name("nproc-a"), policy_with_work(tree.path(tag + "-a/work")),
+    NprocBackground a(run_argv(c, unique_name("nproc-a"), policy_with_work(tree.path(tag + "-a/work")),
                           {"batch", "fork-bomb", "40", ",", "sleep-forever"}),
                  env(), out, 16);
     ASSERT_TRUE(wait_for_line(out, "ok")) << read_if_there(out);
@@ -310,7 +308,7 @@ TEST_F(OwnUser, EachModulesProcessLimitIsItsOwn) {
                  {"fork-bomb", "8"});
     const std::string b_out = tree.path(tag + "-b.out");
     {
-      Background b(b_argv, env(), b_out, 16);
+      NprocBackground b(b_argv, env(), b_out, 16);
       for (int i = 0; i < 2000 && lines_of(read_if_there(b_out)).empty(); ++i) {
         std::this_thread::sleep_for(5ms);
       }
@@ -461,7 +459,7 @@ TEST_F(OwnUser, ItsCreatedDirectoriesAreItsAloneUnderUmask077) {
   const std::string work = a_top + "/work";
   const auto a_policy = policy_with_work(work);
   const std::string out = tree.path("umask-a.out");
-  Background a(run_argv(c, a_id, a_policy,
+  NprocBackground a(run_argv(c, a_id, a_policy,
                         {"batch", "umask", ",", "mkdir", work + "/d", ",", "write", work + "/d/g",
                          ",", "write", work + "/f", ",", "sleep-forever"}),
                env(), out);

@@ -11,7 +11,6 @@
 namespace oarbank::it {
 namespace {
 
-const std::string kAgent = OARBANK_AGENT_BINARY;
 
 nlohmann::json report_json(const std::string& config) {
   auto result = run_command({kAgent, "sandbox-report", "--config", config, "--json"});

@@ -26,26 +26,16 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr uid_t kUser = 4242;   // the operator, unprivileged
-constexpr uid_t kOther = 4243;  // a second local user
+constexpr uid_t kSecondUser = 4243;  // a second local user
 
 // A live process: not a zombie (the module of a killed sandbox-run is reparented to init,
 // which may take its time to reap it).
-bool process_exists(pid_t pid) {
+bool process_alive(pid_t pid) {
   if (pid <= 0 || !(::kill(pid, 0) == 0 || errno == EPERM)) return false;
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
   const auto close = text.rfind(')');
   return close == std::string::npos || close + 2 >= text.size() || text[close + 2] != 'Z';
-}
-
-template <typename Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return predicate();
 }
 
 // Starts argv with env, output to `output`, as `user` when given; does not wait.
@@ -360,13 +350,13 @@ TEST_F(RunStateTest, SandboxCtlOnAKilledRunRemovesWhatItLeft) {
   const std::string policy = tree.write_json("p.json", base_policy());
   const pid_t module = kill_supervisor_of_a_sleeper(
       run_argv(id, policy, {tree.probe(), "sleep-forever"}), env(), tree.path("out"));
-  ASSERT_TRUE(process_exists(module));
+  ASSERT_TRUE(process_alive(module));
   ASSERT_TRUE(exists(test_leaves_parent() + "/oarbank-" + id));
   RunResult r = run_as({OARBANK_AGENT_BINARY, "sandbox-ctl", "status", id}, env());
   EXPECT_TRUE(r.exited(69)) << r.describe();
   EXPECT_NE(r.err.find("what its killed sandbox-run left was removed"), std::string::npos)
       << r.describe();
-  EXPECT_TRUE(eventually([&] { return !process_exists(module); }, 2s));
+  EXPECT_TRUE(eventually([&] { return !process_alive(module); }, 2s));
   EXPECT_FALSE(exists(test_leaves_parent() + "/oarbank-" + id));
   EXPECT_EQ(list_dir(state_dir), std::vector<std::string>{});
 }
@@ -381,10 +371,10 @@ TEST_F(RunStateTest, AKilledRunInAProcessGroupOnlyIsKilledByTheNextStart) {
   const pid_t module = kill_supervisor_of_a_sleeper(
       run_argv(unique_name("pg"), policy, {tree.probe(), "sleep-forever"}), env(),
       tree.path("out"));
-  ASSERT_TRUE(process_exists(module));
+  ASSERT_TRUE(process_alive(module));
   RunResult next = run_as(run_argv(unique_name("pg-next"), policy, {tree.probe(), "true"}), env());
   EXPECT_TRUE(next.exited(0)) << next.describe();
-  EXPECT_TRUE(eventually([&] { return !process_exists(module); }, 2s)) << module << " survived";
+  EXPECT_TRUE(eventually([&] { return !process_alive(module); }, 2s)) << module << " survived";
   EXPECT_EQ(list_dir(state_dir), std::vector<std::string>{});
 }
 
@@ -526,7 +516,7 @@ TEST_F(RunStateTest, ARecordNotWrittenByTheOperatorNamesNothingThatIsKilled) {
     if (chmod_after) std::this_thread::sleep_for(20ms);  // past the clock's tick
     EXPECT_EQ(::chmod(path.c_str(), mode), 0);
   };
-  plant("planted-by-other", kOther, 0600, false);  // another user's file
+  plant("planted-by-other", kSecondUser, 0600, false);  // another user's file
   plant("made-writable", kUser, 0666, false);      // the module chmod-ed it for others
   plant("written-then-chmod", kUser, 0600, true);  // ... and back after they wrote it
   plant("hard-linked", kUser, 0600, false);        // a second name for it, elsewhere

@@ -9,7 +9,6 @@
 namespace oarbank::it {
 namespace {
 
-const std::string kAgent = OARBANK_AGENT_BINARY;
 
 class SameUid : public ::testing::Test {
  protected:

@@ -57,11 +57,6 @@ std::string own_cgroup_dir() {
   return "";
 }
 
-// The file's text, or "" while it does not exist yet.
-std::string read_if_there(const std::string& path) { return exists(path) ? read_file(path) : ""; }
-
-bool process_exists(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
-
 // sandbox-run as a child the test does not wait for at once: for sandbox-ctl, for signals.
 class Background {
  public:
@@ -105,16 +100,6 @@ class Background {
   pid_t pid_ = -1;
   bool reaped_ = false;
 };
-
-template <typename Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds timeout = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return predicate();
-}
 
 class SandboxRun : public UncappedTest {
  protected:

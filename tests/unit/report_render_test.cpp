@@ -59,8 +59,8 @@ NodeConfig port_only_config() {
 
 std::map<std::string, std::string> statuses(const Report& report) {
   std::map<std::string, std::string> out;
-  const auto json = report_to_json(report);
-  for (const auto& row : json["rows"]) {
+  const auto report_json = report_to_json(report);
+  for (const auto& row : report_json["rows"]) {
     out[row["row"].get<std::string>()] = row["status"].get<std::string>();
   }
   return out;
@@ -126,9 +126,9 @@ TEST(ReportRender, PortOnlyAndUnavailableOnAnUnprivilegedNode) {
 TEST(ReportRender, TheWorldTurnedOffByTheNodeIsUnavailable) {
   NodeConfig config;
   config.module_world = false;
-  const auto json = report_to_json(make_report(full_node(), config));
+  const auto report_json = report_to_json(make_report(full_node(), config));
   int seen = 0;
-  for (const auto& row : json["rows"]) {
+  for (const auto& row : report_json["rows"]) {
     const auto id = row["row"].get<std::string>();
     if (id.rfind("world.", 0) != 0) continue;
     ++seen;
@@ -142,8 +142,8 @@ TEST(ReportRender, TheWorldTurnedOffByTheNodeIsUnavailable) {
 TEST(ReportRender, OwnUserOffByTheNodeNamesModuleUser) {
   NodeConfig config;
   config.module_users.reset();
-  const auto json = report_to_json(make_report(full_node(), config));
-  for (const auto& row : json["rows"]) {
+  const auto report_json = report_to_json(make_report(full_node(), config));
+  for (const auto& row : report_json["rows"]) {
     if (row["row"] != "user.own") continue;
     EXPECT_EQ(row["status"], "unavailable");
     EXPECT_NE(row["reason"].get<std::string>().find("module_users is null"), std::string::npos)
@@ -211,10 +211,10 @@ TEST(ReportRender, JsonCarriesEachRowsIdTitleReasonAndVerification) {
   Report report = make_report(full_node(), NodeConfig{});
   report.verifications.push_back({CapabilityRow::Filesystem, true, "refused: EACCES"});
   report.verifications.push_back({CapabilityRow::Ipc, false, "reached a socket outside"});
-  const auto json = report_to_json(report);
-  ASSERT_EQ(json["rows"].size(), capability_table().size());
-  for (std::size_t i = 0; i < json["rows"].size(); ++i) {
-    const auto& row = json["rows"][i];
+  const auto report_json = report_to_json(report);
+  ASSERT_EQ(report_json["rows"].size(), capability_table().size());
+  for (std::size_t i = 0; i < report_json["rows"].size(); ++i) {
+    const auto& row = report_json["rows"][i];
     const auto& entry = capability_table()[i];
     EXPECT_EQ(row["row"], std::string(entry.key));
     EXPECT_EQ(row["title"], std::string(entry.title));
@@ -223,14 +223,14 @@ TEST(ReportRender, JsonCarriesEachRowsIdTitleReasonAndVerification) {
               entry.row == CapabilityRow::Filesystem || entry.row == CapabilityRow::Ipc)
         << entry.key;
   }
-  EXPECT_EQ(json["rows"][0]["status"], "enforced");
-  EXPECT_EQ(json["rows"][0]["verified"], true);
-  EXPECT_EQ(json["rows"][0]["verification"], "refused: EACCES");
-  EXPECT_EQ(json["rows"][2]["status"], "failed");
-  EXPECT_EQ(json["rows"][2]["verified"], false);
+  EXPECT_EQ(report_json["rows"][0]["status"], "enforced");
+  EXPECT_EQ(report_json["rows"][0]["verified"], true);
+  EXPECT_EQ(report_json["rows"][0]["verification"], "refused: EACCES");
+  EXPECT_EQ(report_json["rows"][2]["status"], "failed");
+  EXPECT_EQ(report_json["rows"][2]["verified"], false);
   EXPECT_TRUE(any_verification_failed(report));
 
-  const auto& facts = json["facts"];
+  const auto& facts = report_json["facts"];
   EXPECT_EQ(facts["kernel_release"], "6.18.0-test");
   EXPECT_EQ(facts["landlock_abi"], 7);
   EXPECT_EQ(facts["landlock_abi_used"], 7);
