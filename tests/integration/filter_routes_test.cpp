@@ -19,7 +19,6 @@
 namespace oarbank::it {
 namespace {
 
-
 // Every entry under `dir` (recursively) whose mode has the setuid or setgid bit.
 std::vector<std::string> setid_entries(const std::string& dir) {
   std::vector<std::string> found;

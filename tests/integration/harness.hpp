@@ -7,8 +7,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 

@@ -29,7 +29,7 @@ using namespace std::chrono_literals;
 class NprocBackground {
  public:
   NprocBackground(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-             const std::string& output, std::optional<rlim_t> nproc = {}) {
+                  const std::string& output, std::optional<rlim_t> nproc = {}) {
     pid_ = ::fork();
     if (pid_ == 0) {
       int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -295,9 +295,10 @@ TEST_F(OwnUser, EachModulesProcessLimitIsItsOwn) {
     const std::string c = config(own, kUncapped);
     const std::string tag = own ? "nproc-own" : "nproc-shared";
     const std::string out = tree.path(tag + "-a.out");
-    NprocBackground a(run_argv(c, unique_name("nproc-a"), policy_with_work(tree.path(tag + "-a/work")),
-                          {"batch", "fork-bomb", "40", ",", "sleep-forever"}),
-                 env(), out, 16);
+    NprocBackground a(
+        run_argv(c, unique_name("nproc-a"), policy_with_work(tree.path(tag + "-a/work")),
+                 {"batch", "fork-bomb", "40", ",", "sleep-forever"}),
+        env(), out, 16);
     ASSERT_TRUE(wait_for_line(out, "ok")) << read_if_there(out);
     const auto a_lines = lines_of(read_if_there(out));
     // A's first line: "forked N EAGAIN", N below 16 (A itself counts).
@@ -460,9 +461,9 @@ TEST_F(OwnUser, ItsCreatedDirectoriesAreItsAloneUnderUmask077) {
   const auto a_policy = policy_with_work(work);
   const std::string out = tree.path("umask-a.out");
   NprocBackground a(run_argv(c, a_id, a_policy,
-                        {"batch", "umask", ",", "mkdir", work + "/d", ",", "write", work + "/d/g",
-                         ",", "write", work + "/f", ",", "sleep-forever"}),
-               env(), out);
+                             {"batch", "umask", ",", "mkdir", work + "/d", ",", "write",
+                              work + "/d/g", ",", "write", work + "/f", ",", "sleep-forever"}),
+                    env(), out);
   for (int i = 0; i < 2000 && lines_of(read_if_there(out)).size() < 5; ++i) {
     std::this_thread::sleep_for(5ms);
   }

@@ -11,7 +11,6 @@
 namespace oarbank::it {
 namespace {
 
-
 nlohmann::json report_json(const std::string& config) {
   auto result = run_command({kAgent, "sandbox-report", "--config", config, "--json"});
   EXPECT_TRUE(result.exited(0)) << result.describe();

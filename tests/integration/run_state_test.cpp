@@ -25,7 +25,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-constexpr uid_t kUser = 4242;   // the operator, unprivileged
+constexpr uid_t kUser = 4242;        // the operator, unprivileged
 constexpr uid_t kSecondUser = 4243;  // a second local user
 
 // A live process: not a zombie (the module of a killed sandbox-run is reparented to init,
@@ -517,9 +517,9 @@ TEST_F(RunStateTest, ARecordNotWrittenByTheOperatorNamesNothingThatIsKilled) {
     EXPECT_EQ(::chmod(path.c_str(), mode), 0);
   };
   plant("planted-by-other", kSecondUser, 0600, false);  // another user's file
-  plant("made-writable", kUser, 0666, false);      // the module chmod-ed it for others
-  plant("written-then-chmod", kUser, 0600, true);  // ... and back after they wrote it
-  plant("hard-linked", kUser, 0600, false);        // a second name for it, elsewhere
+  plant("made-writable", kUser, 0666, false);           // the module chmod-ed it for others
+  plant("written-then-chmod", kUser, 0600, true);       // ... and back after they wrote it
+  plant("hard-linked", kUser, 0600, false);             // a second name for it, elsewhere
   ASSERT_EQ(::link((runs + "/hard-linked.json").c_str(), (xdg + "/second-name").c_str()), 0);
   r = run_as(run_argv(unique_name("next"), policy, {tree.probe(), "true"}), user_env, kUser);
   EXPECT_TRUE(r.exited(0)) << r.describe();

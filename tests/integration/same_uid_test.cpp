@@ -9,7 +9,6 @@
 namespace oarbank::it {
 namespace {
 
-
 class SameUid : public ::testing::Test {
  protected:
   std::string probe(const std::vector<std::string>& args) {
