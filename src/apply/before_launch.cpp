@@ -8,7 +8,7 @@ namespace oarbank {
 namespace {
 
 constinit const BeforeLaunch kBeforeLaunch[] = {
-    {LaunchStep::Network, egress_relay_before_exec},
+    {LaunchStep::Network, egress_relay_before_exec, nullptr},
 };
 
 }  // namespace
