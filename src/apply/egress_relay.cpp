@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "apply/module_network.hpp"
+#include "apply/prepared_exec.hpp"
 #include "apply/relay_loop.hpp"
 #include "plan/launch_steps.hpp"
+#include "plan/mechanism_network.hpp"
 #include "sys/error.hpp"
 #include "sys/unique_fd.hpp"
 
@@ -147,6 +149,21 @@ void start_egress_relay(const RelaySettings& settings) {
   }
   // The listener, the node's namespace and the pidfd are the relay's now; this process (the
   // module to be) keeps none of them.
+}
+
+void egress_relay_before_exec(const PreparedExec& prepared) {
+  // Root: the module's own network namespace, the proxy reachable in it through a relay
+  // (docs/launcher.md, "Egress: the module's own network namespace").
+  if (prepared.policy.net != NetMode::EgressAllowlist ||
+      egress_confinement(prepared.features, prepared.config) != EgressConfinement::Namespace) {
+    return;
+  }
+  start_egress_relay(
+      RelaySettings{.proxy_host = prepared.config.proxy_host,
+                    .proxy_port = prepared.config.proxy_port,
+                    .uid = prepared.config.module_uid,
+                    .gid = prepared.config.module_gid,
+                    .max_connections = prepared.config.proxy_max_tunnels_per_module});
 }
 
 }  // namespace oarbank

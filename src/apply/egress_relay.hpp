@@ -14,6 +14,8 @@
 
 namespace oarbank {
 
+struct PreparedExec;  // apply/prepared_exec.hpp
+
 struct RelaySettings {
   std::string proxy_host;  // proxy_listen: listened on inside, connected to outside
   std::uint16_t proxy_port = 0;
@@ -30,5 +32,13 @@ struct RelaySettings {
 // exec'd) exits. Call it single-threaded, before the identity drop. Throws Error(StepFailed)
 // naming the call that failed ("step network failed: ...").
 void start_egress_relay(const RelaySettings& settings);
+
+// The network's entry of the list of what a launch makes before the launcher's steps
+// (apply/before_launch.hpp), for a bare sandbox-exec: where the prepared policy is
+// egress-allowlist and the module is confined by a namespace (root: the same answer as the
+// report's, plan/mechanism_network.hpp), start_egress_relay with the node's proxy_listen, the
+// module user and proxy_max_tunnels_per_module. Unprivileged, the plan was refused unless
+// the node accepts port-only confinement, and then Landlock's port rule is all: nothing here.
+void egress_relay_before_exec(const PreparedExec& prepared);
 
 }  // namespace oarbank

@@ -3,14 +3,13 @@
 #include <cstdio>
 #include <optional>
 
+#include "apply/before_launch.hpp"
 #include "apply/descriptors.hpp"
-#include "apply/egress_relay.hpp"
 #include "apply/launch.hpp"
 #include "apply/prepared_exec.hpp"
 #include "cli/commands.hpp"
 #include "config/node_config.hpp"
 #include "plan/launch_steps.hpp"
-#include "plan/mechanism_network.hpp"
 #include "plan/plan.hpp"
 #include "plan/plan_json.hpp"
 #include "probe/path_facts.hpp"
@@ -64,19 +63,9 @@ int run_sandbox_exec(const ExecArgs& options) {
       std::fflush(stdout);
       return 0;
     }
-    // Root: the module's own network namespace, the proxy reachable in it through a relay
-    // (docs/launcher.md, "Egress: the module's own network namespace"). Unprivileged, the plan
-    // was refused unless the node accepts port-only confinement, and then Landlock's port rule
-    // is all.
-    if (prepared->policy.net == NetMode::EgressAllowlist &&
-        egress_confinement(prepared->features, prepared->config) == EgressConfinement::Namespace) {
-      start_egress_relay(
-          RelaySettings{.proxy_host = prepared->config.proxy_host,
-                        .proxy_port = prepared->config.proxy_port,
-                        .uid = prepared->config.module_uid,
-                        .gid = prepared->config.module_gid,
-                        .max_connections = prepared->config.proxy_max_tunnels_per_module});
-    }
+    // What the mechanisms make before the launcher's steps (apply/before_launch.hpp: an
+    // egress module's own network namespace and its relay to the proxy, as root).
+    make_before_launch(*prepared);
     launch(prepared->plan, prepared->launch, "oarbank-agent sandbox-exec");
   });
   // Only a failure returns here (a launch execs or _exits): tell the supervisor which.

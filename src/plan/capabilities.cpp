@@ -290,68 +290,125 @@ constexpr CapabilityEntry kCoreRows[] = {
     // The page's rows.
     {Row::Filesystem, "filesystem", "filesystem, net.none, exec_writable deny, GPU",
      landlock::kFilesystemFloorAbi, Fact::SeccompFilter, "", landlock_row,
-     [](const Policy&, const NodeConfig&) { return true; }, 0, ""},
+     [](const Policy&, const NodeConfig&) { return true; }, 0, "", kEnforcedOrUnavailable,
+     "seccomp filters", "always"},
     {Row::Ipc, "ipc", "IPC", Abi::V6, Fact::SeccompFilter, "", landlock_row,
      [](const Policy& p, const NodeConfig&) { return p.ipc_isolation == IpcIsolation::Required; },
-     4, ""},
+     4, "", kEnforcedOrUnavailable, "seccomp filters", "`ipc_isolation` is `required`"},
     {Row::StatHiding, "stat-hiding", "hiding which files exist", Abi::Unsupported, Fact::None, "",
-     not_promised_row, nullptr, 0, "Landlock does not restrict stat"},
+     not_promised_row, nullptr, 0, "Landlock does not restrict stat", kAlwaysNotPromised,
+     "never: Landlock does not restrict `stat`", ""},
     // Rows the project adds (docs/report.md, "Rows").
     {Row::GpuDevices, "devices.gpu", "GPU device nodes (/dev/dri, /dev/nvidia*, /dev/kfd)",
      landlock::kFilesystemFloorAbi, Fact::GpuDeviceNodes, "", gpu_row,
-     [](const Policy& p, const NodeConfig&) { return p.gpu == GpuMode::Compute; }, 5, ""},
+     [](const Policy& p, const NodeConfig&) { return p.gpu == GpuMode::Compute; }, 5, "",
+     kEnforcedOrUnavailable,
+     "seccomp filters (the filesystem row), and `/dev/dri`, `/dev/nvidia*` or `/dev/kfd` present; "
+     "device ioctls are governed from Landlock ABI 5 (Linux 6.10)",
+     "`devices.gpu` is `compute`"},
     {Row::SetidFiles, "setid-files", "no setuid or setgid files (as systemd's RestrictSUIDSGID=)",
      Abi::Unsupported, Fact::SeccompFilter, "", setid_row,
      [](const Policy&, const NodeConfig&) { return true; }, 1,
      "the seccomp filter refuses the setuid and setgid bits in chmod, fchmod, fchmodat, "
-     "fchmodat2, open, openat, creat, mkdir, mkdirat, mknod and mknodat (openat2: ENOSYS)"},
+     "fchmodat2, open, openat, creat, mkdir, mkdirat, mknod and mknodat (openat2: ENOSYS)",
+     kEnforcedOrUnavailable,
+     "seccomp filters: the filter refuses the setuid and setgid bits in `chmod`, `fchmod`, "
+     "`fchmodat`, `fchmodat2`, `open`/`openat` with `O_CREAT` or `O_TMPFILE`, `creat`, `mkdir`, "
+     "`mkdirat`, `mknod`, `mknodat`, and answers `ENOSYS` to `openat2` (`docs/seccomp.md`). "
+     "Enforced wherever the filter is; a module runs only where the filesystem row is enforced too",
+     "always"},
     // Issue 12: the module's own world (docs/sandbox-run.md, "What a module sees").
     {Row::WorldIpc, "world.ipc", "its own IPC namespace (SysV IPC, POSIX message queues)",
      Abi::Unsupported, Fact::IpcNamespace, "", world_ipc_row, nullptr, 0,
      "each module gets an IPC namespace of its own: SysV shared memory, semaphores and message "
-     "queues and POSIX message queues are allowed, the module's alone, gone with it"},
+     "queues and POSIX message queues are allowed, the module's alone, gone with it",
+     kEnforcedOrUnavailable,
+     "issue 12: enforced where the agent runs as root and can create IPC namespaces (probed in a "
+     "child with the network's): `sandbox-run` gives each module an IPC namespace of its own, and "
+     "the filter allows SysV IPC and POSIX message queues there (`docs/sandbox-run.md`, \"What a "
+     "module sees\"). Unavailable unprivileged (the filter refuses them) and where the node cannot "
+     "create one (a root `sandbox-run` then fails at step `ipc` with 70 unless the node sets "
+     "`module_world: false`). A bare `sandbox-exec` never makes it; the reason says so",
+     ""},
     {Row::WorldNetwork, "world.net", "its own network namespace (net none: loopback only)",
      Abi::Unsupported, Fact::NetworkNamespace, "", world_network_row, nullptr, 0,
      "each module gets a network namespace of its own (net none: loopback only), so its "
-     "abstract unix sockets are its own; netlink NETLINK_ROUTE reads it and changes nothing"},
+     "abstract unix sockets are its own; netlink NETLINK_ROUTE reads it and changes nothing",
+     kEnforcedOrUnavailable,
+     "issue 12: as `egress.netns`, for every module: `net: none` gets loopback alone, so its "
+     "abstract unix sockets are its own; `NETLINK_ROUTE` reads it and changes nothing",
+     ""},
     {Row::WorldProcessGroups, "world.process-groups",
      "its own process groups and sessions (setsid, setpgid) in its leaf", Abi::Unsupported,
      Fact::CgroupContainer, "", world_groups_row, nullptr, 0,
      "with a cgroup leaf as its container and no terminal but its own, a module may leave its "
      "process group and make sessions (GNU timeout, start_new_session, job control, TIOCSCTTY "
-     "on its own pty); in the process-group fallback they stay refused"},
+     "on its own pty); in the process-group fallback they stay refused",
+     kEnforcedOrUnavailable,
+     "issue 12: root and a cgroup v2 container (the `container.cgroup` row): `setsid`, `setpgid` "
+     "and `TIOCSCTTY` on its own pty are allowed where the run's container is its leaf and it "
+     "holds no terminal but its own; unavailable in the process-group fallback (the reason names "
+     "why), where they stay refused",
+     ""},
     {Row::OwnUser, "user.own",
      "its own user: a uid and gid per module id, so modules cannot change, signal or limit "
      "each other",
-     Abi::Unsupported, Fact::RootLauncher, "", own_user_row, nullptr, 0, ""},
+     Abi::Unsupported, Fact::RootLauncher, "", own_user_row, nullptr, 0, "", kEnforcedOrUnavailable,
+     "issue 12: enforced where the agent runs as root and the node's `module_users` is set (the "
+     "default): `sandbox-run --id` gives each module id its own uid and gid from that range, the "
+     "same on every run, so two modules cannot read, write, `chmod`, `chown`, `utimes`, set xattrs "
+     "on, signal or `prlimit` each other's files and processes, and `RLIMIT_NPROC` counts each "
+     "one's processes alone. Unavailable, with why, where the agent is not root (the module runs "
+     "as its operator) or `module_users` is `null` (every module runs as `module_user`). A bare "
+     "`sandbox-exec` has no module id and always runs its module as `module_user`; the reason says "
+     "so",
+     ""},
     // Issue 12: the module's own mounts (sandbox-run as root).
     {Row::MountsShm, "mounts.shm", "a private /dev/shm per module", Abi::Unsupported,
      Fact::MountNamespace, "", mounts_row, nullptr, 0,
      "each module's /dev/shm is a tmpfs of its own (its user's, size bounded by "
      "module_shm_max_bytes and its memory reservation), granted by Landlock: POSIX shared "
-     "memory and semaphores work, and no other module or the node sees them"},
+     "memory and semaphores work, and no other module or the node sees them",
+     kEnforcedOrUnavailable,
+     "issue 12, `docs/sandbox-run.md` \"Its own mounts\": enforced where the agent runs as root "
+     "with `CAP_SYS_ADMIN` and the node's `module_mounts` is true (the default), for "
+     "`sandbox-run`; the reason says a bare `sandbox-exec` runs the module on the node's mounts. "
+     "Unavailable, with why: not root (unprivileged `sandbox-run`, a user's `sandbox-exec`), "
+     "`module_mounts` false, no `CAP_SYS_ADMIN` (a container's root; `sandbox-run` then refuses "
+     "with 70 while the key asks for them)",
+     ""},
     {Row::MountsNoexec, "mounts.noexec",
      "written files neither mapped executable nor run through a descriptor", Abi::Unsupported,
      Fact::MountNamespace, "", mounts_row, nullptr, 0,
      "the writable directories are mounted nosuid, nodev and, unless exec_writable, noexec in "
      "the module's mount namespace: ld.so and mmap(PROT_EXEC) of a written file fail as "
-     "execve does"},
+     "execve does",
+     kEnforcedOrUnavailable, "as `mounts.shm`", ""},
     {Row::MountsProc, "mounts.proc", "/proc shows the module's own processes alone",
      Abi::Unsupported, Fact::MountNamespace, "", mounts_row, nullptr, 0,
      "each module's /proc is a fresh instance with hidepid=invisible: the processes of root, "
      "of other users and of other modules (another Landlock domain) are not listed and "
-     "cannot be opened"},
+     "cannot be opened",
+     kEnforcedOrUnavailable, "as `mounts.shm`", ""},
     {Row::MountsPts, "mounts.pts", "a private devpts per module (/dev/ptmx, /dev/pts)",
      Abi::Unsupported, Fact::MountNamespace, "", mounts_row, nullptr, 0,
      "each module's /dev/pts is a devpts instance of its own, which /dev/ptmx opens: it can "
-     "make ptys (openpty, script) and sees none of the node's"},
+     "make ptys (openpty, script) and sees none of the node's",
+     kEnforcedOrUnavailable, "as `mounts.shm`", ""},
     // Known limits, documented in docs/launcher.md.
     {Row::ExecWritableScope, "known-limit.exec-writable",
      "exec_writable deny also stops interpreters and JIT compilers", Abi::Unsupported, Fact::None,
      "", exec_writable_limit_row, nullptr, 0,
      "exec_writable deny refuses execve of written files, and the filter any memfd that "
      "could be executed; interpreters, the dynamic loader and mmap(PROT_EXEC) still run code "
-     "the module wrote (its own mounts under sandbox-run as root close the last two)"},
+     "the module wrote (its own mounts under sandbox-run as root close the last two)",
+     kAlwaysNotPromised,
+     "a known limit (`docs/launcher.md`, \"Known limits\"); the reason says per launch mode what "
+     "still runs written code: everywhere `execve` of written files and executable memfds are "
+     "refused; under `sandbox-run` as root (its own mounts) the dynamic loader and "
+     "`mmap(PROT_EXEC)` of written files are too, and interpreters and JITs remain; elsewhere the "
+     "dynamic loader and `mmap(PROT_EXEC)` remain as well",
+     ""},
     // Per launch mode: whose files a module can change the metadata of.
     {Row::MetadataCalls, "known-limit.metadata",
      "chmod, chown, utimes and xattrs governed outside the writable directories", Abi::Unsupported,
@@ -364,23 +421,46 @@ constexpr CapabilityEntry kCoreRows[] = {
      "operator: it can change those of any file of the operator's it can name (not read or "
      "write them outside its policy); sandbox-run keeps its own state out of reach (policies "
      "naming it or the node configuration refused, run records trusted only as the operator "
-     "wrote them, a state directory made writable repaired)"},
+     "wrote them, a state directory made writable repaired)",
+     kAlwaysNotPromised,
+     "a known limit (`docs/launcher.md`, \"Known limits\"); the reason says per launch mode whose "
+     "files a module can change the metadata of: as root under `sandbox-run` with `user.own`, its "
+     "own alone; where every module runs as the same `module_user` (a bare `sandbox-exec`, or "
+     "`module_users` null), other modules'; unprivileged, its operator's, with `sandbox-run`'s own "
+     "state kept out of reach",
+     ""},
     {Row::BrokerSockets, "known-limit.broker-sockets",
      "the broker grant reaches the broker's socket alone", Abi::Unsupported, Fact::None, "",
      not_promised_row, nullptr, 0,
      "Landlock does not govern connect to pathname unix sockets: with the broker grant a module "
-     "reaches any socket its user may write to"},
+     "reaches any socket its user may write to",
+     kAlwaysNotPromised,
+     "a known limit (`docs/launcher.md`, \"Known limits\"): Landlock does not govern `connect` to "
+     "pathname unix sockets",
+     ""},
     // Issue 14: what sandbox-run can tell a module's author it was refused (docs/denials.md).
     {Row::DenialsSyscalls, "denials.syscalls", "sandbox-run names the filter's refusals (seccomp)",
      Abi::Unsupported, Fact::SeccompFilter, "", denials_syscalls_row, nullptr, 0,
      "sandbox-run's supervisor answers the filter's refusals (SECCOMP_RET_USER_NOTIF) and names "
-     "each with the policy change that would allow it"},
+     "each with the policy change that would allow it",
+     kEnforcedOrUnavailable,
+     "issue 14 (`docs/denials.md`): seccomp user notification (Linux 5.0). No policy needs the "
+     "`denials.*` rows: they say whether a module's author will be told why it was refused; the "
+     "facts add `seccomp filters ... (user notification: yes/no)` and `audit on/off/not known (not "
+     "root)`",
+     ""},
     {Row::DenialsFilesystem, "denials.filesystem",
      "sandbox-run names Landlock's file refusals (audit)", Abi::Unsupported, Fact::None, "",
-     audit_denials_row, nullptr, 0, "Landlock's audit records (ABI 7), read by sandbox-run"},
+     audit_denials_row, nullptr, 0, "Landlock's audit records (ABI 7), read by sandbox-run",
+     kEnforcedOrUnavailable,
+     "issue 14: Landlock ABI 7 (Linux 6.15: its audit records; the 6.12 guest is `unavailable`), "
+     "root (`CAP_AUDIT_READ`), and audit on, or the node's `denial_audit: \"enable\"`; "
+     "`denial_audit: \"off\"` makes it `unavailable`",
+     ""},
     {Row::DenialsNetwork, "denials.network", "sandbox-run names Landlock's TCP refusals (audit)",
      Abi::Unsupported, Fact::None, "", audit_denials_row, nullptr, 0,
-     "Landlock's audit records (ABI 7), read by sandbox-run"},
+     "Landlock's audit records (ABI 7), read by sandbox-run", kEnforcedOrUnavailable,
+     "as `denials.filesystem`, for Landlock's TCP refusals", ""},
 };
 
 }  // namespace

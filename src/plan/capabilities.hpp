@@ -93,6 +93,17 @@ using CapabilityEvaluator = CapabilityVerdict (*)(const CapabilityEntry& entry,
                                                   const NodeConfig& config);
 using CapabilityNeed = bool (*)(const Policy& policy, const NodeConfig& config);
 
+// The statuses a row's evaluator can give, as a set (CapabilityEntry::statuses): what
+// docs/report.md's row table lists, and what a unit test holds each evaluator to.
+using CapabilityStatusSet = unsigned;
+constexpr CapabilityStatusSet status_bit(CapabilityStatus status) {
+  return 1U << static_cast<unsigned>(status);
+}
+inline constexpr CapabilityStatusSet kEnforcedOrUnavailable =
+    status_bit(CapabilityStatus::Enforced) | status_bit(CapabilityStatus::Unavailable);
+inline constexpr CapabilityStatusSet kAlwaysUnavailable = status_bit(CapabilityStatus::Unavailable);
+inline constexpr CapabilityStatusSet kAlwaysNotPromised = status_bit(CapabilityStatus::NotPromised);
+
 // One row of the capability table: everything about the row lives here. The plan's refusal,
 // the report (table, JSON, NFD labels) and sandbox-check all read these entries.
 struct CapabilityEntry {
@@ -106,6 +117,13 @@ struct CapabilityEntry {
   CapabilityNeed needed_by;  // which policies rely on it; nullptr: none (the report's alone)
   int plan_rank;             // where a plan lists it among the rows it relies on (--explain)
   std::string_view reason;   // what holds on every node: a known limit, or the row when met
+  // What docs/report.md's row table says of it (rendered by report/row_docs.cpp, checked by
+  // tests/unit/docs_test.cpp): the statuses its evaluator can give, what it needs of the node
+  // in words (after "Landlock ABI N (Linux X)" where `landlock` names one), and when a policy
+  // needs it (empty exactly when needed_by is nullptr).
+  CapabilityStatusSet statuses;
+  std::string_view needs;
+  std::string_view needed_when;
 };
 
 // The table, in the report's order (the page's rows, then the project's, then known limits:

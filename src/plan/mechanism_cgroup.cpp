@@ -90,21 +90,30 @@ using Row = CapabilityRow;
 constexpr CapabilityEntry kRows[] = {
     {Row::CgroupContainer, "container.cgroup",
      "process container: cgroup v2 leaf (else process group only)", Abi::Unsupported,
-     Fact::CgroupContainer, "", container_row, nullptr, 0, ""},
+     Fact::CgroupContainer, "", container_row, nullptr, 0, "", kEnforcedOrUnavailable,
+     "cgroup2 mounted, the leaves' parent writable (delegated), `cgroup.kill` or `cgroup.freeze`",
+     ""},
     {Row::LimitCpu, "limit.cpu", "hard limit: cpu.max", Abi::Unsupported, Fact::CgroupController,
      "cpu", limit_row,
      [](const Policy& p, const NodeConfig& c) { return c.hard_limits && p.reservations.cpu; }, 6,
-     ""},
+     "", kEnforcedOrUnavailable,
+     "the container row, and the `cpu` controller in the parent's `cgroup.controllers`",
+     "it reserves cpu and the node's configuration sets `hard_limits`"},
     {Row::LimitMemory, "limit.memory", "hard limit: memory.max", Abi::Unsupported,
      Fact::CgroupController, "memory", limit_row,
      [](const Policy& p, const NodeConfig& c) {
        return c.hard_limits && p.reservations.memory_bytes;
      },
-     7, ""},
+     7, "", kEnforcedOrUnavailable,
+     "the container row, and the `memory` controller in the parent's `cgroup.controllers`",
+     "it reserves memory and the node's configuration sets `hard_limits`"},
     // pids.max comes from the node, not the policy: with hard_limits it is required too.
     {Row::LimitPids, "limit.pids", "hard limit: pids.max", Abi::Unsupported, Fact::CgroupController,
      "pids", limit_row,
-     [](const Policy&, const NodeConfig& c) { return c.hard_limits && c.pids_max; }, 8, ""},
+     [](const Policy&, const NodeConfig& c) { return c.hard_limits && c.pids_max; }, 8, "",
+     kEnforcedOrUnavailable,
+     "the container row, and the `pids` controller in the parent's `cgroup.controllers`",
+     "the node's configuration sets `hard_limits` and a `pids_max` (whatever the policy)"},
 };
 
 }  // namespace

@@ -92,14 +92,33 @@ constexpr CapabilityEntry kRows[] = {
     {Row::EgressAllowlist, "net.egress-allowlist",
      "net.egress-allowlist, no loopback, no link-local", Abi::V4, Fact::NetworkNamespace, "",
      egress_allowlist_row,
-     [](const Policy& p, const NodeConfig&) { return p.net == NetMode::EgressAllowlist; }, 2, ""},
+     [](const Policy& p, const NodeConfig&) { return p.net == NetMode::EgressAllowlist; }, 2, "",
+     kEnforcedOrUnavailable | status_bit(CapabilityStatus::PortOnly),
+     "seccomp filters, and what keeps the module to the proxy's address, the same in every launch "
+     "mode: **enforced** where the agent runs as root and can create network namespaces "
+     "(`sandbox-run`: the module's namespace with the proxy's listener inside; `sandbox-exec`: the "
+     "module's namespace with a relay to `proxy_listen`, `docs/launcher.md`); otherwise "
+     "**unavailable**, naming `accept_port_only_egress`, or **port only** where the node's "
+     "configuration sets that key (Landlock's port rule alone; `sandbox-run`'s port admits the "
+     "module's processes alone, a bare `sandbox-exec`'s is `proxy_listen`'s, shared). The reason "
+     "says which, per launch mode",
+     "its `net` is `egress-allowlist`"},
     {Row::EgressAny, "net.egress-any", "net.egress-any", Abi::Unsupported, Fact::None, "",
      never_row, [](const Policy& p, const NodeConfig&) { return p.net == NetMode::EgressAny; }, 3,
-     "Landlock filters ports, not addresses, so loopback and link-local cannot be refused"},
+     "Landlock filters ports, not addresses, so loopback and link-local cannot be refused",
+     kAlwaysUnavailable, "never: Landlock filters ports, not addresses",
+     "its `net` is `egress-any` (so it is refused on every node)"},
     {Row::EgressNetns, "egress.netns", "egress confinement: network namespace (else port only)",
      Abi::Unsupported, Fact::NetworkNamespace, "", netns_row, nullptr, 0,
      "sandbox-run and sandbox-exec give each egress-allowlist module a network namespace "
-     "holding only loopback, the proxy reachable inside it"},
+     "holding only loopback, the proxy reachable inside it",
+     kEnforcedOrUnavailable,
+     "enforced where the agent runs as root and can create network namespaces: `sandbox-run` and a "
+     "bare `sandbox-exec` give each `egress-allowlist` module a namespace holding only loopback, "
+     "with the proxy reachable inside it, so no other host is reachable even on the proxy's port. "
+     "Otherwise unavailable, and the reason says whether egress modules are refused or run port "
+     "only (`accept_port_only_egress`)",
+     ""},
 };
 
 // Landlock's port rule: TCP connect to the proxy's port alone (egress-allowlist).

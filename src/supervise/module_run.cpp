@@ -12,6 +12,7 @@
 #include <ctime>
 #include <utility>
 
+#include "apply/before_launch.hpp"
 #include "apply/ipc_namespace.hpp"
 #include "apply/module_mounts.hpp"
 #include "apply/prepared_exec.hpp"
@@ -307,6 +308,15 @@ RunResult ModuleRun::run() {
        {&ModuleRun::make_network, &ModuleRun::make_proxy, &ModuleRun::make_terminal}) {
     if (int sig = stop_requested()) return stopped_before_spawn(sig);
     (this->*step)();
+  }
+  // What the mechanisms make before the launcher's steps (apply/before_launch.hpp), each
+  // pushed with its release.
+  for (const BeforeLaunch& setup : before_launch_setups()) {
+    if (setup.module_run == nullptr) continue;
+    if (int sig = stop_requested()) return stopped_before_spawn(sig);
+    if (auto release = setup.module_run(*prepared_, ModuleRunSetup{network_.netns.get()})) {
+      held_.push(setup.step, std::move(release));
+    }
   }
   // A stop signal from here on is the supervisor's (its signalfd reads what is pending).
 

@@ -353,104 +353,6 @@ TEST_P(Sockets, ListenRefusedInEveryMode) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Row: "net = egress-allowlist" — IPv4/IPv6 streams only (seccomp); Landlock ABI 4: TCP
-// connect to the agent's proxy port alone, no bind. Below ABI 4 the policy is refused (70).
-// ---------------------------------------------------------------------------------------------
-class EgressAllowlist : public CapTest {};
-
-TEST_P(EgressAllowlist, RefusedBelowAbi4) {
-  const bool runs = runs_or_refused(egress_policy(), "net.egress-allowlist", 4);
-  EXPECT_EQ(runs, abi() >= 4);
-}
-
-TEST_P(EgressAllowlist, ConnectToTheProxyPortAlone) {
-  const auto p = egress_policy();
-  if (!runs_or_refused(p, "net.egress-allowlist", 4)) return;
-  TcpListener other;
-  expect_probes(p, {
-                       {{"connect", "127.0.0.1", std::to_string(proxy.port())}, kOk},
-                       {{"connect", "127.0.0.1", std::to_string(other.port())}, kEacces},
-                       {{"connect", "127.0.0.1", "1"}, kEacces},  // unfiltered: ECONNREFUSED
-                   });
-}
-
-TEST_P(EgressAllowlist, LandlockRuleIsAPortNotAnAddress) {
-  // The page's mechanism alone lets the proxy's port through on any address (docs/launcher.md,
-  // "Egress: the module's own network namespace": as root the launcher adds a network namespace for
-  // that, sandbox_run_test.cpp's ...ThroughItsRelay). Here 127.0.0.2 has nothing listening: the
-  // connect passes Landlock and the kernel refuses it.
-  const auto p = egress_policy();
-  if (!runs_or_refused(p, "net.egress-allowlist", 4)) return;
-  expect_probes(p,
-                {
-                    {{"connect", "127.0.0.2", std::to_string(proxy.port())}, "errno ECONNREFUSED"},
-                    {{"connect", "127.0.0.2",
-                      std::to_string(proxy.port() == 65535 ? 65534 : proxy.port() + 1)},
-                     kEacces},
-                });
-}
-
-TEST_P(EgressAllowlist, BindRefused) {
-  const auto p = egress_policy();
-  if (!runs_or_refused(p, "net.egress-allowlist", 4)) return;
-  expect_probes(p, {
-                       {{"bind", "127.0.0.1", "0"}, kEacces},
-                       {{"bind", "127.0.0.1", std::to_string(proxy.port())}, kEacces},
-                       {{"bind", "::1", "0"}, kEacces},
-                   });
-}
-
-TEST_P(EgressAllowlist, StreamSocketsOnly) {
-  const auto p = egress_policy();
-  if (!runs_or_refused(p, "net.egress-allowlist", 4)) return;
-  expect_probes(
-      p, {
-             {{"socket", "inet", "stream"}, kOk},
-             {{"socket", "inet", "stream", "6"}, kOk},  // IPPROTO_TCP
-             {{"socket", "inet6", "stream"}, kOk},
-             {{"socket", "inet", "0x801"}, kOk},               // SOCK_STREAM|SOCK_NONBLOCK
-             {{"socket", "inet", "dgram"}, kEprotonosupport},  // UDP
-             {{"socket", "inet6", "dgram"}, kEprotonosupport},
-             {{"socket", "inet", "0x80802"}, kEprotonosupport},   // SOCK_DGRAM|CLOEXEC|NONBLOCK
-             {{"socket", "inet", "raw", "1"}, kEprotonosupport},  // raw ICMP
-             {{"socket", "inet6", "raw", "58"}, kEprotonosupport},
-             {{"socket", "inet", "seqpacket", "132"}, kEprotonosupport},
-             {{"socket", "inet", "stream", "132"}, kEprotonosupport},  // SCTP
-             {{"socket", "inet6", "stream", "132"}, kEprotonosupport},
-             {{"socket", "inet", "stream", "262"}, kEprotonosupport},  // MPTCP
-             {{"socket", "inet6", "stream", "262"}, kEprotonosupport},
-             {{"socket", "unix", "stream"}, kEafnosupport},  // no broker grant
-         });
-}
-
-TEST_P(EgressAllowlist, FastOpenRefused) {
-  const auto p = egress_policy();
-  if (!runs_or_refused(p, "net.egress-allowlist", 4)) return;
-  TcpListener other;
-  expect_probes(
-      p, {
-             {{"sendto-fastopen", "127.0.0.1", std::to_string(proxy.port())}, kEopnotsupp},
-             {{"sendmsg-fastopen", "127.0.0.1", std::to_string(proxy.port())}, kEopnotsupp},
-             {{"sendto-fastopen", "127.0.0.1", std::to_string(other.port())}, kEopnotsupp},
-             {{"sendmsg-fastopen", "127.0.0.1", std::to_string(other.port())}, kEopnotsupp},
-             {{"connect", "127.0.0.1", std::to_string(proxy.port())}, kOk},  // the way that stays
-         });
-}
-
-// ---------------------------------------------------------------------------------------------
-// Row: "net = egress-any" — unavailable: refused with 70 before anything runs.
-// ---------------------------------------------------------------------------------------------
-class EgressAny : public CapTest {};
-
-TEST_P(EgressAny, RefusedBeforeRunningAnything) {
-  auto p = with(base_policy(), "net", "egress-any");
-  const std::string marker = tree.path("work/ran");
-  RunResult r = launch(p, {"write", marker});
-  expect_launcher_failure(r, 70, {"\"net.egress-any\"", "Landlock filters ports, not addresses"});
-  EXPECT_FALSE(exists(marker));
-}
-
-// ---------------------------------------------------------------------------------------------
 // Row: "devices.gpu = compute" — /dev/dri, /dev/nvidia*, /dev/kfd; none here: 70.
 // ---------------------------------------------------------------------------------------------
 class GpuCompute : public CapTest {};
@@ -690,8 +592,6 @@ OARBANK_INSTANTIATE_CAPS(BundleRuntimeTools);
 OARBANK_INSTANTIATE_CAPS(WritableDirs);
 OARBANK_INSTANTIATE_CAPS(BaseSystem);
 OARBANK_INSTANTIATE_CAPS(Sockets);
-OARBANK_INSTANTIATE_CAPS(EgressAllowlist);
-OARBANK_INSTANTIATE_CAPS(EgressAny);
 OARBANK_INSTANTIATE_CAPS(GpuCompute);
 OARBANK_INSTANTIATE_CAPS(Children);
 OARBANK_INSTANTIATE_CAPS(SyscallAbi);
