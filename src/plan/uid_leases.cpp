@@ -64,6 +64,35 @@ std::optional<std::uint32_t> choose_module_uid(std::uint32_t first, std::uint32_
   return std::nullopt;
 }
 
+std::vector<std::uint32_t> proc_status_ids(std::string_view status) {
+  std::vector<std::uint32_t> ids;
+  while (!status.empty()) {
+    const auto end = status.find('\n');
+    std::string_view line = status.substr(0, end);
+    status = end == std::string_view::npos ? std::string_view() : status.substr(end + 1);
+    const bool wanted =
+        line.starts_with("Uid:") || line.starts_with("Gid:") || line.starts_with("Groups:");
+    if (!wanted) continue;
+    line.remove_prefix(line.find(':') + 1);
+    // Decimal numbers separated by tabs or spaces; anything else is not an id.
+    std::uint64_t value = 0;
+    bool in_number = false;
+    for (std::size_t i = 0; i <= line.size(); ++i) {
+      const char c = i < line.size() ? line[i] : ' ';
+      if (c >= '0' && c <= '9') {
+        value = value * 10 + static_cast<std::uint64_t>(c - '0');
+        in_number = value <= 0xffffffffU;
+        if (!in_number) break;
+      } else {
+        if (in_number) ids.push_back(static_cast<std::uint32_t>(value));
+        value = 0;
+        in_number = false;
+      }
+    }
+  }
+  return ids;
+}
+
 bool lease_is_due(const UidLease& lease, std::int64_t now, std::uint32_t days) {
   return now - lease.last_run >= static_cast<std::int64_t>(days) * 86400;
 }

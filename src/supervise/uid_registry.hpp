@@ -54,7 +54,7 @@ std::string leased_uid_conflict(std::uint32_t uid);
 bool user_database_names(std::uint32_t id);
 
 // The lease of `id`, made when it has none (the lowest free number of `range` that no lease
-// holds and the user database does not name), with its last run set to `now` and `paths`
+// holds, the user database does not name and no running process holds as a uid or gid), with its last run set to `now` and `paths`
 // remembered. The lease is written only when it changed (a new lease or path, or a last run
 // more than an hour older than `now`): most runs of a known id read it and write nothing.
 // Throws Error(Unenforceable) when the range has no free number left or the id's lease names

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -27,6 +28,23 @@ TEST(UidLeases, ChoosesTheLowestNumberNotTaken) {
   // 0 and the overflow uid are never chosen, even when nothing takes them.
   EXPECT_EQ(choose_module_uid(0, 1, [](std::uint32_t) { return false; }), 1U);
   EXPECT_EQ(choose_module_uid(65534, 65535, [](std::uint32_t) { return false; }), 65535U);
+}
+
+// Attack review: a number a running process holds in any slot (real, effective, saved or
+// file-system uid or gid, or a supplementary group) is in use, and is not leased.
+TEST(UidLeases, ProcStatusIdsAreEveryUidGidAndGroup) {
+  const std::string status =
+      "Name:\tsleep\nUmask:\t0022\nPid:\t42\nPPid:\t1\nTracerPid:\t0\n"
+      "Uid:\t1000\t61184\t1000\t61185\nGid:\t1001\t1001\t61186\t1001\n"
+      "FDSize:\t64\nGroups:\t27 61187 \nNStgid:\t42\n";
+  auto ids = proc_status_ids(status);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<std::uint32_t>{27, 1000, 1000, 1001, 1001, 1001, 61184, 61185, 61186,
+                                             61187}));
+  // Pid, PPid and the rest are not ids; an empty Groups line adds nothing.
+  EXPECT_TRUE(proc_status_ids("Pid:\t61184\nPPid:\t61184\nGroups:\t\n").empty());
+  EXPECT_EQ(proc_status_ids("Uid:\t4294967295\t99999999999\t1\t1\n"),
+            (std::vector<std::uint32_t>{4294967295U}));
 }
 
 TEST(UidLeases, LeaseRoundTripsAndWhatCannotBeTrustedIsRefused) {
