@@ -144,7 +144,7 @@ std::vector<std::uint32_t> ids_of_running_processes() {
 class LockedRegistry {
  public:
   LockedRegistry(const std::string& dir, bool create) : dir_(dir) {
-    dir_fd_ = open_state_dir(dir, create);
+    dir_fd_ = open_state_dir(dir, create, nullptr, "the module user registry");
     if (!dir_fd_.valid()) return;  // not there, not made (a listing of nothing)
     lock_.reset(::openat(dir_fd_.get(), kLock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!lock_.valid()) fail(dir, "open lock", errno);

@@ -2,6 +2,7 @@
 // account, "mallory") while root runs sandbox-run and sandbox-exec. Each test is one route
 // that was open, tried for real, and the way it is closed now. (The uid registry's part, a
 // number a running process holds, is in own_user_test.cpp beside the registry's others.)
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,9 +18,12 @@ using namespace std::chrono_literals;
 
 class SecondUser : public UncappedTest {
  protected:
+  // The launcher's environment with `entry` added, or put in place of the fixture's own.
   std::vector<std::string> env_with(const std::string& entry) const {
     auto e = launcher_environment();
     e.push_back("OARBANK_STATE_DIR=" + tree.path("state"));
+    const std::string name = entry.substr(0, entry.find('=') + 1);
+    std::erase_if(e, [&](const std::string& old) { return old.starts_with(name); });
     e.push_back(entry);
     return e;
   }
@@ -62,6 +66,48 @@ TEST_F(SecondUser, SetenvNameTakesItsValueFromTheEnvironmentNotTheCommandLine) {
       EXPECT_FALSE(exists(marker));
     }
   }
+}
+
+// The module user registry made or linked by another user ("mallory", uid 65533 here): a
+// registry directory of theirs would let them forge a lease (two ids on one uid, a module on
+// theirs); a link of theirs would point root at one they chose. Refused with 70, one line
+// naming the registry (not "the run state directory", which it is not), nothing runs.
+TEST_F(SecondUser, ARegistryAnotherUserMadeOrLinkedIsRefusedAndNamed) {
+  if (!running_as_root()) GTEST_SKIP() << "the registry is used by sandbox-run as root";
+  constexpr uid_t kMallory = 65533;
+  const std::string theirs = tree.path("theirs");
+  ASSERT_EQ(::mkdir(theirs.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), kMallory, kMallory), 0);
+  const std::string real = tree.path("real-registry");
+  ASSERT_EQ(::mkdir(real.c_str(), 0700), 0);
+  const std::string link = tree.path("linked");
+  ASSERT_EQ(::symlink(real.c_str(), link.c_str()), 0);
+  ASSERT_EQ(::lchown(link.c_str(), kMallory, kMallory), 0);
+  const std::string policy = tree.write_json("registry.json", base_policy());
+  auto node = node_config();
+  const auto first = 3100000000U + static_cast<std::uint32_t>(::getpid() % 100000) * 16U;
+  node["module_users"] = {{"first", first}, {"last", first + 15}};
+  const std::string config = tree.write_json("registry-node.json", node);
+  for (const auto& [registry, why] : std::vector<std::pair<std::string, std::string>>{
+           {theirs, theirs + " belongs to uid 65533"},
+           {link + "/users", link + " is not a directory (a symbolic link?)"}}) {
+    SCOPED_TRACE(registry);
+    RunOptions o;
+    o.env = env_with("OARBANK_USER_REGISTRY=" + registry);
+    o.timeout = 20s;
+    const std::string marker = tree.path("work/ran");
+    RunResult r =
+        run_command({OARBANK_AGENT_BINARY, "sandbox-run", "--config", config, "--id",
+                     unique_name("registry"), policy, "--", tree.probe(), "write", marker},
+                    o);
+    EXPECT_TRUE(r.exited(70)) << r.describe();
+    EXPECT_EQ(r.err_line_count(), 1U) << r.err;
+    EXPECT_NE(r.err.find("the module user registry " + registry + " cannot be trusted: " + why),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(exists(marker));
+  }
+  EXPECT_TRUE(list_dir(real).empty());
 }
 
 }  // namespace
