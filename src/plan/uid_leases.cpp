@@ -93,6 +93,32 @@ std::vector<std::uint32_t> proc_status_ids(std::string_view status) {
   return ids;
 }
 
+std::optional<std::string> subordinate_range_holding(std::string_view text, std::uint32_t id) {
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    const std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    // OWNER:START:COUNT; shadow's own parser skips lines of another shape, and so does this.
+    const auto first = line.find(':');
+    const auto second = first == std::string_view::npos ? first : line.find(':', first + 1);
+    if (first == 0 || second == std::string_view::npos) continue;
+    auto number = [](std::string_view digits) -> std::optional<std::uint64_t> {
+      if (digits.empty() || digits.size() > 10) return std::nullopt;
+      std::uint64_t value = 0;
+      for (char c : digits) {
+        if (c < '0' || c > '9') return std::nullopt;
+        value = value * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+      return value;
+    };
+    const auto start = number(line.substr(first + 1, second - first - 1));
+    const auto count = number(line.substr(second + 1));
+    if (!start || !count) continue;
+    if (id >= *start && id - *start < *count) return std::string(line);
+  }
+  return std::nullopt;
+}
+
 bool lease_is_due(const UidLease& lease, std::int64_t now, std::uint32_t days) {
   return now - lease.last_run >= static_cast<std::int64_t>(days) * 86400;
 }

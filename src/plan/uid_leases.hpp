@@ -46,6 +46,12 @@ std::optional<std::uint32_t> choose_module_uid(std::uint32_t first, std::uint32_
 // its directories and its /dev/shm (the kernel's same-user checks let it).
 std::vector<std::uint32_t> proc_status_ids(std::string_view status);
 
+// The line of a subordinate id file (/etc/subuid or /etc/subgid: "OWNER:START:COUNT" a
+// line) whose range holds `id`; nullopt when none does. Attack review: newuidmap and
+// newgidmap (setuid root) let OWNER map that range into a user namespace of theirs and run
+// processes as those very numbers on the node, so a module leased one would share it.
+std::optional<std::string> subordinate_range_holding(std::string_view text, std::uint32_t id);
+
 // Whether a lease is old enough to be reclaimed: its last run at least `days` days before
 // `now`. (Its files must also be gone or re-owned: uid_registry checks that.)
 bool lease_is_due(const UidLease& lease, std::int64_t now, std::uint32_t days);

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 
@@ -287,6 +288,13 @@ std::string dynamic_uid_dir() {
   return "/run/systemd/dynamic-uid";
 }
 
+std::string subordinate_ids_dir() {
+  if (const char* dir = std::getenv(kSubordinateIdsDirEnvVar); dir != nullptr && dir[0] == '/') {
+    return dir;
+  }
+  return "/etc";
+}
+
 std::string leased_uid_conflict(std::uint32_t uid) {
   const std::string reservation = dynamic_uid_dir() + "/" + std::to_string(uid);
   struct stat st {};
@@ -295,6 +303,18 @@ std::string leased_uid_conflict(std::uint32_t uid) {
   }
   if (file_names("/etc/passwd", uid)) return "named by /etc/passwd";
   if (file_names("/etc/group", uid)) return "named by /etc/group";
+  // The number is the module's uid and its gid: a range of either file holding it lets the
+  // range's owner be the module's user or group. A missing file delegates nothing.
+  for (const char* name : {"/subuid", "/subgid"}) {
+    const std::string path = subordinate_ids_dir() + name;
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (auto line = subordinate_range_holding(text, uid)) {
+      return "delegated by " + path + " (" + *line +
+             ") to that user as a subordinate id, which newuidmap and newgidmap let them run "
+             "processes as";
+    }
+  }
   return "";
 }
 
@@ -321,15 +341,16 @@ UidLease lease_module_user(const std::string& dir, const std::string& id,
     // Leased before: the number was free then, but systemd (whose range for dynamic users is
     // module_users' default) or an administrator may have given it to another user since.
     if (auto conflict = leased_uid_conflict(lease->uid); !conflict.empty()) {
-      throw Error(ErrorKind::Unenforceable,
-                  "module id " + id + " holds uid " + std::to_string(lease->uid) +
-                      " (leased from the node's module_users range " + std::to_string(range.first) +
-                      "-" + std::to_string(range.last) + "), which is now " + conflict +
-                      ": the module would share it with another user, so it does not run; move "
-                      "module_users to a range that systemd's DynamicUser= (61184-65519) and "
-                      "the user database do not use, and lease the id anew (its files "
-                      "re-owned, sandbox-ctl reclaim " +
-                      id + ")");
+      throw Error(
+          ErrorKind::Unenforceable,
+          "module id " + id + " holds uid " + std::to_string(lease->uid) +
+              " (leased from the node's module_users range " + std::to_string(range.first) + "-" +
+              std::to_string(range.last) + "), which is now " + conflict +
+              ": the module would share it with another user, so it does not run; move "
+              "module_users to a range that systemd's DynamicUser= (61184-65519), "
+              "the user database and /etc/subuid do not use, and lease the id anew (its files "
+              "re-owned, sandbox-ctl reclaim " +
+              id + ")");
     }
   }
   if (!lease) {

@@ -110,5 +110,56 @@ TEST_F(SecondUser, ARegistryAnotherUserMadeOrLinkedIsRefusedAndNamed) {
   EXPECT_TRUE(list_dir(real).empty());
 }
 
+// A user's subordinate ids (/etc/subuid, /etc/subgid; a fake directory here, the node's are
+// not the tests' to edit) are theirs: newuidmap, setuid root, lets them map the range into a
+// user namespace and run processes as those very numbers (tried: with module_users
+// 100000-100015 and mallory's default range 100000:65536, mallory, unprivileged, planted a
+// file in a running module's work directory and stopped the module). A new id is not leased
+// such a number; a leased number that a range comes to hold refuses the id's next run (70,
+// one line naming the file, its line and module_users) and sandbox-check --id says so; once
+// the range is gone, the id runs again with its number.
+TEST_F(SecondUser, ASubordinateIdOfAUserIsNeverAModulesUser) {
+  if (!running_as_root()) GTEST_SKIP() << "module users are leased by sandbox-run as root";
+  auto node = node_config();
+  const auto first = 3200000000U + static_cast<std::uint32_t>(::getpid() % 100000) * 16U;
+  node["module_users"] = {{"first", first}, {"last", first + 15}};
+  const std::string config = tree.write_json("subid-node.json", node);
+  const std::string subids = tree.path("subids");
+  ASSERT_EQ(::mkdir(subids.c_str(), 0755), 0);
+  write_file(subids + "/subuid", "mallory:" + std::to_string(first) + ":2\n", 0644);
+  auto policy = base_policy();
+  policy["work"] = tree.path("subid/work");
+  policy.erase("temp");
+  policy.erase("data");
+  const std::string policy_file = tree.write_json("subid.json", policy);
+  const std::string id = unique_name("subid");
+  RunOptions o;
+  o.env = env_with("OARBANK_SUBORDINATE_IDS_DIR=" + subids);
+  o.timeout = 20s;
+  const std::vector<std::string> run = {
+      OARBANK_AGENT_BINARY, "sandbox-run", "--config",   config, "--id", id,
+      policy_file,          "--",          tree.probe(), "ids"};
+  RunResult first_run = run_command(run, o);
+  ASSERT_TRUE(first_run.exited(0)) << first_run.describe();
+  const std::string leased = std::to_string(first + 2);
+  EXPECT_EQ(first_run.out_line(), leased + " " + leased);
+  const std::string line = "eve:" + leased + ":1";
+  write_file(subids + "/subgid", line + "\n", 0644);
+  RunResult refused = run_command(run, o);
+  EXPECT_TRUE(refused.exited(70)) << refused.describe();
+  EXPECT_EQ(refused.out, "");
+  EXPECT_EQ(refused.err_line_count(), 1U) << refused.err;
+  EXPECT_NE(refused.err.find(subids + "/subgid (" + line + ")"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("module_users"), std::string::npos) << refused.err;
+  RunResult check = run_command(
+      {OARBANK_AGENT_BINARY, "sandbox-check", "--config", config, "--id", id, policy_file}, o);
+  EXPECT_TRUE(check.exited(70)) << check.describe();
+  EXPECT_NE(check.err.find(subids + "/subgid (" + line + ")"), std::string::npos) << check.err;
+  ASSERT_EQ(::unlink((subids + "/subgid").c_str()), 0);
+  RunResult again = run_command(run, o);
+  EXPECT_TRUE(again.exited(0)) << again.describe();
+  EXPECT_EQ(again.out, first_run.out);
+}
+
 }  // namespace
 }  // namespace oarbank::it
