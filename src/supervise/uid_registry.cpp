@@ -371,8 +371,9 @@ UidLease lease_module_user(const std::string& dir, const std::string& id,
       throw Error(ErrorKind::Unenforceable,
                   "no uid is left in the node's module_users range " + std::to_string(range.first) +
                       "-" + std::to_string(range.last) +
-                      " (every number is leased, named by the user database or held by a "
-                      "running process): reclaim leases "
+                      " (every number is leased, named by the user database, held by a "
+                      "subordinate range of /etc/subuid or /etc/subgid or by a running "
+                      "process): reclaim leases "
                       "of ids no longer run (sandbox-ctl leases, sandbox-ctl reclaim ID) or "
                       "widen the range");
     }
