@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "apply/descriptors.hpp"
 #include "probe/probe.hpp"
 #include "sys/error.hpp"
@@ -15,8 +18,27 @@ LaunchRequest make_launch_request(const std::vector<std::string>& argv,
   request.argv = argv;
   for (const auto& entry : setenv) {
     auto eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0 || entry.find('\n') != std::string::npos) {
-      throw Error(ErrorKind::Usage, "--setenv " + entry + ": expected NAME=VALUE");
+    if (eq == 0 || entry.empty() || entry.find('\n') != std::string::npos) {
+      throw Error(ErrorKind::Usage, "--setenv " + entry + ": expected NAME=VALUE or NAME");
+    }
+    if (eq == std::string::npos) {
+      // NAME alone: the value is this process's own (as systemd-run's --setenv=NAME and
+      // docker's -e NAME). Attack review: a NAME=VALUE in the command line is in
+      // /proc/PID/cmdline, which every user of the node may read; the environment is not.
+      const char* value = std::getenv(entry.c_str());
+      if (value != nullptr && std::string_view(value).find('\n') != std::string_view::npos) {
+        throw Error(ErrorKind::Usage, "--setenv " + entry +
+                                          ": its value in this process's environment holds a "
+                                          "newline, which --setenv refuses");
+      }
+      if (value == nullptr) {
+        throw Error(ErrorKind::Usage,
+                    "--setenv " + entry +
+                        ": not set in this process's environment (--setenv NAME takes the "
+                        "value from there; --setenv NAME=VALUE gives it)");
+      }
+      request.setenv.emplace_back(entry, value);
+      continue;
     }
     request.setenv.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
   }

@@ -63,7 +63,7 @@ Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command) {
   // Issue 16: the whole usage line, what POLICY is, and two examples.
   sub->footer(
       "Usage:\n"
-      "  oarbank-agent sandbox-exec [--config FILE] [--setenv NAME=VALUE]... [--keep-fd N]... "
+      "  oarbank-agent sandbox-exec [--config FILE] [--setenv NAME[=VALUE]]... [--keep-fd N]... "
       "[--explain] POLICY.json -- ARGV...\n"
       "  POLICY.json is a file (- reads it from standard input); ARGV is the module's command.\n"
       "Examples:\n"
@@ -75,7 +75,9 @@ Runner add_sandbox_exec(CLI::App& app, const ModuleCommand& command) {
   sub->add_option(
       "--config", options->config_path,
       "Node configuration file (default: $OARBANK_AGENT_CONFIG, else /etc/oarbank/agent.json)");
-  sub->add_option("--setenv", options->setenv, "Add NAME=VALUE to the module's environment")
+  sub->add_option("--setenv", options->setenv,
+                  "Add NAME=VALUE to the module's environment (NAME alone: its value in this "
+                  "environment, kept out of the command line other users can read)")
       ->allow_extra_args(false);
   sub->add_option("--keep-fd", options->keep_fds,
                   "Pass this open descriptor to the module (repeatable)")
@@ -136,7 +138,9 @@ Runner add_sandbox_run(CLI::App& app, const ModuleCommand& command) {
   sub->add_option("--result", options->result_path,
                   "Write how the run ended as JSON to FILE (launcher failure, verification "
                   "failure, exit, signal, timeout, OOM kill)");
-  sub->add_option("--setenv", options->exec.setenv, "Add NAME=VALUE to the module's environment")
+  sub->add_option("--setenv", options->exec.setenv,
+                  "Add NAME=VALUE to the module's environment (NAME alone: its value in this "
+                  "environment, kept out of the command line other users can read)")
       ->allow_extra_args(false);
   sub->add_option("--keep-fd", options->exec.keep_fds,
                   "Pass this open descriptor to the module (repeatable)")

@@ -64,6 +64,61 @@ std::optional<std::uint32_t> choose_module_uid(std::uint32_t first, std::uint32_
   return std::nullopt;
 }
 
+std::vector<std::uint32_t> proc_status_ids(std::string_view status) {
+  std::vector<std::uint32_t> ids;
+  while (!status.empty()) {
+    const auto end = status.find('\n');
+    std::string_view line = status.substr(0, end);
+    status = end == std::string_view::npos ? std::string_view() : status.substr(end + 1);
+    const bool wanted =
+        line.starts_with("Uid:") || line.starts_with("Gid:") || line.starts_with("Groups:");
+    if (!wanted) continue;
+    line.remove_prefix(line.find(':') + 1);
+    // Decimal numbers separated by tabs or spaces; anything else is not an id.
+    std::uint64_t value = 0;
+    bool in_number = false;
+    for (std::size_t i = 0; i <= line.size(); ++i) {
+      const char c = i < line.size() ? line[i] : ' ';
+      if (c >= '0' && c <= '9') {
+        value = value * 10 + static_cast<std::uint64_t>(c - '0');
+        in_number = value <= 0xffffffffU;
+        if (!in_number) break;
+      } else {
+        if (in_number) ids.push_back(static_cast<std::uint32_t>(value));
+        value = 0;
+        in_number = false;
+      }
+    }
+  }
+  return ids;
+}
+
+std::optional<std::string> subordinate_range_holding(std::string_view text, std::uint32_t id) {
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    const std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    // OWNER:START:COUNT; shadow's own parser skips lines of another shape, and so does this.
+    const auto first = line.find(':');
+    const auto second = first == std::string_view::npos ? first : line.find(':', first + 1);
+    if (first == 0 || second == std::string_view::npos) continue;
+    auto number = [](std::string_view digits) -> std::optional<std::uint64_t> {
+      if (digits.empty() || digits.size() > 10) return std::nullopt;
+      std::uint64_t value = 0;
+      for (char c : digits) {
+        if (c < '0' || c > '9') return std::nullopt;
+        value = value * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+      return value;
+    };
+    const auto start = number(line.substr(first + 1, second - first - 1));
+    const auto count = number(line.substr(second + 1));
+    if (!start || !count) continue;
+    if (id >= *start && id - *start < *count) return std::string(line);
+  }
+  return std::nullopt;
+}
+
 bool lease_is_due(const UidLease& lease, std::int64_t now, std::uint32_t days) {
   return now - lease.last_run >= static_cast<std::int64_t>(days) * 86400;
 }

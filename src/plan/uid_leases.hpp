@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace oarbank {
@@ -37,6 +38,19 @@ std::optional<UidLease> uid_lease_from_json(const std::string& text, std::string
 // none is left.
 std::optional<std::uint32_t> choose_module_uid(std::uint32_t first, std::uint32_t last,
                                                const std::function<bool(std::uint32_t)>& taken);
+
+// Every uid and gid a process holds, from the text of its /proc/PID/status: the real,
+// effective, saved and file-system ids of its "Uid:" and "Gid:" lines and its supplementary
+// "Groups:". A number any of them names is in use by a running process, and is not leased:
+// a process of that uid outside the sandbox could signal, ptrace and read the module, enter
+// its directories and its /dev/shm (the kernel's same-user checks let it).
+std::vector<std::uint32_t> proc_status_ids(std::string_view status);
+
+// The line of a subordinate id file (/etc/subuid or /etc/subgid: "OWNER:START:COUNT" a
+// line) whose range holds `id`; nullopt when none does. Attack review: newuidmap and
+// newgidmap (setuid root) let OWNER map that range into a user namespace of theirs and run
+// processes as those very numbers on the node, so a module leased one would share it.
+std::optional<std::string> subordinate_range_holding(std::string_view text, std::uint32_t id);
 
 // Whether a lease is old enough to be reclaimed: its last run at least `days` days before
 // `now`. (Its files must also be gone or re-owned: uid_registry checks that.)

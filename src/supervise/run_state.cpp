@@ -104,10 +104,11 @@ void tear_down_dead_run(const RunRecord& record) {
 
 }  // namespace
 
-UniqueFd open_state_dir(const std::string& dir, bool create, std::string* repaired) {
+UniqueFd open_state_dir(const std::string& dir, bool create, std::string* repaired,
+                        const char* what_dir) {
   auto untrusted = [&](const std::string& what) {
     return Error(ErrorKind::StepFailed,
-                 "the run state directory " + dir + " cannot be trusted: " + what);
+                 std::string(what_dir) + " " + dir + " cannot be trusted: " + what);
   };
   if (dir.empty() || dir[0] != '/') throw untrusted("not an absolute path");
   UniqueFd fd(::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));

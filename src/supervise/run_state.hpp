@@ -51,8 +51,10 @@ std::string run_state_dir();
 // 0700). Unprivileged, a component of this user's that others may write is repaired (go-w;
 // the last 0700): the module runs as this user and can chmod it (Landlock does not govern
 // chmod), and nothing written meanwhile is trusted anyway (trusted_record). `repaired` names
-// what was. As root the module cannot have done it: refused. Throws Error(StepFailed).
-UniqueFd open_state_dir(const std::string& dir, bool create, std::string* repaired = nullptr);
+// what was. As root the module cannot have done it: refused. Throws Error(StepFailed), its
+// line naming the directory as `what` (the module user registry is opened so too).
+UniqueFd open_state_dir(const std::string& dir, bool create, std::string* repaired = nullptr,
+                        const char* what = "the run state directory");
 
 // Whether a record's leaf is the leaf of its own id under the cgroup file system, and whether
 // its process group's leader is still the module's process (pid and start time).

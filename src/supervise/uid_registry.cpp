@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 
@@ -111,13 +112,40 @@ bool getent_names(const char* database, std::uint32_t id) {
                   std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
 }
 
+// Every uid and gid that a process running now holds (plan/uid_leases.hpp, proc_status_ids),
+// from /proc/PID/status of each process. Read once per new lease, not on every run: reading
+// every process's status costs ~30 us each (2.5 ms on 86 processes). Threads are not read
+// one by one: a thread with credentials of its own (raw setresuid) is not seen.
+std::vector<std::uint32_t> ids_of_running_processes() {
+  UniqueFd proc(::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* listing = proc.valid() ? ::fdopendir(::dup(proc.get())) : nullptr;
+  if (listing == nullptr) {
+    throw Error(ErrorKind::StepFailed,
+                "cannot list the running processes (/proc), so a uid that one of them holds "
+                "could be leased: " +
+                    errno_text(errno));
+  }
+  std::vector<std::uint32_t> ids;
+  while (const dirent* entry = ::readdir(listing)) {
+    if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+    const std::string status = std::string(entry->d_name) + "/status";
+    UniqueFd fd(::openat(proc.get(), status.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) continue;  // it ended meanwhile
+    for (auto id : proc_status_ids(read_fd_text(fd.get()))) ids.push_back(id);
+  }
+  ::closedir(listing);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
 // The registry directory, locked (an exclusive flock of its "lock" file) for as long as
 // this lives. Files: ID.lease (the lease of ID, JSON) and N.uid (number N reserved, naming
 // its id), each root's, 0600, trusted only as such.
 class LockedRegistry {
  public:
   LockedRegistry(const std::string& dir, bool create) : dir_(dir) {
-    dir_fd_ = open_state_dir(dir, create);
+    dir_fd_ = open_state_dir(dir, create, nullptr, "the module user registry");
     if (!dir_fd_.valid()) return;  // not there, not made (a listing of nothing)
     lock_.reset(::openat(dir_fd_.get(), kLock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!lock_.valid()) fail(dir, "open lock", errno);
@@ -260,6 +288,13 @@ std::string dynamic_uid_dir() {
   return "/run/systemd/dynamic-uid";
 }
 
+std::string subordinate_ids_dir() {
+  if (const char* dir = std::getenv(kSubordinateIdsDirEnvVar); dir != nullptr && dir[0] == '/') {
+    return dir;
+  }
+  return "/etc";
+}
+
 std::string leased_uid_conflict(std::uint32_t uid) {
   const std::string reservation = dynamic_uid_dir() + "/" + std::to_string(uid);
   struct stat st {};
@@ -268,6 +303,18 @@ std::string leased_uid_conflict(std::uint32_t uid) {
   }
   if (file_names("/etc/passwd", uid)) return "named by /etc/passwd";
   if (file_names("/etc/group", uid)) return "named by /etc/group";
+  // The number is the module's uid and its gid: a range of either file holding it lets the
+  // range's owner be the module's user or group. A missing file delegates nothing.
+  for (const char* name : {"/subuid", "/subgid"}) {
+    const std::string path = subordinate_ids_dir() + name;
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (auto line = subordinate_range_holding(text, uid)) {
+      return "delegated by " + path + " (" + *line +
+             ") to that user as a subordinate id, which newuidmap and newgidmap let them run "
+             "processes as";
+    }
+  }
   return "";
 }
 
@@ -294,29 +341,39 @@ UidLease lease_module_user(const std::string& dir, const std::string& id,
     // Leased before: the number was free then, but systemd (whose range for dynamic users is
     // module_users' default) or an administrator may have given it to another user since.
     if (auto conflict = leased_uid_conflict(lease->uid); !conflict.empty()) {
-      throw Error(ErrorKind::Unenforceable,
-                  "module id " + id + " holds uid " + std::to_string(lease->uid) +
-                      " (leased from the node's module_users range " + std::to_string(range.first) +
-                      "-" + std::to_string(range.last) + "), which is now " + conflict +
-                      ": the module would share it with another user, so it does not run; move "
-                      "module_users to a range that systemd's DynamicUser= (61184-65519) and "
-                      "the user database do not use, and lease the id anew (its files "
-                      "re-owned, sandbox-ctl reclaim " +
-                      id + ")");
+      throw Error(
+          ErrorKind::Unenforceable,
+          "module id " + id + " holds uid " + std::to_string(lease->uid) +
+              " (leased from the node's module_users range " + std::to_string(range.first) + "-" +
+              std::to_string(range.last) + "), which is now " + conflict +
+              ": the module would share it with another user, so it does not run; move "
+              "module_users to a range that systemd's DynamicUser= (61184-65519), "
+              "the user database and /etc/subuid do not use, and lease the id anew (its files "
+              "re-owned, sandbox-ctl reclaim " +
+              id + ")");
     }
   }
   if (!lease) {
     // A number reserved for this very id without its lease (a crash between the two
-    // writes) is this id's again; one reserved for another is taken.
+    // writes) is this id's again; one reserved for another is taken. A number a running
+    // process holds as a uid or gid is taken too (attack review: a process of that uid
+    // outside the sandbox, an administrator's `setpriv --reuid N` or a leftover of another
+    // tool, would reach the module's processes, /dev/shm and directories as their owner).
+    std::optional<std::vector<std::uint32_t>> running;  // read once, when first needed
     auto uid = choose_module_uid(range.first, range.last, [&](std::uint32_t n) {
-      if (auto held = registry.holder(n)) return *held != id;
-      return user_database_names(n);
+      const auto held = registry.holder(n);
+      if (held && *held != id) return true;
+      if (!running) running = ids_of_running_processes();
+      if (std::binary_search(running->begin(), running->end(), n)) return true;
+      return !held && user_database_names(n);
     });
     if (!uid) {
       throw Error(ErrorKind::Unenforceable,
                   "no uid is left in the node's module_users range " + std::to_string(range.first) +
                       "-" + std::to_string(range.last) +
-                      " (every number is leased or named by the user database): reclaim leases "
+                      " (every number is leased, named by the user database, held by a "
+                      "subordinate range of /etc/subuid or /etc/subgid or by a running "
+                      "process): reclaim leases "
                       "of ids no longer run (sandbox-ctl leases, sandbox-ctl reclaim ID) or "
                       "widen the range");
     }

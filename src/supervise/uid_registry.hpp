@@ -36,11 +36,19 @@ std::string user_registry_dir();
 inline constexpr const char* kDynamicUidDirEnvVar = "OARBANK_DYNAMIC_UID_DIR";
 std::string dynamic_uid_dir();
 
+// The directory of the subordinate id files, subuid and subgid (newuidmap's delegations of
+// uid and gid ranges to users). $OARBANK_SUBORDINATE_IDS_DIR (absolute; for the tests, which
+// must not edit the node's), else /etc.
+inline constexpr const char* kSubordinateIdsDirEnvVar = "OARBANK_SUBORDINATE_IDS_DIR";
+std::string subordinate_ids_dir();
+
 // Issue 12's review: what names a leased number now, besides its lease. The default range is
 // systemd's own for dynamic users, and systemd checks our leases nowhere: it may hand a
 // leased number to a DynamicUser= service after the lease was made. Checked on every run of
-// the id (one lstat of dynamic_uid_dir()/N, and /etc/passwd and /etc/group read, each a few
-// kilobytes; not NSS, which would start getent on every run). "" when nothing does, else what
+// the id (one lstat of dynamic_uid_dir()/N, and /etc/passwd, /etc/group, /etc/subuid and
+// /etc/subgid read, each a few kilobytes; not NSS, which would start getent on every run).
+// A subordinate range that holds the number names it too (attack review: its owner can run
+// processes as that number through newuidmap, unprivileged). "" when nothing does, else what
 // names it.
 std::string leased_uid_conflict(std::uint32_t uid);
 
@@ -54,12 +62,12 @@ std::string leased_uid_conflict(std::uint32_t uid);
 bool user_database_names(std::uint32_t id);
 
 // The lease of `id`, made when it has none (the lowest free number of `range` that no lease
-// holds and the user database does not name), with its last run set to `now` and `paths`
-// remembered. The lease is written only when it changed (a new lease or path, or a last run
-// more than an hour older than `now`): most runs of a known id read it and write nothing.
-// Throws Error(Unenforceable) when the range has no free number left or the id's lease names
-// a number that leased_uid_conflict finds named now (fail closed: two users on one uid),
-// Error(StepFailed) when the registry cannot be read, trusted or written.
+// holds, the user database does not name and no running process holds as a uid or gid), with its
+// last run set to `now` and `paths` remembered. The lease is written only when it changed (a new
+// lease or path, or a last run more than an hour older than `now`): most runs of a known id read it
+// and write nothing. Throws Error(Unenforceable) when the range has no free number left or the id's
+// lease names a number that leased_uid_conflict finds named now (fail closed: two users on one
+// uid), Error(StepFailed) when the registry cannot be read, trusted or written.
 UidLease lease_module_user(const std::string& dir, const std::string& id,
                            const ModuleUserRange& range, const std::vector<std::string>& paths,
                            std::int64_t now);

@@ -131,6 +131,16 @@ OperatorFile open_operator_file(const std::string& path, bool append, mode_t mod
         path, st.st_uid, static_cast<unsigned>(st.st_mode & 07777));
     return out;
   }
+  // One of the caller's or root's that others may write (a /tmp file made 0666 earlier)
+  // lets anyone rewrite it after the run, or keep a descriptor of it open from before:
+  // refused too (attack review).
+  if ((st.st_mode & 022) != 0) {
+    out.problem = fmt::format(
+        "{} is writable by group or others (mode {:04o}); files written for the operator must "
+        "be writable by their owner alone: refused",
+        path, static_cast<unsigned>(st.st_mode & 07777));
+    return out;
+  }
   if (st.st_nlink > 1) {
     out.problem =
         fmt::format("{} has {} hard links; files written for the operator must have one: refused",

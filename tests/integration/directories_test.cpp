@@ -404,9 +404,15 @@ TEST_F(Directories, ResultInAFileAnotherUserMadeIsRefused) {
   // where fs.protected_hardlinks is off): its content would be truncated.
   write_file(tree.path("victim"), "victim\n", 0644);
   ASSERT_EQ(::link(tree.path("victim").c_str(), tree.path("linked.json").c_str()), 0);
+  // Root's own file that anyone may write (made 0666 earlier): anyone could rewrite the
+  // result afterwards, or hold it open from before.
+  const std::string open_to_all = tree.path("open-to-all.json");
+  write_file(open_to_all, "anyone's\n", 0666);
+  ASSERT_EQ(::chmod(open_to_all.c_str(), 0666), 0);
   const std::vector<std::pair<std::string, std::string>> cases = {
       {planted, planted + " belongs to uid 4242 (mode 0666)"},
       {tree.path("linked.json"), tree.path("linked.json") + " has 2 hard links"},
+      {open_to_all, open_to_all + " is writable by group or others (mode 0666)"},
   };
   for (const auto& [path, mention] : cases) {
     SCOPED_TRACE(path);

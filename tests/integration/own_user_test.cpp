@@ -6,6 +6,7 @@
 // counts its own processes alone. The same scenario with module_users null (every module the
 // fixed module_user) shows what the per-module user closes.
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -498,6 +499,56 @@ TEST_F(OwnUser, ItsCreatedDirectoriesAreItsAloneUnderUmask077) {
   EXPECT_NE(again.err.find("note: " + work + " (mode 0755) belongs to this module's own user"),
             std::string::npos)
       << again.err;
+}
+
+// Attack review (a second local user): a uid or gid that a running process outside any
+// sandbox holds is not leased, whichever slot holds it. Such a process (an administrator's
+// `setpriv --reuid N`, a leftover of another tool) could otherwise signal and ptrace the
+// module, read its /proc/PID/environ, enter its /dev/shm through /proc/PID/root and plant
+// files in its work directory, as their owner (tried with main's binary: it leased the
+// number, and all of these succeeded).
+TEST_F(OwnUser, AUidOrGidARunningProcessHoldsIsNotLeased) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  // One process holds first_ as every uid and gid; one holds first_ + 1 as its saved gid only
+  // (its uid stays root's); one holds first_ + 2 as a supplementary group only.
+  auto holder = [](uid_t uid, gid_t sgid, gid_t group) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      if (::setgroups(1, &group) != 0 || ::setresgid(sgid, sgid, sgid) != 0 ||
+          ::setresuid(uid, uid, uid) != 0) {
+        ::_exit(1);
+      }
+      ::pause();
+      ::_exit(0);
+    }
+    return pid;
+  };
+  const pid_t all = holder(first_, first_, first_);
+  const pid_t gid_only = ::fork();
+  if (gid_only == 0) {
+    if (::setresgid(0, 0, first_ + 1) != 0) ::_exit(1);
+    ::pause();
+    ::_exit(0);
+  }
+  const pid_t group_only = holder(0, 0, first_ + 2);
+  // Until each holds its ids (a forked child sets them at once).
+  for (int i = 0; i < 400; ++i) {
+    const std::string s = read_file("/proc/" + std::to_string(group_only) + "/status");
+    const std::string t = read_file("/proc/" + std::to_string(gid_only) + "/status");
+    if (s.find(std::to_string(first_ + 2)) != std::string::npos &&
+        t.find(std::to_string(first_ + 1)) != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  const std::string c = config(true, kUncapped);
+  RunResult r = run(c, unique_name("held-uid"), policy_with_work(tree.path("held/work")), {"ids"});
+  for (pid_t pid : {all, gid_only, group_only}) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out_line(), std::to_string(first_ + 3) + " " + std::to_string(first_ + 3));
 }
 
 // The default range is systemd's for dynamic users: systemd may hand a leased uid to a

@@ -130,8 +130,16 @@ TEST_F(SafeOpen, OperatorFilesAreTheCallersWithOneLink) {
   }
   ASSERT_EQ(::stat(theirs.c_str(), &st), 0);
   EXPECT_EQ(st.st_size, 6);
-  // Root's own file is written as before.
+  // Root's own file that others may still write (0666): refused too (attack review: anyone
+  // could rewrite it afterwards); once only its owner may write it, it is written as before.
   ASSERT_EQ(::chown(theirs.c_str(), 0, 0), 0);
+  ASSERT_EQ(::chmod(theirs.c_str(), 0666), 0);
+  OperatorFile open_to_all = open_operator_file(theirs, true, 0600);
+  EXPECT_FALSE(open_to_all.fd.valid());
+  EXPECT_NE(open_to_all.problem.find(theirs + " is writable by group or others (mode 0666)"),
+            std::string::npos)
+      << open_to_all.problem;
+  ASSERT_EQ(::chmod(theirs.c_str(), 0644), 0);
   EXPECT_TRUE(open_operator_file(theirs, false, 0600).fd.valid());
 }
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -27,6 +28,41 @@ TEST(UidLeases, ChoosesTheLowestNumberNotTaken) {
   // 0 and the overflow uid are never chosen, even when nothing takes them.
   EXPECT_EQ(choose_module_uid(0, 1, [](std::uint32_t) { return false; }), 1U);
   EXPECT_EQ(choose_module_uid(65534, 65535, [](std::uint32_t) { return false; }), 65535U);
+}
+
+// Attack review: a number a running process holds in any slot (real, effective, saved or
+// file-system uid or gid, or a supplementary group) is in use, and is not leased.
+TEST(UidLeases, ProcStatusIdsAreEveryUidGidAndGroup) {
+  const std::string status =
+      "Name:\tsleep\nUmask:\t0022\nPid:\t42\nPPid:\t1\nTracerPid:\t0\n"
+      "Uid:\t1000\t61184\t1000\t61185\nGid:\t1001\t1001\t61186\t1001\n"
+      "FDSize:\t64\nGroups:\t27 61187 \nNStgid:\t42\n";
+  auto ids = proc_status_ids(status);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<std::uint32_t>{27, 1000, 1000, 1001, 1001, 1001, 61184, 61185, 61186,
+                                             61187}));
+  // Pid, PPid and the rest are not ids; an empty Groups line adds nothing.
+  EXPECT_TRUE(proc_status_ids("Pid:\t61184\nPPid:\t61184\nGroups:\t\n").empty());
+  EXPECT_EQ(proc_status_ids("Uid:\t4294967295\t99999999999\t1\t1\n"),
+            (std::vector<std::uint32_t>{4294967295U}));
+}
+
+// Attack review: /etc/subuid and /etc/subgid delegate ranges to users (newuidmap).
+TEST(UidLeases, SubordinateRangeHoldingFindsTheLineWhoseRangeHoldsTheId) {
+  const std::string text =
+      "alice:100000:65536\nmallory:165536:65536\n1002:300000:1\nbroken line\n:5:5\n"
+      "x:notanumber:5\ny:400000:\n";
+  EXPECT_EQ(subordinate_range_holding(text, 100000), "alice:100000:65536");
+  EXPECT_EQ(subordinate_range_holding(text, 165535), "alice:100000:65536");
+  EXPECT_EQ(subordinate_range_holding(text, 165536), "mallory:165536:65536");
+  EXPECT_EQ(subordinate_range_holding(text, 300000), "1002:300000:1");
+  EXPECT_EQ(subordinate_range_holding(text, 300001), std::nullopt);
+  EXPECT_EQ(subordinate_range_holding(text, 99999), std::nullopt);
+  EXPECT_EQ(subordinate_range_holding(text, 5), std::nullopt);       // no owner: skipped
+  EXPECT_EQ(subordinate_range_holding(text, 400000), std::nullopt);  // no count: skipped
+  EXPECT_EQ(subordinate_range_holding("", 1), std::nullopt);
+  // A range reaching past 2^32 still holds the numbers below it.
+  EXPECT_EQ(subordinate_range_holding("m:4294967290:100", 4294967295U), "m:4294967290:100");
 }
 
 TEST(UidLeases, LeaseRoundTripsAndWhatCannotBeTrustedIsRefused) {
@@ -138,6 +174,36 @@ TEST_F(UidRegistryDir, ALeasedUidThatSystemdNowHandsOutIsRefusedOnTheNextRun) {
   fs::remove(dynamic / std::to_string(a.uid));
   EXPECT_EQ(lease_module_user(dir_, "a", range_, {}, 2000).uid, a.uid);
   ::unsetenv(kDynamicUidDirEnvVar);
+}
+
+// Attack review: a number in a user's subordinate range (/etc/subuid, /etc/subgid; a fake
+// directory here) is theirs to run processes as (newuidmap, unprivileged): a new id is not
+// given it, and a leased one that a range comes to hold is refused on the next run.
+TEST_F(UidRegistryDir, ASubordinateIdOfAUserIsNotLeasedAndALeasedOneNowDelegatedIsRefused) {
+  const fs::path subids = base_ / "subids";
+  fs::create_directory(subids);
+  ASSERT_EQ(::setenv(kSubordinateIdsDirEnvVar, subids.c_str(), 1), 0);
+  { std::ofstream(subids / "subuid") << "mallory:4000000000:1\n"; }
+  { std::ofstream(subids / "subgid") << "mallory:4000000001:1\n"; }
+  const UidLease a = lease_module_user(dir_, "a", range_, {}, 1000);
+  EXPECT_EQ(a.uid, 4000000002U);
+  EXPECT_EQ(leased_uid_conflict(4000000000U)
+                .find("delegated by " + (subids / "subuid").string() + " (mallory:4000000000:1)"),
+            0U);
+  { std::ofstream(subids / "subgid", std::ios::app) << "eve:4000000002:5\n"; }
+  try {
+    lease_module_user(dir_, "a", range_, {}, 2000);
+    FAIL() << "a leased uid now delegated to a user ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unenforceable);
+    const std::string what = e.what();
+    EXPECT_NE(what.find((subids / "subgid").string() + " (eve:4000000002:5)"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("module_users"), std::string::npos) << what;
+  }
+  fs::remove(subids / "subgid");
+  EXPECT_EQ(lease_module_user(dir_, "a", range_, {}, 2000).uid, a.uid);
+  ::unsetenv(kSubordinateIdsDirEnvVar);
 }
 
 TEST_F(UidRegistryDir, ConcurrentLeasesNeverShareAUid) {
