@@ -6,14 +6,21 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "config/node_config.hpp"
+#include "oarbank/policy.hpp"
 #include "plan/denials.hpp"
+#include "plan/protected_paths.hpp"
+#include "supervise/run_state.hpp"
+#include "supervise/uid_registry.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"
 #include "sys/unique_fd.hpp"
@@ -61,6 +68,65 @@ int run_trial(const std::vector<std::string>& argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// A path as written, folded, and resolved where it exists (what protected_path_problem compares).
+std::vector<std::string> path_forms(const std::string& path) {
+  std::vector<std::string> forms{path, normalize_path(path)};
+  if (char* real = ::realpath(path.c_str(), nullptr)) {
+    forms.emplace_back(real);
+    std::free(real);
+  }
+  return forms;
+}
+
+// sandbox-run's own files (module_run.cpp's claim_record refuses a policy that reaches them).
+std::vector<NamedPath> own_files(const RunArgs& options) {
+  std::vector<NamedPath> protect;
+  try {
+    protect.push_back({"the run state directory", path_forms(run_state_dir())});
+  } catch (const Error&) {
+    // No state directory for this user: the trial itself will say so.
+  }
+  std::string config = kDefaultConfigPath;
+  if (options.exec.config_path) {
+    config = *options.exec.config_path;
+  } else if (const char* env = std::getenv(kConfigEnvVar); env != nullptr && *env != '\0') {
+    config = env;
+  }
+  if (!config.empty() && config[0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof cwd) != nullptr) config = std::string(cwd) + "/" + config;
+  }
+  protect.push_back({"the node configuration", path_forms(config)});
+  protect.push_back({"the module user registry", path_forms(user_registry_dir())});
+  return protect;
+}
+
+// Attack review: a grant names what a hostile module chose to be refused. It joins the
+// proposal only when the proposal stays a policy the normal parser accepts (no "/", no "..",
+// nothing relative) and reaches none of sandbox-run's own files; otherwise one line says what
+// was left out and why, and the proposal is as before.
+std::string checked_grant(nlohmann::json& proposed, const nlohmann::json& grant,
+                          const std::vector<NamedPath>& protect) {
+  nlohmann::json candidate = proposed;
+  const std::string change = apply_grant(candidate, grant);
+  if (change.empty()) return "";
+  std::string problem;
+  try {
+    const Policy policy = parse_policy(candidate.dump());
+    std::vector<NamedPath> named = policy_paths(policy);
+    for (auto& path : named) path.forms = path_forms(path.forms.front());
+    if (auto overlap = protected_path_problem(named, protect)) problem = *overlap;
+  } catch (const PolicyError& e) {
+    problem = std::string("the policy would be invalid: ") + e.what();
+  }
+  if (!problem.empty()) {
+    print_error(kCommand, "--learn: not proposed: " + change + ": " + problem);
+    return "";
+  }
+  proposed = std::move(candidate);
+  return change;
+}
+
 }  // namespace
 
 int run_learn(const RunArgs& options) {
@@ -81,6 +147,11 @@ int run_learn(const RunArgs& options) {
   const std::string dir = dir_template;
   const std::string policy_file = dir + "/policy.json", result_file = dir + "/result.json";
   nlohmann::json proposed = given;
+  const std::vector<NamedPath> protect = own_files(options);
+  // The last proposal a trial started with, and the changes made since (undone when the next
+  // trial does not start: the proposal printed is always one the node ran).
+  nlohmann::json started = given;
+  std::size_t started_changes = 0;
   std::vector<std::string> changes;
   int code = 0, runs = 0;
   try {
@@ -104,13 +175,22 @@ int run_learn(const RunArgs& options) {
       ++runs;
       const auto result = nlohmann::json::parse(read_text_file(result_file), nullptr, false);
       if (!result.is_object() || result.value("end", "") == "not-started") {
-        print_error(kCommand, "--learn: run " + std::to_string(round) +
-                                  " did not start; the proposal so far follows");
+        const std::size_t undone = changes.size() - started_changes;
+        proposed = started;
+        changes.resize(started_changes);
+        print_error(kCommand, "--learn: run " + std::to_string(round) + " did not start" +
+                                  (undone > 0 ? "; the " + std::to_string(undone) +
+                                                    " change(s) it tried are not proposed"
+                                              : std::string()) +
+                                  "; the proposal so far follows");
         break;
       }
+      started = proposed;
+      started_changes = changes.size();
       std::size_t added = 0;
       for (const auto& denial : result.value("denials", nlohmann::json::array())) {
-        const std::string change = apply_grant(proposed, denial.value("grant", nlohmann::json()));
+        const std::string change =
+            checked_grant(proposed, denial.value("grant", nlohmann::json()), protect);
         if (!change.empty()) {
           changes.push_back(change);
           ++added;
@@ -132,8 +212,10 @@ int run_learn(const RunArgs& options) {
                                      : std::to_string(changes.size()) + " change(s) to " +
                                            options.exec.policy_path + ":") +
                     "\n";
+  // ASCII only (what a module's refusals name may hold C1 control characters, U+0080-U+009F,
+  // that a terminal acts on): the same JSON, other characters as \uXXXX.
   for (const auto& change : changes) out += change + "\n";
-  out += proposed.dump(2) + "\n";
+  out += proposed.dump(2, ' ', true) + "\n";
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   return code;

@@ -108,8 +108,9 @@ std::string apply_grant(nlohmann::json& policy, const nlohmann::json& grant) {
     const nlohmann::json before = policy.contains(key) ? policy[key] : nlohmann::json(nullptr);
     if (before == grant["set"]) return "";
     policy[key] = grant["set"];
-    return fmt::format("\"{}\": {} -> {}", key, before.is_null() ? "(unset)" : before.dump(),
-                       grant["set"].dump());
+    return fmt::format("\"{}\": {} -> {}", key,
+                       before.is_null() ? "(unset)" : before.dump(-1, ' ', true),
+                       grant["set"].dump(-1, ' ', true));
   }
   if (grant.contains("add")) {
     nlohmann::json& list = policy[key];
@@ -119,7 +120,9 @@ std::string apply_grant(nlohmann::json& policy, const nlohmann::json& grant) {
       if (item == grant["add"]) return "";
     }
     list.push_back(grant["add"]);
-    return fmt::format("+ \"{}\": {}", key, grant["add"].dump());
+    // ASCII only: the line reaches the operator's terminal, and a path a module was refused
+    // may hold C1 control characters (U+0080-U+009F) that JSON leaves as they are.
+    return fmt::format("+ \"{}\": {}", key, grant["add"].dump(-1, ' ', true));
   }
   return "";
 }

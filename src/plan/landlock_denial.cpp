@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "plan/protected_paths.hpp"
+
 namespace oarbank {
 namespace {
 
@@ -34,6 +36,38 @@ std::string parent_of(const std::string& path) {
 bool under(const std::string& path, const std::string& dir) {
   return path == dir || (path.size() > dir.size() && path.starts_with(dir) &&
                          (dir.ends_with('/') || path[dir.size()] == '/'));
+}
+
+// Why a refused path is no grant to propose (attack review: --learn proposes what a hostile
+// module's refusals name, so the module chooses these paths): "/" and every top-level
+// directory (a writable /tmp, /home or /var is every user's, not one module's data), and
+// whatever is, contains or lies inside the base system or the kernel's and the node's own
+// trees (/proc/PID/..., /dev/shm, /run: the run state directory lives there). Empty: grantable.
+std::string not_grantable(const std::string& dir) {
+  const std::string path = normalize_path(dir);
+  if (path == "/") return "the root directory is never a module's";
+  if (path.find('/', 1) == std::string::npos) {
+    return "a whole top-level directory (" + path + ") is never proposed; name one below it";
+  }
+  static const char* const kSystem[] = {"/usr", "/lib",  "/lib32", "/lib64", "/bin",  "/sbin",
+                                        "/etc", "/proc", "/sys",   "/dev",   "/boot", "/run"};
+  for (const char* system : kSystem) {
+    if (paths_overlap(path, system)) {
+      return std::string("the node's own ") + system + " is never a module's to add";
+    }
+  }
+  return "";
+}
+
+// The grant for `dir` when it may be proposed; otherwise no grant, and why in the reason.
+void grant_or_refuse(Denial& d, const std::string& dir, std::string allowed_by,
+                     nlohmann::json grant) {
+  if (const std::string why = not_grantable(dir); !why.empty()) {
+    d.reason += " (" + why + ")";
+    return;
+  }
+  d.allowed_by = std::move(allowed_by);
+  d.grant = std::move(grant);
 }
 
 }  // namespace
@@ -113,24 +147,25 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
         d.grant = {{"key", "exec_writable"}, {"set", true}};
       } else {
         d.reason = "execute " + path + ": not granted";
-        d.allowed_by = "add " + path + " (or its directory) to \"tools\" or \"runtime\"";
-        d.grant = {{"key", "tools"}, {"add", path}};
+        grant_or_refuse(d, path, "add " + path + " (or its directory) to \"tools\" or \"runtime\"",
+                        {{"key", "tools"}, {"add", path}});
       }
     } else if (blockers == "fs.read_file" || blockers == "fs.read_dir" ||
                blockers == "fs.read_file,fs.read_dir") {
       const std::string dir = blockers == "fs.read_dir" ? path : parent_of(path);
       d.reason = "read under " + dir + ": not granted";
-      d.allowed_by = "add " + dir +
-                     " to \"data\" (read and write), or to \"runtime\" or "
-                     "\"tools\" (read and execute)";
-      d.grant = {{"key", "data"}, {"add", dir}};
+      grant_or_refuse(d, dir,
+                      "add " + dir +
+                          " to \"data\" (read and write), or to \"runtime\" or "
+                          "\"tools\" (read and execute)",
+                      {{"key", "data"}, {"add", dir}});
     } else if (blockers.starts_with("fs.ioctl_dev")) {
       d.reason = "ioctl on a device the policy does not grant";
     } else {
       const std::string dir = creates_or_removes ? path : parent_of(path);
       d.reason = "write under " + dir + ": not granted";
-      d.allowed_by = "add " + dir + " to \"data\" (or make it the policy's \"work\")";
-      d.grant = {{"key", "data"}, {"add", dir}};
+      grant_or_refuse(d, dir, "add " + dir + " to \"data\" (or make it the policy's \"work\")",
+                      {{"key", "data"}, {"add", dir}});
     }
   } else if (d.mechanism == "landlock-net") {
     const std::string address = access.field("daddr");

@@ -486,6 +486,54 @@ TEST_F(LandlockDenials, LearnProposesExactlyTheDataDirectoryAndTheEgressDestinat
   EXPECT_EQ(nlohmann::json::parse(read_file(policy_file)), policy);
 }
 
+// Attack review: what --learn proposes is what a hostile module chose to be refused. Refused a
+// listing of "/" and a read of the node's own configuration (beside a read it needs), the
+// proposal adds only the directory it needs: never "/" (a writable root), never a directory
+// holding sandbox-run's own files, and says on stderr what it left out.
+TEST_F(LandlockDenials, LearnNeverProposesTheRootOrSandboxRunsOwnFiles) {
+  const std::string extra = tree.path("extra");
+  ::mkdir(extra.c_str(), 0755);
+  write_file(extra + "/input.txt", "input\n");
+  const auto policy = base_policy();
+  const std::string policy_file = tree.write_json("learn.json", policy);
+  RunOptions o;
+  o.env = env();
+  o.timeout = 60s;
+  RunResult r = run_command({OARBANK_AGENT_BINARY,
+                             "sandbox-run",
+                             "--config",
+                             config,
+                             "--id",
+                             id,
+                             "--learn",
+                             "3",
+                             policy_file,
+                             "--",
+                             tree.probe(),
+                             "batch",
+                             "list",
+                             "/",
+                             ",",
+                             "read",
+                             config,
+                             ",",
+                             "read",
+                             extra + "/input.txt"},
+                            o);
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  const auto header = r.out.find(" run(s); 1 change(s) to " + policy_file + ":\n");
+  ASSERT_NE(header, std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("\n+ \"data\": \"" + extra + "\"\n", header), std::string::npos) << r.out;
+  auto expected = policy;
+  expected["data"].push_back(extra);
+  EXPECT_EQ(nlohmann::json::parse(r.out.substr(r.out.find("{", header))), expected);
+  const std::string config_dir = config.substr(0, config.rfind('/'));
+  EXPECT_NE(r.err.find("--learn: not proposed: + \"data\": \"" + config_dir + "\": "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("the node configuration"), std::string::npos) << r.err;
+}
+
 // Audit off and not to be enabled: the result says Landlock's denials were not recorded.
 TEST_F(Denials, WithoutAuditTheResultSaysLandlockDenialsAreUnavailable) {
   auto node = node_config();

@@ -354,6 +354,60 @@ TEST(LandlockAudit, AdviceNamesThePolicyElement) {
   EXPECT_EQ(bind.object, "port 80");
 }
 
+// Attack review: the paths --learn would propose are the ones a hostile module chose to be
+// refused. "/", a top-level directory (/tmp, /home), and what is, holds or lies in the base
+// system or the kernel's and the node's trees (/etc, /proc/PID, /dev/shm, /run) get no grant;
+// a directory below a top-level one still does. A name with spaces and quotes arrives in hex.
+TEST(LandlockAudit, NoGrantForTheRootATopLevelDirectoryOrTheSystemsTrees) {
+  const LandlockAdviceContext context{{"/srv/work"}, false};
+  auto advice = [&](const std::string& blockers, const std::string& path) {
+    return landlock_denial(
+        record(1423, "audit(1:1): domain=a blockers=" + blockers + " path=\"" + path + "\""),
+        nullptr, context);
+  };
+  for (const auto& [blockers, path] : std::vector<std::pair<std::string, std::string>>{
+           {"fs.read_dir", "/"},
+           {"fs.read_file", "/secret"},
+           {"fs.read_dir", "/tmp"},
+           {"fs.make_reg", "/home"},
+           {"fs.write_file", "/etc/passwd"},
+           {"fs.make_reg", "/etc/oarbank"},
+           {"fs.write_file", "/proc/1234/attr/current"},
+           {"fs.make_reg", "/dev/shm"},
+           {"fs.make_dir", "/run/oarbank/runs"},
+           {"fs.read_file", "/sys/kernel/notes"},
+           {"fs.execute", "/usr/local/bin/tool"},
+           {"fs.execute", "/tool"}}) {
+    const Denial d = advice(blockers, path);
+    EXPECT_TRUE(d.grant.is_null()) << blockers << " " << path << ": " << d.grant.dump();
+    EXPECT_TRUE(d.allowed_by.empty()) << path;
+    EXPECT_NE(d.reason.find("never"), std::string::npos) << d.reason;
+  }
+  // Below a top-level directory that is not the system's: still proposed.
+  EXPECT_EQ(advice("fs.read_file", "/srv/cache/x").grant,
+            nlohmann::json({{"key", "data"}, {"add", "/srv/cache"}}));
+  EXPECT_EQ(advice("fs.make_reg", "/var/lib/job").grant,
+            nlohmann::json({{"key", "data"}, {"add", "/var/lib/job"}}));
+  // "/srv/a b\"c/x" in audit's hexadecimal form: one field, decoded, the quote kept.
+  auto hex = landlock_denial(
+      record(1423,
+             "audit(1:1): domain=a blockers=fs.read_file path=2F7372762F61206222632F78 "
+             "dev=\"vda\" ino=5"),
+      nullptr, context);
+  EXPECT_EQ(hex.object, "/srv/a b\"c/x");
+  EXPECT_EQ(hex.grant, nlohmann::json({{"key", "data"}, {"add", "/srv/a b\"c"}}));
+}
+
+// The lines --learn prints are ASCII: C1 controls (here U+009B, CSI) are escaped as JSON.
+TEST(DenialGrants, TheChangeLineIsAscii) {
+  nlohmann::json policy = {{"version", 1}, {"bundle", "/b"}};
+  EXPECT_EQ(apply_grant(policy, {{"key", "data"},
+                                 {"add",
+                                  "/srv/\xc2\x9b"
+                                  "2J"}}),
+            "+ \"data\": \"/srv/\\u009b2J\"");
+}
+
 // Landlock's scope refusals, as lsm_audit writes them on 6.18: a signal names the target task
 // (opid, ocomm), an abstract unix socket its address in hexadecimal with the leading NUL.
 TEST(LandlockAudit, ScopeRefusalsNameTheTargetAndNoPolicyChange) {
