@@ -154,11 +154,13 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
                blockers == "fs.read_file,fs.read_dir") {
       const std::string dir = blockers == "fs.read_dir" ? path : parent_of(path);
       d.reason = "read under " + dir + ": not granted";
+      // Read and execute, not data's read and write (attack review): a module proposes its own
+      // grants by being refused, and a read must not buy it the right to write there.
       grant_or_refuse(d, dir,
                       "add " + dir +
-                          " to \"data\" (read and write), or to \"runtime\" or "
-                          "\"tools\" (read and execute)",
-                      {{"key", "data"}, {"add", dir}});
+                          " to \"runtime\" or \"tools\" (read and execute), or to \"data\" "
+                          "when the module writes there too",
+                      {{"key", "runtime"}, {"add", dir}});
     } else if (blockers.starts_with("fs.ioctl_dev")) {
       d.reason = "ioctl on a device the policy does not grant";
     } else {

@@ -294,7 +294,7 @@ TEST_F(LandlockDenials, FileReadWriteAndExecOfAWrittenFileEachOnceWithThePolicyC
   EXPECT_EQ(read["error"], "EACCES");
   EXPECT_EQ(read["executable"], tree.probe());
   EXPECT_NE(
-      read["allowed_by"].get<std::string>().find("add " + tree.path("outside") + " to \"data\""),
+      read["allowed_by"].get<std::string>().find("add " + tree.path("outside") + " to \"runtime\""),
       std::string::npos)
       << read.dump();
   const auto write = the_denial(denials, "fs.make_reg");
@@ -436,9 +436,10 @@ TEST_F(Denials, AProxyRefusalNamesTheEgressEntry) {
   EXPECT_EQ(denials[0]["allowed_by"], "add \"unlisted.example:443\" to \"egress\"");
 }
 
-// --learn on a module that needs a data directory and an egress destination its policy lacks
-// (and is refused a listen no policy grants): the proposal adds exactly those two; the policy
-// file is left as it was.
+// --learn on a module that needs a directory to read and an egress destination its policy lacks
+// (and is refused a listen no policy grants): the proposal adds exactly those two (the directory
+// read and execute, as runtime: a read never proposes a write); the policy file is left as it
+// was.
 TEST_F(LandlockDenials, LearnProposesExactlyTheDataDirectoryAndTheEgressDestination) {
   const std::string extra = tree.path("extra");
   ::mkdir(extra.c_str(), 0755);
@@ -476,24 +477,27 @@ TEST_F(LandlockDenials, LearnProposesExactlyTheDataDirectoryAndTheEgressDestinat
   // The changes in the order their denials were recorded (the audit log's may come late).
   const auto header = r.out.find(" run(s); 2 change(s) to " + policy_file + ":\n");
   ASSERT_NE(header, std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("\n+ \"data\": \"" + extra + "\"\n", header), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n+ \"runtime\": \"" + extra + "\"\n", header), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\n+ \"egress\": \"192.0.2.9:443\"\n", header), std::string::npos) << r.out;
   const auto proposal = nlohmann::json::parse(r.out.substr(r.out.find("{", header)));
   auto expected = policy;
-  expected["data"].push_back(extra);
+  expected["runtime"].push_back(extra);
   expected["egress"].push_back("192.0.2.9:443");
   EXPECT_EQ(proposal, expected);
   EXPECT_EQ(nlohmann::json::parse(read_file(policy_file)), policy);
 }
 
 // Attack review: what --learn proposes is what a hostile module chose to be refused. Refused a
-// listing of "/" and a read of the node's own configuration (beside a read it needs), the
-// proposal adds only the directory it needs: never "/" (a writable root), never a directory
-// holding sandbox-run's own files, and says on stderr what it left out.
+// listing of "/" and a read of the node's own configuration (beside a read and a write it
+// needs), the proposal adds only what it needs: the directory it read as runtime (read and
+// execute: a read buys no write), the one it wrote in as data; never "/" (a writable root),
+// never a directory holding sandbox-run's own files; and says on stderr what it left out.
 TEST_F(LandlockDenials, LearnNeverProposesTheRootOrSandboxRunsOwnFiles) {
-  const std::string extra = tree.path("extra");
+  const std::string extra = tree.path("extra"), out = tree.path("out");
   ::mkdir(extra.c_str(), 0755);
   write_file(extra + "/input.txt", "input\n");
+  ::mkdir(out.c_str(), 0755);
+  ASSERT_EQ(::chown(out.c_str(), 65534, 65534), 0);  // the module user's: only Landlock refuses
   const auto policy = base_policy();
   const std::string policy_file = tree.write_json("learn.json", policy);
   RunOptions o;
@@ -518,17 +522,22 @@ TEST_F(LandlockDenials, LearnNeverProposesTheRootOrSandboxRunsOwnFiles) {
                              config,
                              ",",
                              "read",
-                             extra + "/input.txt"},
+                             extra + "/input.txt",
+                             ",",
+                             "write",
+                             out + "/output.txt"},
                             o);
   ASSERT_TRUE(r.exited(0)) << r.describe();
-  const auto header = r.out.find(" run(s); 1 change(s) to " + policy_file + ":\n");
+  const auto header = r.out.find(" run(s); 2 change(s) to " + policy_file + ":\n");
   ASSERT_NE(header, std::string::npos) << r.out << r.err;
-  EXPECT_NE(r.out.find("\n+ \"data\": \"" + extra + "\"\n", header), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n+ \"runtime\": \"" + extra + "\"\n", header), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n+ \"data\": \"" + out + "\"\n", header), std::string::npos) << r.out;
   auto expected = policy;
-  expected["data"].push_back(extra);
+  expected["runtime"].push_back(extra);
+  expected["data"].push_back(out);
   EXPECT_EQ(nlohmann::json::parse(r.out.substr(r.out.find("{", header))), expected);
   const std::string config_dir = config.substr(0, config.rfind('/'));
-  EXPECT_NE(r.err.find("--learn: not proposed: + \"data\": \"" + config_dir + "\": "),
+  EXPECT_NE(r.err.find("--learn: not proposed: + \"runtime\": \"" + config_dir + "\": "),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("the node configuration"), std::string::npos) << r.err;

@@ -440,6 +440,20 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     return report(mount(nullptr, nullptr, nullptr, 0, nullptr));  // allowed: EFAULT/EPERM
   if (cmd == "mount-on" && need(1))  // refused; the path is what the supervisor records
     return report(mount("none", a[0].c_str(), "tmpfs", 0, nullptr));
+  // Attack review: N refused calls, each naming another path of about 4000 bytes (a setuid
+  // chmod of a path that does not exist: refused by the filter, ENOENT anywhere else). Prints
+  // how many answered EPERM. The supervisor's memory and the result must stay bounded.
+  if (cmd == "chmod-suid-many" && need(1)) {
+    const long n = std::strtol(a[0].c_str(), nullptr, 10);
+    long refused = 0;
+    std::string path = "/nonexistent-" + std::string(3980, 'x');
+    for (long i = 0; i < n; ++i) {
+      const std::string name = path + std::to_string(i);
+      if (chmod(name.c_str(), 04755) != 0 && errno == EPERM) ++refused;
+    }
+    std::printf("refused %ld\n", refused);
+    return 0;
+  }
   if (cmd == "chroot") return report(syscall(SYS_chroot, nullptr));
   if (cmd == "open_tree") return report(syscall(SYS_open_tree, -1, nullptr, 0));
   if (cmd == "fsopen") return report(syscall(SYS_fsopen, nullptr, 0));

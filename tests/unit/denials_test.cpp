@@ -339,7 +339,8 @@ TEST(LandlockAudit, AdviceNamesThePolicyElement) {
       record(1423, "audit(1:1): domain=a blockers=fs.read_file path=\"/srv/cache/x\""), nullptr,
       context);
   EXPECT_EQ(read.reason, "read under /srv/cache: not granted");
-  EXPECT_NE(read.allowed_by.find("add /srv/cache to \"data\""), std::string::npos);
+  EXPECT_NE(read.allowed_by.find("add /srv/cache to \"runtime\""), std::string::npos);
+  EXPECT_EQ(read.grant, nlohmann::json({{"key", "runtime"}, {"add", "/srv/cache"}}));
   auto write =
       landlock_denial(record(1423, "audit(1:1): domain=a blockers=fs.make_reg path=\"/srv/cache\""),
                       nullptr, context);
@@ -385,7 +386,7 @@ TEST(LandlockAudit, NoGrantForTheRootATopLevelDirectoryOrTheSystemsTrees) {
   }
   // Below a top-level directory that is not the system's: still proposed.
   EXPECT_EQ(advice("fs.read_file", "/srv/cache/x").grant,
-            nlohmann::json({{"key", "data"}, {"add", "/srv/cache"}}));
+            nlohmann::json({{"key", "runtime"}, {"add", "/srv/cache"}}));
   EXPECT_EQ(advice("fs.make_reg", "/var/lib/job").grant,
             nlohmann::json({{"key", "data"}, {"add", "/var/lib/job"}}));
   // "/srv/a b\"c/x" in audit's hexadecimal form: one field, decoded, the quote kept.
@@ -395,7 +396,7 @@ TEST(LandlockAudit, NoGrantForTheRootATopLevelDirectoryOrTheSystemsTrees) {
              "dev=\"vda\" ino=5"),
       nullptr, context);
   EXPECT_EQ(hex.object, "/srv/a b\"c/x");
-  EXPECT_EQ(hex.grant, nlohmann::json({{"key", "data"}, {"add", "/srv/a b\"c"}}));
+  EXPECT_EQ(hex.grant, nlohmann::json({{"key", "runtime"}, {"add", "/srv/a b\"c"}}));
 }
 
 // The lines --learn prints are ASCII: C1 controls (here U+009B, CSI) are escaped as JSON.
