@@ -15,8 +15,14 @@ std::optional<std::string> normalize_policy_path(std::string_view path, std::str
     problem = "is longer than PATH_MAX";
     return std::nullopt;
   }
-  for (unsigned char c : path) {
-    if (c < 0x20 || c == 0x7f) {
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    const auto c = static_cast<unsigned char>(path[i]);
+    // C1 controls too (U+0080-U+009F, UTF-8 C2 80 to C2 9F; attack review): U+009B is CSI, and
+    // a path is printed on the operator's terminal by the launcher's own step lines.
+    const bool c1 = c == 0xc2 && i + 1 < path.size() &&
+                    static_cast<unsigned char>(path[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(path[i + 1]) <= 0x9f;
+    if (c < 0x20 || c == 0x7f || c1) {
       problem = "contains a control character";
       return std::nullopt;
     }

@@ -108,6 +108,13 @@ TEST(Policy, EveryAlternativeValue) {
             NetMode::EgressAllowlist);
 }
 
+// Non-ASCII that is no control character stays a path (the C1 controls are refused, below).
+TEST(Policy, NonAsciiPathsThatAreNoControlsParse) {
+  const Policy p = parse_policy(R"({"bundle": "/srv/caf\u00e9", "work": "/w\u00a0x"})");
+  EXPECT_EQ(p.bundle, "/srv/caf\xc3\xa9");
+  EXPECT_EQ(*p.work, "/w\xc2\xa0x");
+}
+
 TEST(Policy, MemoryForms) {
   auto memory = [](const std::string& value) {
     return parse_policy(R"({"bundle": "/m", "reservations": {"memory": )" + value + "}}")
@@ -397,6 +404,9 @@ std::vector<InvalidCase> invalid_cases() {
       {"WorkNulEscape", with(R"("work": "/w\u0000x")"), "/work", "control character"},
       {"TempNewlineEscape", with(R"("temp": "/t\nx")"), "/temp", "control character"},
       {"DataDelEscape", with(R"("data": ["/d", "/d\u007f"])"), "/data/1", "control character"},
+      // C1 controls (attack review): U+009B is CSI, U+0085 NEL; U+00A0 and "é" are not.
+      {"WorkC1Csi", with(R"("work": "/w\u009b2J")"), "/work", "control character"},
+      {"DataC1Nel", with(R"("data": ["/d\u0085x"])"), "/data/0", "control character"},
       {"RuntimeEmptyString", with(R"("runtime": [""])"), "/runtime/0", "must not be empty"},
       {"DataRelative", with(R"("data": ["/ok", "datasets"])"), "/data/1",
        "must be an absolute path"},
