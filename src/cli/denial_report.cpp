@@ -23,8 +23,10 @@ std::string with_denials(const std::string& result_json, const RunDenials& denia
   j["denials"] = denials_to_json(denials.denials());
   j["denial_diagnostics"] = diagnostics_to_json(denials.diagnostics());
   // Never throws on bytes that are not UTF-8 (denials_to_json escapes them already): the
-  // result must be written whatever the module named.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  // result must be written whatever the module named. ASCII only (attack review): a path the
+  // module named may hold C1 controls (U+009B is CSI) that JSON leaves as they are, and a
+  // result is read with cat; every other character is \uXXXX, the same JSON.
+  return j.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace oarbank::cli

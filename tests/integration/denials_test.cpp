@@ -594,6 +594,24 @@ TEST_F(Denials, BytesThatAreNotUtf8NeitherEmptyTheResultNorChangeTheExit) {
   EXPECT_TRUE(d["grant"].is_null());
 }
 
+// Attack review: valid UTF-8 that is a C1 control (U+009B, CSI) in what the module names
+// reaches neither the result's bytes nor stderr as it is: the result is ASCII (the same JSON,
+// \u009b), the stderr line escapes every byte that is not printable ASCII.
+TEST_F(Denials, AC1ControlTheModuleNamesReachesNoTerminalAsItIs) {
+  const std::string path =
+      "/tmp/oarbank-\xc2\x9b"
+      "2J-\xc3\xa9";
+  RunResult r = run({"--denials"}, {"mount-on", path}, base_policy());
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.err.find("mount /tmp/oarbank-\\xc2\\x9b2J-\\xc3\\xa9"), std::string::npos) << r.err;
+  const std::string text = read_file(result_path());
+  EXPECT_TRUE(std::all_of(text.begin(), text.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x80;
+  })) << text;
+  EXPECT_NE(text.find("/tmp/oarbank-\\u009b2J-\\u00e9"), std::string::npos) << text;
+  EXPECT_EQ(the_denial(result()["denials"], "mount")["object"], path);
+}
+
 // Two modules refused at the same moment: each result holds its own denials only.
 TEST_F(Denials, TwoModulesAtOnceSeeOnlyTheirOwn) {
   // With the audit log where this node has it (root, Landlock ABI 7): each module is also
