@@ -44,6 +44,21 @@ Verdict judge_resolution(const Target& target, const ResolveResult& result,
 void decide(const Target& target, const std::vector<EgressDestination>& allowlist,
             const AddressContext& context, Resolver& resolver, std::function<void(Verdict)> done) {
   const EgressDestination* entry = find_allowing_entry(allowlist, target);
+  if (!entry && target.ip) {
+    // A literal the node refuses whatever the allowlist says (a private range without
+    // proxy_allow_private_ranges, link-local, the node's own): refused for that, so the
+    // refusal names no egress entry to add (attack review: --learn proposed a module's
+    // 169.254.169.254:80 from "not on the allowlist").
+    std::string why;
+    if (!address_permitted(*target.ip, context, why)) {
+      Verdict verdict;
+      verdict.http_status = 403;
+      verdict.reason = why;
+      verdict.addresses = {*target.ip};
+      done(std::move(verdict));
+      return;
+    }
+  }
   if (!entry) {
     Verdict verdict;
     verdict.http_status = 403;

@@ -125,6 +125,24 @@ TEST(Decision, ResolutionFailures) {
   EXPECT_EQ(run("empty.example.com:443", list, resolver).http_status, 502);
 }
 
+// A literal the node refuses anyway is refused for that, not as "not on the allowlist": the
+// refusal names no egress entry to add (--learn proposes the latter's destination).
+TEST(Decision, AForbiddenLiteralNotOnTheAllowlistIsRefusedForTheAddress) {
+  FakeResolver resolver;
+  for (const char* target : {"169.254.169.254:80", "10.0.0.1:443", "[fe80::1]:443"}) {
+    Verdict v = run(target, allowlist({"api.example.com:443"}), resolver);
+    EXPECT_FALSE(v.allowed) << target;
+    EXPECT_EQ(v.http_status, 403) << target;
+    EXPECT_EQ(v.reason.find("not on the module's egress allowlist"), std::string::npos)
+        << target << ": " << v.reason;
+  }
+  // A public literal not on the list: as before.
+  Verdict v = run("192.0.2.9:443", allowlist({"api.example.com:443"}), resolver);
+  EXPECT_NE(v.reason.find("192.0.2.9:443 is not on the module's egress allowlist"),
+            std::string::npos)
+      << v.reason;
+}
+
 TEST(Decision, IpLiteralsAreNotResolvedAndStillChecked) {
   FakeResolver resolver;
   Verdict v = run("192.0.2.7:80", allowlist({"192.0.2.7:80"}), resolver);
