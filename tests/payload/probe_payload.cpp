@@ -1114,6 +1114,9 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     raise(SIGTSTP);
     return std::atoi(a[0].c_str());
   }
+  // Attack review: a command name of the module's choosing (escape bytes, ")", spaces), as
+  // /proc/PID/stat and /proc/PID/status then show it to whoever reads them.
+  if (cmd == "set-comm" && need(1)) return report(prctl(PR_SET_NAME, a[0].c_str(), 0, 0, 0));
   if (cmd == "sleep-forever") {
     std::printf("ok\n");
     std::fflush(stdout);
