@@ -543,6 +543,33 @@ TEST_F(LandlockDenials, LearnNeverProposesTheRootOrSandboxRunsOwnFiles) {
   EXPECT_NE(r.err.find("the node configuration"), std::string::npos) << r.err;
 }
 
+// A trial that does not start undoes the changes it tried: a read beside the work directory
+// proposes its parent as runtime, which would let execute reach work (refused with 70 by the
+// plan); the proposal printed is the policy that last ran.
+TEST_F(LandlockDenials, LearnUndoesTheChangesOfATrialThatDidNotStart) {
+  const std::string jobs = tree.path("jobs"), work = jobs + "/work";
+  ::mkdir(jobs.c_str(), 0755);
+  ::mkdir(work.c_str(), 0755);
+  ASSERT_EQ(::chown(work.c_str(), 65534, 65534), 0);
+  write_file(jobs + "/input.txt", "input\n");
+  auto policy = base_policy();
+  policy["work"] = work;
+  const std::string policy_file = tree.write_json("learn-undo.json", policy);
+  RunOptions o;
+  o.env = env();
+  o.timeout = 60s;
+  RunResult r =
+      run_command({OARBANK_AGENT_BINARY, "sandbox-run", "--config", config, "--id", id, "--learn",
+                   "3", policy_file, "--", tree.probe(), "read", jobs + "/input.txt"},
+                  o);
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_NE(r.out.find(" 2 run(s); no change to propose\n"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out.substr(r.out.find('{'))), policy);
+  EXPECT_NE(r.err.find("--learn: run 2 did not start; the 1 change(s) it tried are not proposed"),
+            std::string::npos)
+      << r.err;
+}
+
 // Audit off and not to be enabled: the result says Landlock's denials were not recorded.
 TEST_F(Denials, WithoutAuditTheResultSaysLandlockDenialsAreUnavailable) {
   auto node = node_config();
