@@ -639,6 +639,21 @@ TEST_F(Denials, AC1ControlTheModuleNamesReachesNoTerminalAsItIs) {
   EXPECT_EQ(the_denial(result()["denials"], "mount")["object"], path);
 }
 
+// Attack review: 300 refusals, each naming another path of about 4000 bytes: the table keeps
+// 256, each object at most 4096 bytes (what the listener reads), so the result stays about 1 MiB
+// whatever the module names.
+TEST_F(Denials, LongDistinctObjectsKeepTheResultBounded) {
+  RunResult r = run({}, {"chmod-suid-many", "300"}, base_policy());
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "refused 300\n");
+  const std::string text = read_file(result_path());
+  EXPECT_LT(text.size(), 2U << 20);
+  const auto j = nlohmann::json::parse(text);
+  EXPECT_EQ(j["denials"].size(), 256U);
+  EXPECT_EQ(j["denial_diagnostics"]["dropped"], 44);
+  for (const auto& d : j["denials"]) EXPECT_LE(d["object"].get<std::string>().size(), 4096U);
+}
+
 // Two modules refused at the same moment: each result holds its own denials only.
 TEST_F(Denials, TwoModulesAtOnceSeeOnlyTheirOwn) {
   // With the audit log where this node has it (root, Landlock ABI 7): each module is also
