@@ -132,9 +132,21 @@ void SeccompListener::stop() {
 void SeccompListener::serve() {
   const auto& errno_program = seccomp::kPrograms[variant_.index()];
   bool listening = true;
+  RefusalPace pace;
+  std::chrono::nanoseconds pause(0);
   for (;;) {
-    pollfd fds[] = {{stop_event_.get(), POLLIN, 0}, {listening ? listener_.get() : -1, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
+    // Paced (RefusalPace): while a pause runs, only stop() is listened to.
+    const bool paused = pause.count() > 0;
+    pollfd fds[] = {{stop_event_.get(), POLLIN, 0},
+                    {listening && !paused ? listener_.get() : -1, POLLIN, 0}};
+    const int timeout_ms =
+        paused ? static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(pause).count()) : -1;
+    const int ready = ::poll(fds, 2, timeout_ms);
+    if (paused && ready == 0) {
+      pause = std::chrono::nanoseconds(0);
+      continue;
+    }
+    if (ready < 0) {
       if (errno == EINTR) continue;
       return;
     }
@@ -186,6 +198,7 @@ void SeccompListener::serve() {
       denial.executable = std::move(executable);
     }
     table_.add(denial);
+    pause = pace.answered(std::chrono::steady_clock::now());
   }
 }
 

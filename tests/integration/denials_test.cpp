@@ -654,6 +654,20 @@ TEST_F(Denials, LongDistinctObjectsKeepTheResultBounded) {
   for (const auto& d : j["denials"]) EXPECT_LE(d["object"].get<std::string>().size(), 4096U);
 }
 
+// Attack review: a module refused in a loop is paced (RefusalPace: 200 answers per 100 ms), so
+// its refusals cost the supervisor, outside the module's cgroup, a bounded share of a CPU: 1,000
+// refused calls take at least four windows, every one still refused and counted.
+TEST_F(Denials, ARefusalLoopIsPacedNotServedFlatOut) {
+  const auto start = std::chrono::steady_clock::now();
+  RunResult r = run({}, {"chmod-suid-many", "1000"}, base_policy());
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "refused 1000\n");
+  EXPECT_GE(took, 400ms);
+  const auto j = result();
+  EXPECT_EQ(j["denials"].size() + j["denial_diagnostics"]["dropped"].get<std::size_t>(), 1000U);
+}
+
 // Two modules refused at the same moment: each result holds its own denials only.
 TEST_F(Denials, TwoModulesAtOnceSeeOnlyTheirOwn) {
   // With the audit log where this node has it (root, Landlock ABI 7): each module is also

@@ -19,6 +19,27 @@ struct Pipe {
   int fds[2] = {-1, -1};
 };
 
+// Attack review: at most kCalls answers per kWindow; the call that fills a window waits for its
+// end, and the next window starts afresh.
+TEST(RefusalPace, AtMostKCallsPerWindow) {
+  using namespace std::chrono_literals;
+  RefusalPace pace;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::uint32_t i = 1; i < RefusalPace::kCalls; ++i) {
+    EXPECT_EQ(pace.answered(start + 1ms), 0ns) << i;
+  }
+  // The window began with the first call: the full window is left of it.
+  EXPECT_EQ(pace.answered(start + 1ms), RefusalPace::kWindow);
+  EXPECT_EQ(pace.answered(start + 41ms), RefusalPace::kWindow - 40ms);
+  // The next window: free again.
+  EXPECT_EQ(pace.answered(start + 1ms + RefusalPace::kWindow), 0ns);
+  // A slow caller never waits.
+  RefusalPace slow;
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_EQ(slow.answered(start + i * (RefusalPace::kWindow / 100)), 0ns) << i;
+  }
+}
+
 TEST(SeccompListenerLazy, NoThreadUntilACallWaitsThenTheThreadServesIt) {
   DenialTable table;
   SeccompListener listener(seccomp::FilterVariant{}, table);
