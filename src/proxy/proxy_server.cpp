@@ -30,6 +30,14 @@ namespace {
 // When accept fails for lack of descriptors or memory, wait this long before trying again
 // (retrying at once would spin).
 constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
+// Attack review: each connection costs this thread (the supervisor's, under sandbox-run: outside
+// the module's cgroup and its cpu.max) an accept, a parse, a decision and a log line, and a
+// refusal is answered at once, so a module could open connections in a loop and have the proxy
+// work, and write its log, flat out. At most kAcceptsPerWindow connections of one listener (one
+// module) are taken per kAcceptWindow; the next wait in the listen backlog (about 2,000 a second,
+// far beyond what tunnels to remote hosts need).
+constexpr auto kAcceptWindow = std::chrono::milliseconds(100);
+constexpr unsigned kAcceptsPerWindow = 200;
 
 struct Listener {
   Listener(asio::io_context& io, std::shared_ptr<ModuleState> state)
@@ -40,6 +48,9 @@ struct Listener {
   // The client's address, filled in by accept(2) itself (no getpeername per connection).
   asio::ip::tcp::endpoint peer;
   bool closed = false;
+  // The pace of accepts (kAcceptsPerWindow per kAcceptWindow).
+  std::chrono::steady_clock::time_point window_start{};
+  unsigned accepted = 0;
 };
 
 void validate(const ProxySettings& s) {
@@ -91,6 +102,18 @@ struct ProxyServer::Impl {
             return;
           }
           admit(listener->module, std::move(socket), listener->peer);
+          const auto now = std::chrono::steady_clock::now();
+          if (now - listener->window_start >= kAcceptWindow) {
+            listener->window_start = now;
+            listener->accepted = 0;
+          }
+          if (++listener->accepted >= kAcceptsPerWindow) {
+            listener->retry.expires_at(listener->window_start + kAcceptWindow);
+            listener->retry.async_wait([this, listener](const std::error_code& error) {
+              if (!error && !listener->closed && !state.stopping) accept(listener);
+            });
+            return;
+          }
           accept(listener);
         });
   }

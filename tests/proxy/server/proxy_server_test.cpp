@@ -535,6 +535,25 @@ TEST(ProxyServer, IdleTunnelIsClosed) {
   EXPECT_EQ(closed[0]["outcome"], "idle timeout");
 }
 
+// Attack review: a module that opens connections in a loop is paced (200 accepts per 100 ms per
+// module), so it cannot keep the proxy's thread, and its log, busy flat out; every connection
+// is still answered. 600 refused requests, one after another: at least two windows' wait.
+TEST(ProxyServer, ConnectionsInALoopArePaced) {
+  Proxy proxy(quick_settings(), {});
+  const auto start = std::chrono::steady_clock::now();
+  int answered = 0;
+  for (int i = 0; i < 600; ++i) {
+    const int fd = connect_tcp(proxy.port);
+    send_all(fd, "CONNECT 127.0.0.1:9 HTTP/1.1\r\n\r\n");
+    const int status = status_of(recv_until(fd, "\r\n"));
+    if (status == 403 || status == 503) ++answered;
+    ::close(fd);
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(answered, 600);
+  EXPECT_GE(took, 190ms);
+}
+
 TEST(ProxyServer, PerModuleLimit) {
   ProxySettings settings = quick_settings();
   settings.max_tunnels_per_module = 2;
