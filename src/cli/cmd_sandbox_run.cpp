@@ -2,11 +2,13 @@
 // and verifies ("Verification" and "Process container" of
 // https://docs.codonic.dev/oarbank/spec/sandbox-linux; docs/sandbox-run.md). The run itself,
 // what it makes and releases, is supervise/module_run.hpp's.
+#include <limits.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "apply/descriptors.hpp"
 #include "apply/prepared_exec.hpp"
@@ -15,6 +17,7 @@
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/launch_steps.hpp"
+#include "plan/protected_paths.hpp"
 #include "policy/module_id.hpp"
 #include "supervise/module_run.hpp"
 #include "supervise/run_explain.hpp"
@@ -40,6 +43,52 @@ void write_result_file(int fd, const std::string& path, const std::string& json)
   if (::ftruncate(fd, 0) != 0 || ::lseek(fd, 0, SEEK_SET) != 0 ||
       ::write(fd, json.data(), json.size()) != static_cast<ssize_t>(json.size())) {
     print_error(kCommand, "--result " + path + ": " + errno_text(errno));
+  }
+}
+
+// `path` resolved as far as it exists (its parent directory, through symbolic links), absolute.
+std::string resolved(std::string path) {
+  if (!path.empty() && path[0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof cwd) != nullptr) path = std::string(cwd) + "/" + path;
+  }
+  path = normalize_path(path);
+  const auto slash = path.rfind('/');
+  const std::string parent = slash == 0 ? "/" : path.substr(0, slash);
+  if (char* real = ::realpath(parent.c_str(), nullptr)) {
+    std::string out =
+        std::string(real) + (std::string(real) == "/" ? "" : "/") + path.substr(slash + 1);
+    std::free(real);
+    return out;
+  }
+  return path;
+}
+
+// Attack review: a file written for the operator inside what the module may write (work, temp,
+// data) is the module's to replace. It is opened before the run and written through that
+// descriptor at the end, so a module that unlinks it and writes its own at the same name leaves
+// the operator reading a result (or a proxy log) of its making: refused (64).
+void refuse_inside_writable(const std::string& option, const std::string& path,
+                            const Policy& policy) {
+  std::vector<std::pair<std::string, std::string>> writable;
+  if (policy.work) writable.emplace_back("work", *policy.work);
+  if (policy.temp) writable.emplace_back("temp", *policy.temp);
+  for (const auto& dir : policy.data) writable.emplace_back("data", dir);
+  const std::string file = resolved(path);
+  for (const auto& [role, dir] : writable) {
+    std::string real_dir = dir;
+    if (char* real = ::realpath(dir.c_str(), nullptr)) {
+      real_dir = real;
+      std::free(real);
+    }
+    for (const std::string& form : {normalize_path(dir), real_dir}) {
+      if (paths_overlap(file, form) && file != form && file.starts_with(form)) {
+        throw Error(ErrorKind::Usage, option + " " + path + " lies in the module's " + role +
+                                          " directory " + dir +
+                                          ", which the module may write: it could replace the "
+                                          "file; name one outside work, temp and data");
+      }
+    }
   }
 }
 
@@ -94,10 +143,13 @@ int run_sandbox_run(const RunArgs& options) {
     const ExecArgs& exec = options.exec;
     LaunchRequest launch = make_launch_request(exec.argv, exec.setenv, exec.keep_fds);
     NodeConfig config = load_node_config(exec.config_path);
+    Policy policy = load_policy_file(exec.policy_path);
+    if (options.result_path) refuse_inside_writable("--result", *options.result_path, policy);
+    if (options.proxy_log) refuse_inside_writable("--proxy-log", *options.proxy_log, policy);
     ModuleRun run(
         ModuleRunRequest{.id = id,
                          .id_generated = !options.id,
-                         .policy = load_policy_file(exec.policy_path),
+                         .policy = std::move(policy),
                          .config = std::move(config),
                          .config_path = exec.config_path,
                          .launch = std::move(launch),

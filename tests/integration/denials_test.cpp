@@ -570,6 +570,39 @@ TEST_F(LandlockDenials, LearnUndoesTheChangesOfATrialThatDidNotStart) {
       << r.err;
 }
 
+// Attack review: --result and --proxy-log are opened before the run and written through that
+// descriptor; inside what the module may write, it could unlink them and put its own file at
+// the name (a forged result: exit 0, no denials). Refused (64) before the module starts, by
+// either route; outside, the same run goes ahead.
+TEST_F(Denials, FilesForTheOperatorInsideWhatTheModuleWritesAreRefused) {
+  const auto policy = base_policy();
+  const std::string forged = tree.path("work/result.json");
+  RunOptions o;
+  o.env = env();
+  o.timeout = 20s;
+  auto with = [&](const std::string& option, const std::string& path) {
+    return run_command({OARBANK_AGENT_BINARY, "sandbox-run", "--config", config, "--id", id, option,
+                        path, tree.write_json("operator-files.json", policy), "--", tree.probe(),
+                        "batch", "unlink", forged, ",", "write", forged},
+                       o);
+  };
+  RunResult r = with("--result", forged);
+  EXPECT_TRUE(r.exited(64)) << r.describe();
+  EXPECT_EQ(r.out, "");  // the module never ran
+  EXPECT_NE(r.err.find("--result " + forged + " lies in the module's work directory"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(nlohmann::json::parse(read_file(forged))["end"], "not-started");
+  RunResult log = with("--proxy-log", tree.path("data0/proxy.log"));
+  EXPECT_TRUE(log.exited(64)) << log.describe();
+  EXPECT_NE(log.err.find("lies in the module's data directory"), std::string::npos) << log.err;
+  // Outside: the module runs (and writes its own file in work, which is its to write).
+  RunResult fine = with("--result", result_path());
+  EXPECT_TRUE(fine.exited(0)) << fine.describe();
+  EXPECT_EQ(result()["end"], "exited");
+  EXPECT_EQ(read_file(forged), "x");
+}
+
 // Audit off and not to be enabled: the result says Landlock's denials were not recorded.
 TEST_F(Denials, WithoutAuditTheResultSaysLandlockDenialsAreUnavailable) {
   auto node = node_config();
