@@ -52,7 +52,13 @@ ev+=,syscalls:sys_exit_rmdir,syscalls:sys_enter_exit_group,sched:sched_process_e
   echo "done"
 } >"$tmp/loop.sh"
 echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r); load average: $(cut -d' ' -f1-3 /proc/loadavg); $n runs of each; CPU $cpu; SCHED_FIFO ${RT:-0}"
-"${prefix[@]}" perf record -q -e "$ev" -o "$tmp/perf.data" -- bash "$tmp/loop.sh" >/dev/null
+# Per CPU (-C), not per task: a per-task recording is inherited by every new task, and copying
+# its ~20 events into each child made clone3 -> the child's first syscall look like 240 to
+# 290 µs where it takes about 20 (bench/clone_cost.c, docs/performance.md). Other tasks on
+# that CPU are recorded too; the script keeps the agents' pids.
+scope=(-a)
+[[ $cpu != none ]] && scope=(-C "$cpu")
+"${prefix[@]}" perf record -q "${scope[@]}" -e "$ev" -o "$tmp/perf.data" -- bash "$tmp/loop.sh" >/dev/null
 perf script -i "$tmp/perf.data" -F pid,tid,time,event,trace 2>/dev/null >"$tmp/events.txt"
 python3 - "$tmp/events.txt" "$@" <<'PY'
 import collections, statistics, sys
