@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "apply/launch.hpp"
 #include "apply/module_network.hpp"
@@ -62,6 +63,10 @@ struct ModuleRunRequest {
 
 // A generated module id: "run-" and 16 hex digits from getrandom. Throws Error(StepFailed).
 std::string generate_module_id();
+
+// A path as written, then as the kernel resolves it (links followed as far as it exists): what
+// sandbox-run compares to keep its own files out of a module's reach (protected_paths.hpp).
+std::vector<std::string> path_forms(const std::string& path);
 
 class ModuleRun {
  public:
