@@ -2,10 +2,13 @@
 // bare spawn of the same program (docs/performance.md).
 //
 // Each round runs every side once, in a rotating order (so no side is always first after the
-// scheduler's idle time), and times spawn-to-reap with CLOCK_MONOTONIC. The figure that counts
-// is the median over rounds of the per-round ratio side/bare: both sides of a ratio ran within
-// a few milliseconds of each other, so drifts of the machine (other builds, frequency, a noisy
-// neighbour of this virtual machine) cancel out, which absolute times from different runs do not.
+// scheduler's idle time), forwards on even rounds and backwards on odd ones (so no side always
+// follows the same side: a sandbox-run right after another one finds the kernel's caches
+// warmer, about 40 us here, which made whichever of two such sides came second look faster), and
+// times spawn-to-reap with CLOCK_MONOTONIC. The figure that counts is the median over rounds of the
+// per-round ratio side/bare: both sides of a ratio ran within a few milliseconds of each other, so
+// drifts of the machine (other builds, frequency, a noisy neighbour of this virtual machine) cancel
+// out, which absolute times from different runs do not.
 //
 // Children are started with posix_spawn (clone(CLONE_VM|CLONE_VFORK) in glibc), so the driver's
 // own address space is not copied and its cost is the same, and small, for every side.
@@ -263,7 +266,8 @@ int main(int argc, char** argv) {
   const std::size_t n = sides.size();
   for (long round = 0; round < warmup + rounds; ++round) {
     for (std::size_t k = 0; k < n; ++k) {
-      Side& side = sides[(static_cast<std::size_t>(round) + k) % n];
+      const std::size_t step = round % 2 == 0 ? k : n - 1 - k;
+      Side& side = sides[(static_cast<std::size_t>(round) + step) % n];
       const Sample sample = run_once(side, null_fd);
       if (round >= warmup) {
         side.micros.push_back(sample.wall_us);
@@ -273,8 +277,10 @@ int main(int argc, char** argv) {
   }
   if (!temp_policy.empty()) ::unlink(temp_policy.c_str());
 
-  std::printf("launch-bench: %ld rounds (after %ld warm-up), sides in rotating order, target %s\n",
-              rounds, warmup, target.c_str());
+  std::printf(
+      "launch-bench: %ld rounds (after %ld warm-up), sides in rotating order, alternately "
+      "reversed, target %s\n",
+      rounds, warmup, target.c_str());
   auto ratios_to_bare = [&](const std::vector<double> Side::*field, std::size_t k) {
     std::vector<double> ratios;
     const auto& values = sides[k].*field;
