@@ -247,6 +247,7 @@ RunResult ModuleRun::run() {
   launch_.id = request_.id;
   launch_.timeout_seconds = request_.timeout_seconds;
   launch_.kill_after_seconds = request_.kill_after_seconds;
+  launch_.usage = request_.usage;
   launch_.expected = root_ ? ExecExpectation{module_uid_, module_gid_, true}
                            : ExecExpectation{::getuid(), ::getgid(), false};
   launch_.expected.inherited_seccomp_filters = own_seccomp_filters();

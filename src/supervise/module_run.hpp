@@ -56,6 +56,8 @@ struct ModuleRunRequest {
   LaunchRequest launch;  // the module's argv, --setenv, --keep-fd (make_launch_request)
   std::optional<double> timeout_seconds;
   double kill_after_seconds = 10;
+  // --result is wanted: the leaf's CPU time and memory peak are read for it (supervisor.hpp).
+  bool usage = true;
   std::optional<std::string> proxy_log;  // --proxy-log; nothing: stderr
   // Prints one line of sandbox-run's own on stderr (notes on the way, how the run ended).
   std::function<void(const std::string&)> say;
