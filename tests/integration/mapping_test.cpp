@@ -14,7 +14,6 @@
 namespace oarbank::it {
 namespace {
 
-
 // ---------------------------------------------------------------------------------------------
 // Row: "read and execute the bundle, runtime and tools" — Landlock path_beneath, read + execute.
 // ---------------------------------------------------------------------------------------------

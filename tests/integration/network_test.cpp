@@ -12,7 +12,6 @@
 namespace oarbank::it {
 namespace {
 
-
 // ---------------------------------------------------------------------------------------------
 // Row: "net = egress-allowlist" — IPv4/IPv6 streams only (seccomp); Landlock ABI 4: TCP
 // connect to the agent's proxy port alone, no bind. Below ABI 4 the policy is refused (70).
