@@ -2,10 +2,13 @@
 // bare spawn of the same program (docs/performance.md).
 //
 // Each round runs every side once, in a rotating order (so no side is always first after the
-// scheduler's idle time), and times spawn-to-reap with CLOCK_MONOTONIC. The figure that counts
-// is the median over rounds of the per-round ratio side/bare: both sides of a ratio ran within
-// a few milliseconds of each other, so drifts of the machine (other builds, frequency, a noisy
-// neighbour of this virtual machine) cancel out, which absolute times from different runs do not.
+// scheduler's idle time), forwards on even rounds and backwards on odd ones (so no side always
+// follows the same side: a sandbox-run right after another one finds the kernel's caches
+// warmer, about 40 us here, which made whichever of two such sides came second look faster), and
+// times spawn-to-reap with CLOCK_MONOTONIC. The figure that counts is the median over rounds of the
+// per-round ratio side/bare: both sides of a ratio ran within a few milliseconds of each other, so
+// drifts of the machine (other builds, frequency, a noisy neighbour of this virtual machine) cancel
+// out, which absolute times from different runs do not.
 //
 // Children are started with posix_spawn (clone(CLONE_VM|CLONE_VFORK) in glibc), so the driver's
 // own address space is not copied and its cost is the same, and small, for every side.
@@ -34,8 +37,9 @@ namespace {
 struct Side {
   std::string label;
   std::vector<std::string> argv;
-  std::vector<double> micros;  // wall time per measured round
-  std::vector<double> cpu;     // user + system time of the child (and what it exec'd), per round
+  std::vector<std::string> env;  // the driver's environment, with the side's VAR=value words
+  std::vector<double> micros;    // wall time per measured round
+  std::vector<double> cpu;       // user + system time of the child (and what it exec'd), per round
 };
 
 struct Sample {
@@ -59,9 +63,13 @@ Sample run_once(const Side& side, int null_fd) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, null_fd, STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, null_fd, STDOUT_FILENO);
+  std::vector<char*> envp;
+  for (const auto& entry : side.env) envp.push_back(const_cast<char*>(entry.c_str()));
+  envp.push_back(nullptr);
   pid_t pid = 0;
   const double start = now_us();
-  const int err = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  const int err = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(),
+                                side.env.empty() ? environ : envp.data());
   if (err != 0) {
     std::fprintf(stderr, "launch-bench: %s: posix_spawn %s: %s\n", side.label.c_str(), argv[0],
                  std::strerror(err));
@@ -135,7 +143,8 @@ std::string find_in_path(const std::string& name) {
       "minimum)\n"
       "  --bwrap | --no-bwrap   add `bwrap --unshare-net --ro-bind / / TARGET` as a side (default: "
       "if installed)\n"
-      "  --side 'LABEL=CMD ARGS...'   add any command as a side (repeatable; split on spaces)\n"
+      "  --side 'LABEL=[VAR=VALUE...] CMD ARGS...'   add any command as a side (repeatable; split\n"
+      "                    on spaces; leading VAR=VALUE words are its environment, no env exec)\n"
       "  --raw FILE        write every measured time (round,side,microseconds) as CSV\n");
   std::exit(code);
 }
@@ -209,15 +218,15 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Side> sides;
-  sides.push_back({"bare", {target}, {}, {}});
-  Side sandbox{"sandbox-exec", {agent, "sandbox-exec"}, {}, {}};
+  sides.push_back({"bare", {target}, {}, {}, {}});
+  Side sandbox{"sandbox-exec", {agent, "sandbox-exec"}, {}, {}, {}};
   if (!config.empty()) {
     sandbox.argv.push_back("--config");
     sandbox.argv.push_back(config);
   }
   sandbox.argv.insert(sandbox.argv.end(), {policy, "--", target});
   sides.push_back(sandbox);
-  if (!floor_exec.empty()) sides.push_back({"floor", {floor_exec, target}, {}, {}});
+  if (!floor_exec.empty()) sides.push_back({"floor", {floor_exec, target}, {}, {}, {}});
   const std::string bwrap_path = bwrap == 0 ? std::string() : find_in_path("bwrap");
   if (bwrap == 1 && bwrap_path.empty()) {
     std::fprintf(stderr, "launch-bench: --bwrap: bwrap is not installed\n");
@@ -226,15 +235,27 @@ int main(int argc, char** argv) {
   // --unshare-net: bubblewrap's own network isolation, the nearest to what our policy enforces.
   if (!bwrap_path.empty()) {
     sides.push_back(
-        {"bwrap", {bwrap_path, "--unshare-net", "--ro-bind", "/", "/", target}, {}, {}});
+        {"bwrap", {bwrap_path, "--unshare-net", "--ro-bind", "/", "/", target}, {}, {}, {}});
   }
   for (const auto& spec : extra_sides) {
     const auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0) usage(64);
     auto words = split_words(spec.substr(eq + 1));
+    // Leading VAR=value words set the side's environment (as env(1) would, without its exec).
+    std::vector<std::string> env;
+    while (!words.empty() && words[0].find('=') != std::string::npos &&
+           words[0].find('/') > words[0].find('=')) {
+      if (env.empty()) {
+        for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+      }
+      const std::string name = words[0].substr(0, words[0].find('=') + 1);
+      std::erase_if(env, [&](const std::string& entry) { return entry.starts_with(name); });
+      env.push_back(words[0]);
+      words.erase(words.begin());
+    }
     if (words.empty()) usage(64);
     if (words[0].find('/') == std::string::npos) words[0] = find_in_path(words[0]);
-    sides.push_back({spec.substr(0, eq), words, {}, {}});
+    sides.push_back({spec.substr(0, eq), words, env, {}, {}});
   }
 
   const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -245,7 +266,8 @@ int main(int argc, char** argv) {
   const std::size_t n = sides.size();
   for (long round = 0; round < warmup + rounds; ++round) {
     for (std::size_t k = 0; k < n; ++k) {
-      Side& side = sides[(static_cast<std::size_t>(round) + k) % n];
+      const std::size_t step = round % 2 == 0 ? k : n - 1 - k;
+      Side& side = sides[(static_cast<std::size_t>(round) + step) % n];
       const Sample sample = run_once(side, null_fd);
       if (round >= warmup) {
         side.micros.push_back(sample.wall_us);
@@ -255,8 +277,10 @@ int main(int argc, char** argv) {
   }
   if (!temp_policy.empty()) ::unlink(temp_policy.c_str());
 
-  std::printf("launch-bench: %ld rounds (after %ld warm-up), sides in rotating order, target %s\n",
-              rounds, warmup, target.c_str());
+  std::printf(
+      "launch-bench: %ld rounds (after %ld warm-up), sides in rotating order, alternately "
+      "reversed, target %s\n",
+      rounds, warmup, target.c_str());
   auto ratios_to_bare = [&](const std::vector<double> Side::*field, std::size_t k) {
     std::vector<double> ratios;
     const auto& values = sides[k].*field;

@@ -8,6 +8,8 @@
 #
 #   bench/run-run-steps.sh AGENT [AGENT...]
 #   N=150 CPU=1 RT=1 CONFIG=node.json POLICY=policy.json bench/run-run-steps.sh A B
+#   STATE=/dev/shm/DIR bench/run-run-steps.sh A B   (the run state directory; default: one in
+#   /tmp, which on a journal-less ext4 pays for every record's inode: docs/performance.md)
 #   (default CONFIG: {"denial_audit":"off","module_world":false,"module_mounts":false}, which
 #   leaves out issue 12's world and the audit reader)
 #
@@ -38,7 +40,7 @@ config=${CONFIG:-$tmp/config.json}
 [[ -n ${POLICY:-} ]] || echo '{"bundle": "/usr/bin", "ipc_isolation": "best-effort"}' >"$policy"
 [[ -n ${CONFIG:-} ]] || echo '{"denial_audit":"off","module_world":false,"module_mounts":false}' >"$config"
 chmod 644 "$policy" "$config"
-export OARBANK_STATE_DIR=$tmp/state OARBANK_USER_REGISTRY=$tmp/registry
+export OARBANK_STATE_DIR=${STATE:-$tmp/state} OARBANK_USER_REGISTRY=$tmp/registry
 for a in "$@"; do "$a" sandbox-run --config "$config" "$policy" -- /bin/true; done
 
 ev=syscalls:sys_enter_execve,syscalls:sys_exit_execve,syscalls:sys_enter_fcntl,syscalls:sys_enter_rt_sigprocmask
@@ -51,8 +53,15 @@ ev+=,syscalls:sys_exit_rmdir,syscalls:sys_enter_exit_group,sched:sched_process_e
   for a in "$@"; do echo "  '$a' sandbox-run --config '$config' '$policy' -- /bin/true"; done
   echo "done"
 } >"$tmp/loop.sh"
+echo "== state directory $OARBANK_STATE_DIR ($(stat -f -c %T "$(dirname "$OARBANK_STATE_DIR")"))"
 echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -r); load average: $(cut -d' ' -f1-3 /proc/loadavg); $n runs of each; CPU $cpu; SCHED_FIFO ${RT:-0}"
-"${prefix[@]}" perf record -q -e "$ev" -o "$tmp/perf.data" -- bash "$tmp/loop.sh" >/dev/null
+# Per CPU (-C), not per task: a per-task recording is inherited by every new task, and copying
+# its ~20 events into each child made clone3 -> the child's first syscall look like 240 to
+# 290 µs where it takes about 20 (bench/clone_cost.c, docs/performance.md). Other tasks on
+# that CPU are recorded too; the script keeps the agents' pids.
+scope=(-a)
+[[ $cpu != none ]] && scope=(-C "$cpu")
+"${prefix[@]}" perf record -q "${scope[@]}" -e "$ev" -o "$tmp/perf.data" -- bash "$tmp/loop.sh" >/dev/null
 perf script -i "$tmp/perf.data" -F pid,tid,time,event,trace 2>/dev/null >"$tmp/events.txt"
 python3 - "$tmp/events.txt" "$@" <<'PY'
 import collections, statistics, sys

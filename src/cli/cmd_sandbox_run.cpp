@@ -155,6 +155,7 @@ int run_sandbox_run(const RunArgs& options) {
                          .launch = std::move(launch),
                          .timeout_seconds = options.timeout,
                          .kill_after_seconds = options.kill_after,
+                         .usage = options.result_path.has_value(),
                          .proxy_log = options.proxy_log,
                          .say = [](const std::string& line) { print_error(kCommand, line); }});
     const RunResult result = run.run();

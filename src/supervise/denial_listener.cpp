@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -33,6 +34,18 @@ std::string link_target(const std::string& path) {
   char buffer[4096];
   const ssize_t n = ::readlink(path.c_str(), buffer, sizeof buffer);
   return n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : std::string();
+}
+
+// Whether a received descriptor is a seccomp listener. Its own ioctl asks it first: "is
+// notification 0 still waiting" answers 0 or ENOENT on a listener alone (the '!' ioctl
+// range is seccomp's; other files answer ENOTTY or EINVAL), without the readlink of
+// /proc/self/fd/N, about 15 us here (/proc makes this process's fd directory for it). Before
+// Linux 5.17 the kernel knows the ioctl by another number (EINVAL): /proc's name of it then.
+bool is_seccomp_listener(int fd) {
+  std::uint64_t id = 0;
+  if (::ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0 || errno == ENOENT) return true;
+  if (errno != EINVAL) return false;
+  return link_target("/proc/self/fd/" + std::to_string(fd)) == "anon_inode:seccomp notify";
 }
 
 // A NUL-terminated string of the module's memory, up to 4096 bytes, through /proc/PID/mem (the
@@ -73,8 +86,7 @@ ssize_t read_status_channel(int fd, char* buffer, std::size_t size, UniqueFd& li
       std::memcpy(&received, CMSG_DATA(header) + i * sizeof(int), sizeof(int));
       UniqueFd owned(received);
       // Only the launcher writes here before the exec; still, keep nothing but a listener.
-      if (!listener.valid() &&
-          link_target("/proc/self/fd/" + std::to_string(received)) == "anon_inode:seccomp notify") {
+      if (!listener.valid() && is_seccomp_listener(received)) {
         listener = std::move(owned);
       }
     }

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "apply/launch.hpp"
 #include "apply/module_network.hpp"
@@ -55,6 +56,8 @@ struct ModuleRunRequest {
   LaunchRequest launch;  // the module's argv, --setenv, --keep-fd (make_launch_request)
   std::optional<double> timeout_seconds;
   double kill_after_seconds = 10;
+  // --result is wanted: the leaf's CPU time and memory peak are read for it (supervisor.hpp).
+  bool usage = true;
   std::optional<std::string> proxy_log;  // --proxy-log; nothing: stderr
   // Prints one line of sandbox-run's own on stderr (notes on the way, how the run ended).
   std::function<void(const std::string&)> say;
@@ -62,6 +65,10 @@ struct ModuleRunRequest {
 
 // A generated module id: "run-" and 16 hex digits from getrandom. Throws Error(StepFailed).
 std::string generate_module_id();
+
+// A path as written, then as the kernel resolves it (links followed as far as it exists): what
+// sandbox-run compares to keep its own files out of a module's reach (protected_paths.hpp).
+std::vector<std::string> path_forms(const std::string& path);
 
 class ModuleRun {
  public:

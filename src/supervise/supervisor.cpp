@@ -498,9 +498,15 @@ void Supervision::teardown() {
     if (read_cgroup_key(leaf + "/cgroup.events", "populated").value_or(1) != 0) {
       container_->kill_all();
     }
-    result_.oom_kills = read_cgroup_key(leaf + "/memory.events", "oom_kill").value_or(0);
-    result_.cpu_usec = read_cgroup_key(leaf + "/cpu.stat", "usage_usec");
-    result_.memory_peak_bytes = read_cgroup_number(leaf + "/memory.peak");
+    // No memory.events (its oom_kill line is there since Linux 4.13): no memory controller in
+    // the leaf, so no memory.peak either.
+    const auto oom_kills = read_cgroup_key(leaf + "/memory.events", "oom_kill");
+    const bool memory = oom_kills.has_value();
+    result_.oom_kills = oom_kills.value_or(0);
+    if (launch_.usage) {
+      result_.cpu_usec = read_cgroup_key(leaf + "/cpu.stat", "usage_usec");
+      if (memory) result_.memory_peak_bytes = read_cgroup_number(leaf + "/memory.peak");
+    }
     launch_.leaf->destroy();
   } else {
     signal_process_group(child_.pidfd.get(), child_.pid, SIGKILL);

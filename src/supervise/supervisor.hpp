@@ -44,6 +44,10 @@ struct SupervisedLaunch {
   // Issue 14: answers and records the filter's refusals when the launcher sends its listener
   // over the status channel (docs/denials.md); stopped once the module's processes are gone.
   SeccompListener* seccomp_listener = nullptr;
+  // The leaf's cpu.stat and memory.peak, read at the teardown for --result's "cpu_usec" and
+  // "memory_peak_bytes": only when a result is wanted (two or three kernfs reads, about 15 us
+  // here, on every run). memory.events (the OOM kill sandbox-run reports) is read always.
+  bool usage = true;
 };
 
 enum class RunEnd {

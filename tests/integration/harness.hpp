@@ -14,9 +14,14 @@
 
 namespace oarbank::it {
 
-// What the probe payload prints for an operation that worked, and for one refused with EPERM.
+// What the probe payload prints for an operation that worked, and for one refused with an errno.
 inline constexpr const char* kOk = "ok";
 inline constexpr const char* kEperm = "errno EPERM";
+inline constexpr const char* kEacces = "errno EACCES";
+inline constexpr const char* kEnosys = "errno ENOSYS";
+inline constexpr const char* kEafnosupport = "errno EAFNOSUPPORT";
+inline constexpr const char* kEprotonosupport = "errno EPROTONOSUPPORT";
+inline constexpr const char* kEopnotsupp = "errno EOPNOTSUPP";
 
 #ifdef OARBANK_AGENT_BINARY
 // The agent under test.

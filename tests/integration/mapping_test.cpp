@@ -14,12 +14,6 @@
 namespace oarbank::it {
 namespace {
 
-const char* const kEacces = "errno EACCES";
-const char* const kEnosys = "errno ENOSYS";
-const char* const kEafnosupport = "errno EAFNOSUPPORT";
-const char* const kEprotonosupport = "errno EPROTONOSUPPORT";
-const char* const kEopnotsupp = "errno EOPNOTSUPP";
-
 // ---------------------------------------------------------------------------------------------
 // Row: "read and execute the bundle, runtime and tools" — Landlock path_beneath, read + execute.
 // ---------------------------------------------------------------------------------------------

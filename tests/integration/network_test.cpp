@@ -12,11 +12,6 @@
 namespace oarbank::it {
 namespace {
 
-const char* const kEacces = "errno EACCES";
-const char* const kEafnosupport = "errno EAFNOSUPPORT";
-const char* const kEprotonosupport = "errno EPROTONOSUPPORT";
-const char* const kEopnotsupp = "errno EOPNOTSUPP";
-
 // ---------------------------------------------------------------------------------------------
 // Row: "net = egress-allowlist" — IPv4/IPv6 streams only (seccomp); Landlock ABI 4: TCP
 // connect to the agent's proxy port alone, no bind. Below ABI 4 the policy is refused (70).

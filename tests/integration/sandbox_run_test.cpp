@@ -301,6 +301,23 @@ TEST_F(SandboxRun, TimeoutTakesUnits) {
   expect_nothing_left();
 }
 
+// Issue 11: the leaf's usage (cpu.stat, memory.peak) is read at the teardown only for --result;
+// with --result it is there as before: a CPU time from the leaf, a memory peak where the leaf
+// has the memory controller (null otherwise), the OOM count either way.
+TEST_F(SandboxRun, ResultCarriesTheLeafsUsage) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  RunResult r = run({"--result", result_path()}, payload({"exit", "0"}));
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  const auto j = result();
+  EXPECT_EQ(j["container"], "cgroup");
+  EXPECT_TRUE(j["cpu_usec"].is_number()) << j.dump();
+  EXPECT_TRUE(j["memory_peak_bytes"].is_number() || j["memory_peak_bytes"].is_null()) << j.dump();
+  EXPECT_EQ(j["oom_killed"], false);
+  // Without --result the run is the same, and leaves nothing.
+  EXPECT_TRUE(run({}, payload({"exit", "0"})).exited(0));
+  expect_nothing_left();
+}
+
 TEST_F(SandboxRun, ModuleRunsInItsOwnLeafAndProcessGroup) {
   if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
   const std::string output = tree.path("out.txt");

@@ -5,8 +5,17 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include "plan/seccomp_rules.hpp"
 #include "supervise/denial_table.hpp"
@@ -76,6 +85,69 @@ TEST(SeccompListenerLazy, AHangUpAloneEndsThePollingWithoutAThread) {
   listener.on_ready(pfd.revents);
   EXPECT_EQ(listener.waiting_fd(), -1);
   listener.stop();
+}
+
+// Sends `fd` with `text` on `socket`, as the launcher sends its listener (SCM_RIGHTS).
+void send_with_fd(int socket, const char* text, int fd) {
+  iovec iov{const_cast<char*>(text), std::strlen(text)};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr message{};
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(header), &fd, sizeof(int));
+  ASSERT_GT(::sendmsg(socket, &message, 0), 0);
+}
+
+// The status channel keeps a seccomp listener and nothing else sent the same way (issue 11:
+// told by the listener's own ioctl, not by /proc's name of it): an eventfd (another anonymous
+// inode), a pipe and a socket are dropped; a listener made by a child is kept, whichever order.
+TEST(StatusChannel, KeepsASeccompListenerAndDropsAnyOtherDescriptor) {
+  int channel[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel), 0);
+  UniqueFd reader(channel[0]), writer(channel[1]);
+  char buffer[64];
+  {
+    UniqueFd event(::eventfd(0, EFD_CLOEXEC));
+    Pipe pipe;
+    UniqueFd a(pipe.fds[0]), b(pipe.fds[1]);
+    for (int fd : {event.get(), a.get(), writer.get()}) {
+      send_with_fd(writer.get(), "x", fd);
+      UniqueFd listener;
+      ASSERT_EQ(read_status_channel(reader.get(), buffer, sizeof buffer, listener), 1);
+      EXPECT_FALSE(listener.valid()) << fd;
+    }
+  }
+  // A child installs an allow-all filter with a listener (its own process: the test's stays
+  // unfiltered) and sends it, as the launcher does before its exec.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    sock_filter allow[] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+    sock_fprog program{1, allow};
+    ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    const long fd =
+        ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &program);
+    if (fd < 0) ::_exit(2);
+    send_with_fd(writer.get(), "listener\n", static_cast<int>(fd));
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  UniqueFd listener;
+  ASSERT_EQ(read_status_channel(reader.get(), buffer, sizeof buffer, listener), 9);
+  EXPECT_TRUE(listener.valid());
+  char name[64] = {};
+  ASSERT_GT(::readlink(("/proc/self/fd/" + std::to_string(listener.get())).c_str(), name,
+                       sizeof name - 1),
+            0);
+  EXPECT_STREQ(name, "anon_inode:seccomp notify");
 }
 
 }  // namespace

@@ -42,6 +42,11 @@ class PathFactsTree : public ::testing::Test {
     std::filesystem::create_directory(root_ + "/real");
     std::ofstream(root_ + "/real/file") << "x";
     std::filesystem::create_directory_symlink("real", root_ + "/link");
+    std::filesystem::create_directory_symlink(root_ + "/real", root_ + "/absolute");
+    std::filesystem::create_directory_symlink("link", root_ + "/chain");
+    std::filesystem::create_directory_symlink("../" + root_.substr(root_.rfind('/') + 1) + "/real",
+                                              root_ + "/dotted");
+    std::filesystem::create_directory_symlink("missing", root_ + "/dangling");
   }
   void TearDown() override { std::filesystem::remove_all(root_); }
   std::string root_;
@@ -62,6 +67,33 @@ TEST_F(PathFactsTree, APathThroughALinkIsResolvedToWhereItLeads) {
   EXPECT_EQ(paths.canonical(root_ + "/link"), root_ + "/real");
   EXPECT_EQ(paths.kind(root_ + "/link/file"), PathKind::File);
   EXPECT_EQ(paths.canonical(root_ + "/link/file"), root_ + "/real/file");
+}
+
+// Issue 11: a link as the last component is resolved from its own text where the result opens
+// through no link onto the same inode (no /proc); a link to a link, a target with "..", a
+// link in a directory above: through /proc as before. Every way gives where it leads.
+TEST_F(PathFactsTree, EveryKindOfLinkIsResolvedToWhereItLeads) {
+  OpenedPaths paths;
+  for (const char* name : {"/link", "/absolute", "/chain", "/dotted"}) {
+    EXPECT_EQ(paths.kind(root_ + name), PathKind::Directory) << name;
+    EXPECT_EQ(paths.canonical(root_ + name), root_ + "/real") << name;
+    EXPECT_GE(paths.fd(root_ + name), 0) << name;
+  }
+  EXPECT_EQ(paths.kind(root_ + "/chain/file"), PathKind::File);
+  EXPECT_EQ(paths.canonical(root_ + "/chain/file"), root_ + "/real/file");
+  EXPECT_EQ(paths.kind(root_ + "/dangling"), PathKind::Missing);
+}
+
+// The base system's links, where they are links (Debian 12: /lib -> usr/lib): the rule's
+// canonical form is what /proc says of the descriptor.
+TEST(PathFactsSystem, TheBaseSystemLinksResolveAsProcSays) {
+  OpenedPaths paths;
+  for (const char* path : {"/lib", "/lib32", "/lib64", "/bin", "/sbin", "/usr/bin"}) {
+    if (paths.kind(path) == PathKind::Missing) continue;
+    char real[PATH_MAX];
+    ASSERT_NE(::realpath(path, real), nullptr) << path;
+    EXPECT_EQ(paths.canonical(path), std::string(real)) << path;
+  }
 }
 
 TEST_F(PathFactsTree, APathThatIsNotPlainIsResolved) {

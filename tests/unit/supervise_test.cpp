@@ -1,10 +1,17 @@
 // The pure parts of sandbox-run: module ids and the verification of /proc/<pid>/status. Where
 // a leaf goes and the limits it is given: cgroup_leaf_test.cpp.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
 
 #include "policy/module_id.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/exec_verification.hpp"
+#include "supervise/module_run.hpp"
 
 namespace oarbank {
 namespace {
@@ -108,6 +115,44 @@ TEST(ExecVerification, AnUnprivilegedLaunchKeepsItsBoundingSetAndGroups) {
                 parse_proc_status(with_line(status, "CapEff", "0000000000000001")), user_launch)
                 .value_or(""),
             "CapEff: 0000000000000001 (expected 0)");
+}
+
+// path_forms' one-openat2 way for a path through no link must give what realpath's way gives
+// (issue 11: it replaced a readlink per component); a link, a missing tail, a relative or
+// unnormalized path still go realpath's way.
+TEST(PathForms, ThePlainPathIsItsOwnFormAndALinkIsResolved) {
+  char pattern[] = "/tmp/oarbank-path-forms-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  ASSERT_EQ(::mkdir((dir + "/real").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink("real", (dir + "/link").c_str()), 0);
+  ASSERT_EQ(::symlink(dir.c_str(), (dir + "/loop-free").c_str()), 0);
+  auto realpath_form = [](const std::string& path) {
+    char* real = ::realpath(path.c_str(), nullptr);
+    std::string out = real != nullptr ? real : "";
+    std::free(real);
+    return out;
+  };
+  // /tmp itself may be a link on some nodes: compare with realpath, not with the literal.
+  const std::string real_dir = realpath_form(dir);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {dir + "/real", real_dir + "/real"},
+      {dir + "/link", real_dir + "/real"},
+      {dir + "/link/missing/deeper", real_dir + "/real/missing/deeper"},
+      {dir + "/real/missing", real_dir + "/real/missing"},
+      {dir + "/loop-free/real", real_dir + "/real"},
+      {dir + "//real/./", real_dir + "/real"},
+      {dir + "/link/../real", real_dir + "/real"},
+      {"/", "/"},
+      {"/proc/self", realpath_form("/proc/self")},
+  };
+  for (const auto& [path, resolved] : cases) {
+    const auto forms = path_forms(path);
+    ASSERT_EQ(forms.size(), 2U) << path;
+    EXPECT_EQ(forms[0], path);
+    EXPECT_EQ(forms[1], resolved) << path;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
