@@ -19,6 +19,7 @@
 #include "oarbank/policy.hpp"
 #include "plan/denials.hpp"
 #include "plan/protected_paths.hpp"
+#include "supervise/module_run.hpp"
 #include "supervise/run_state.hpp"
 #include "supervise/uid_registry.hpp"
 #include "sys/error.hpp"
@@ -66,16 +67,6 @@ int run_trial(const std::vector<std::string>& argv) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// A path as written, folded, and resolved where it exists (what protected_path_problem compares).
-std::vector<std::string> path_forms(const std::string& path) {
-  std::vector<std::string> forms{path, normalize_path(path)};
-  if (char* real = ::realpath(path.c_str(), nullptr)) {
-    forms.emplace_back(real);
-    std::free(real);
-  }
-  return forms;
 }
 
 // sandbox-run's own files (module_run.cpp's claim_record refuses a policy that reaches them).
