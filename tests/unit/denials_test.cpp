@@ -15,6 +15,7 @@
 #include "plan/denial_advice.hpp"
 #include "plan/seccomp_compile.hpp"
 #include "plan/seccomp_eval.hpp"
+#include "supervise/denial_audit.hpp"
 #include "supervise/denial_table.hpp"
 
 namespace oarbank {
@@ -156,6 +157,26 @@ TEST(DenialAdvice, OtherRefusalsGiveTheRulesReason) {
   auto unknown = seccomp_denial(none, {"getpid", {}, ""}, EPERM);
   EXPECT_NE(unknown.reason.find("no rule"), std::string::npos);
   EXPECT_NE(denial_line(listen).find("no policy allows it: never listening"), std::string::npos);
+}
+
+// The audit reader keeps only what the kernel sent (port id 0): a process with CAP_NET_ADMIN
+// can send to the read-log group too, and a forged record must not become a run's denial.
+TEST(LandlockAuditSender, OnlyTheKernelsMessagesAreRead) {
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  kernel.nl_groups = 1U << (AUDIT_NLGRP_READLOG - 1);
+  EXPECT_TRUE(audit_message_from_kernel(kernel, sizeof kernel));
+  sockaddr_nl process = kernel;
+  process.nl_pid = 4242;  // a user socket's port id (its pid, or an autobind number)
+  EXPECT_FALSE(audit_message_from_kernel(process, sizeof process));
+  process.nl_pid = 0x80000000U;  // autobind's negative ids
+  EXPECT_FALSE(audit_message_from_kernel(process, sizeof process));
+  // No address, or not a netlink one: not known to be the kernel's.
+  EXPECT_FALSE(audit_message_from_kernel(kernel, 0));
+  EXPECT_FALSE(audit_message_from_kernel(kernel, sizeof kernel - 1));
+  sockaddr_nl other = kernel;
+  other.nl_family = AF_UNIX;
+  EXPECT_FALSE(audit_message_from_kernel(other, sizeof other));
 }
 
 TEST(DenialTable, DeduplicatesAndCountsWhatItDrops) {
