@@ -282,6 +282,11 @@ void ProxyServer::run() {
   sigaddset(&pipe_only, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_only, &previous);
   impl_->io.run();
+  // Repeated refusals still counted (proxy_log.hpp): written now, from this thread.
+  try {
+    impl_->state.log.flush();
+  } catch (...) {  // a sink that failed: those counts are lost, the proxy still stops
+  }
   const timespec no_wait{};
   while (sigtimedwait(&pipe_only, nullptr, &no_wait) == SIGPIPE) {
   }

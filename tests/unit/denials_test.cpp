@@ -470,6 +470,14 @@ TEST(DenialAdvice, ProxyRefusalsFromTheLog) {
   EXPECT_EQ(unlisted->mechanism, "proxy");
   EXPECT_EQ(unlisted->allowed_by, "add \"api.other.com:443\" to \"egress\"");
   EXPECT_EQ(unlisted->error, "403");
+  EXPECT_EQ(unlisted->count, 1u);
+  // A line the proxy wrote for repeated refusals counts them all.
+  auto repeated =
+      proxy_denial(R"J({"event":"decision","method":"CONNECT","destination":"api.other.com:443",)J"
+                   R"J("verdict":"refuse","status":403,"repeated":1999,)J"
+                   R"J("reason":"api.other.com:443 is not on the module's egress allowlist"})J");
+  ASSERT_TRUE(repeated.has_value());
+  EXPECT_EQ(repeated->count, 1999u);
   auto private_range = proxy_denial(
       R"J({"event":"decision","method":"CONNECT","destination":"intra.example:443",)J"
       R"J("verdict":"refuse","status":403,)J"

@@ -552,6 +552,18 @@ TEST(ProxyServer, ConnectionsInALoopArePaced) {
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(answered, 600);
   EXPECT_GE(took, 190ms);
+  // ... and logged as a few lines with counts, not a line each (RefusalRepeats): every
+  // refusal counted once the proxy has stopped.
+  proxy.stop();
+  std::uint64_t refusals = 0;
+  std::size_t lines = 0;
+  for (const auto& line : proxy.log()) {
+    if (line["event"] != "decision") continue;
+    ++lines;
+    refusals += line.contains("repeated") ? line["repeated"].get<std::uint64_t>() : 1;
+  }
+  EXPECT_EQ(refusals, 600u);
+  EXPECT_LE(lines, 10u);
 }
 
 TEST(ProxyServer, PerModuleLimit) {
