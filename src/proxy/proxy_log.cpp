@@ -146,12 +146,25 @@ void ProxyLog::write_due(RefusalRepeats::Clock::time_point now) {
   for (const auto& repeat : due) write(decision_line(repeat.record, repeat.count));
 }
 
+bool ProxyLog::write_due() {
+  write_due(RefusalRepeats::Clock::now());
+  std::lock_guard lock(mutex_);
+  return !repeats_.empty();
+}
+
 void ProxyLog::decision(const DecisionRecord& record) {
   const auto now = RefusalRepeats::Clock::now();
   write_due(now);
   if (!record.allowed) {
-    std::lock_guard lock(mutex_);
-    if (!repeats_.admit(record, now)) return;
+    bool counted = false;
+    {
+      std::lock_guard lock(mutex_);
+      counted = !repeats_.admit(record, now);
+    }
+    if (counted) {
+      if (on_counted_) on_counted_();
+      return;
+    }
   }
   write(decision_line(record));
 }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -65,6 +66,8 @@ class RefusalRepeats {
   std::vector<Repeat> due(Clock::time_point now);
   // Every count still open (the log ends).
   std::vector<Repeat> flush();
+  // Whether any refusal is remembered (a count open, or a second not over).
+  [[nodiscard]] bool empty() const { return entries_.empty(); }
 
  private:
   struct Entry {
@@ -75,9 +78,10 @@ class RefusalRepeats {
 };
 
 // Writes lines to a sink, or to stderr when the sink is empty; repeated refusals as counts
-// (RefusalRepeats). flush() writes the counts still open: the proxy's loop calls it when it
-// ends (ProxyServer::run, on its own thread, while whoever the sink writes to is still there),
-// so every refusal is in the log by the time the proxy has stopped.
+// (RefusalRepeats), written once their second is over (the server's timer calls write_due()).
+// flush() writes the counts still open: the proxy's loop calls it when it ends
+// (ProxyServer::run, on its own thread, while whoever the sink writes to is still there), so
+// every refusal is in the log by the time the proxy has stopped.
 class ProxyLog {
  public:
   explicit ProxyLog(LogSink sink) : sink_(std::move(sink)) {}
@@ -85,12 +89,19 @@ class ProxyLog {
   ProxyLog& operator=(const ProxyLog&) = delete;
   void decision(const DecisionRecord& record);
   void closed(const ClosedRecord& record);
+  // The counts whose second is over, written now; true while refusals are still remembered
+  // (the server's timer asks again a second later).
+  bool write_due();
   void flush();
+  // Called (on the logging thread) when a refusal was counted instead of written: the server
+  // arms its timer, so that the count is written when its second is over.
+  void on_counted(std::function<void()> hook) { on_counted_ = std::move(hook); }
 
  private:
   void write_due(RefusalRepeats::Clock::time_point now);
   void write(const std::string& line);
   LogSink sink_;
+  std::function<void()> on_counted_;
   std::mutex mutex_;  // repeats_
   RefusalRepeats repeats_;
 };
