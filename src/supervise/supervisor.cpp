@@ -535,9 +535,10 @@ void Supervision::teardown() {
   if (launch_.leaf) {
     const std::string& leaf = launch_.leaf->path();
     // cgroup.events "populated 0": no process is left in the leaf (the module exited: its
-    // zombie no longer counts there; a process that has exited cannot fork), so there is nothing for cgroup.kill to kill or
-    // to wait for; the leaf is removed at once (remove_cgroup: rmdir, else kill and retry).
-    // Anything else, an unreadable file too: killed and waited for, as always.
+    // zombie no longer counts there; a process that has exited cannot fork), so there is nothing
+    // for cgroup.kill to kill or to wait for; the leaf is removed at once (remove_cgroup: rmdir,
+    // else kill and retry). Anything else, an unreadable file too: killed and waited for, as
+    // always.
     if (read_cgroup_key(leaf + "/cgroup.events", "populated").value_or(1) != 0) {
       container_->kill_all();
     }
