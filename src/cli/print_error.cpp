@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
+#include "supervise/operator_lines.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank::cli {
@@ -30,7 +31,8 @@ void print_error(const std::string& command, const std::string& message) {
     }
   }
   g_last_error_line = line;
-  line += '\n';
+  // On a terminal, after the module's output: a reset first (supervise/operator_lines.hpp).
+  line = operator_line_prefix() + line + '\n';
   std::fputs(line.c_str(), stderr);
 }
 

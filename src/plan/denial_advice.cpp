@@ -217,6 +217,12 @@ std::optional<Denial> proxy_denial(std::string_view json_line) {
   d.error = status != line.end() && status->is_number_integer() ? std::to_string(status->get<int>())
                                                                 : "refused";
   d.reason = text("reason");
+  // The proxy's count of refusals like this one that it wrote as this one line.
+  if (const auto repeated = line.find("repeated"); repeated != line.end() &&
+                                                   repeated->is_number_unsigned() &&
+                                                   repeated->get<std::uint64_t>() > 0) {
+    d.count = repeated->get<std::uint64_t>();
+  }
   // Only a destination missing from the allowlist is the policy's to grant; a private range
   // is the node's (proxy_allow_private_ranges), the rest (DNS, bad requests) no policy's.
   if (d.reason.ends_with("is not on the module's egress allowlist") && !d.object.empty()) {

@@ -206,9 +206,9 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
 std::vector<Denial> LandlockAuditEvents::feed(const AuditRecord& record) {
   std::vector<Denial> out;
   if (record.type == kAuditLandlockDomain) {
-    // The pid alone could be another module's process that got the number after the
-    // module's first process was reaped (the reader runs on through the teardown) and made a
-    // Landlock domain of its own: under a uid of the module's own, the uid must match too.
+    // The pid is the module's first process's for as long as the reader runs: the supervisor
+    // reaps that process only after the reader has stopped (supervisor.cpp, before_reap).
+    // Under a uid of the module's own, the uid must match too.
     if (record.field("status") == "allocated" &&
         std::atoll(record.field("pid").c_str()) == module_pid_ &&
         (module_uid_ < 0 || record.field("uid") == std::to_string(module_uid_)) &&

@@ -35,7 +35,7 @@ std::string dump(const nlohmann::json& line) {
 
 }  // namespace
 
-std::string decision_line(const DecisionRecord& r) {
+std::string decision_line(const DecisionRecord& r, std::uint64_t repeated) {
   nlohmann::json line = {
       {"time", now_text()},
       {"event", "decision"},
@@ -48,6 +48,7 @@ std::string decision_line(const DecisionRecord& r) {
       {"status", r.allowed ? nlohmann::json(nullptr) : nlohmann::json(r.status)},
       {"reason", r.reason},
   };
+  if (repeated > 0) line["repeated"] = repeated;
   return dump(line);
 }
 
@@ -70,6 +71,107 @@ std::string closed_line(const ClosedRecord& r) {
       {"reason", r.reason},
   };
   return dump(line);
+}
+
+namespace {
+// What makes two refusals the same: everything but the client's port and the time (the
+// addresses follow from the destination). Each field's length first: no two differ in one
+// key.
+std::string repeat_key(const DecisionRecord& r) {
+  std::string key;
+  for (const std::string* field : {&r.module, &r.method, &r.destination, &r.reason}) {
+    key += std::to_string(field->size()) + ":" + *field;
+  }
+  return key + std::to_string(r.status);
+}
+}  // namespace
+
+bool RefusalRepeats::admit(const DecisionRecord& record, Clock::time_point now) {
+  const std::string key = repeat_key(record);
+  auto it = entries_.find(key);
+  // due(now) was asked first: an entry still here is within its second.
+  if (it == entries_.end()) {
+    entries_.emplace(key, Entry{now, Repeat{{}, 0}});
+    return true;
+  }
+  it->second.repeat.record = record;
+  ++it->second.repeat.count;
+  return false;
+}
+
+std::vector<RefusalRepeats::Repeat> RefusalRepeats::due(Clock::time_point now) {
+  std::vector<Repeat> out;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (now - it->second.start < kWindow) {
+      ++it;
+      continue;
+    }
+    if (it->second.repeat.count == 0) {
+      it = entries_.erase(it);  // refused once in its second: forgotten
+      continue;
+    }
+    out.push_back(std::move(it->second.repeat));
+    // Still refused: the next second counts on, from the end of this one.
+    it->second =
+        Entry{it->second.start + kWindow * ((now - it->second.start) / kWindow), Repeat{{}, 0}};
+    ++it;
+  }
+  return out;
+}
+
+std::vector<RefusalRepeats::Repeat> RefusalRepeats::flush() {
+  std::vector<Repeat> out;
+  for (auto& [key, entry] : entries_) {
+    if (entry.repeat.count > 0) out.push_back(std::move(entry.repeat));
+  }
+  entries_.clear();
+  return out;
+}
+
+void ProxyLog::flush() {
+  std::vector<RefusalRepeats::Repeat> open;
+  {
+    std::lock_guard lock(mutex_);
+    open = repeats_.flush();
+  }
+  for (const auto& repeat : open) write(decision_line(repeat.record, repeat.count));
+}
+
+void ProxyLog::write_due(RefusalRepeats::Clock::time_point now) {
+  std::vector<RefusalRepeats::Repeat> due;
+  {
+    std::lock_guard lock(mutex_);
+    due = repeats_.due(now);
+  }
+  for (const auto& repeat : due) write(decision_line(repeat.record, repeat.count));
+}
+
+bool ProxyLog::write_due() {
+  write_due(RefusalRepeats::Clock::now());
+  std::lock_guard lock(mutex_);
+  return !repeats_.empty();
+}
+
+void ProxyLog::decision(const DecisionRecord& record) {
+  const auto now = RefusalRepeats::Clock::now();
+  write_due(now);
+  if (!record.allowed) {
+    bool counted = false;
+    {
+      std::lock_guard lock(mutex_);
+      counted = !repeats_.admit(record, now);
+    }
+    if (counted) {
+      if (on_counted_) on_counted_();
+      return;
+    }
+  }
+  write(decision_line(record));
+}
+
+void ProxyLog::closed(const ClosedRecord& record) {
+  write_due(RefusalRepeats::Clock::now());
+  write(closed_line(record));
 }
 
 void ProxyLog::write(const std::string& line) {

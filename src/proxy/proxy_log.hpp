@@ -2,7 +2,11 @@
 // closed connection that was allowed. Field reference: docs/proxy.md.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,19 +41,69 @@ struct ClosedRecord {
   std::string reason;                  // detail, e.g. the connect error
 };
 
-std::string decision_line(const DecisionRecord& record);
+// `repeated`: above 0, the line stands for that many refusals like it ("repeated": N).
+std::string decision_line(const DecisionRecord& record, std::uint64_t repeated = 0);
 std::string closed_line(const ClosedRecord& record);
 
-// Writes lines to a sink, or to stderr when the sink is empty.
+// Repeated identical refusals (attack review): a module refused in a loop (2,000 a second, the
+// accept pacing's most) would write a line each, about 500 KB of log a second. A refusal
+// (same module, method, destination, status and reason) is logged the first time; the same
+// one again within the second after is only counted, and when that second is over the count
+// is one line, "repeated": N, the last of them as its record. A key still refused then stays
+// counted second by second (one line a second); one not refused in a whole second is
+// forgotten (its next refusal is logged at once). Pure: the caller gives the time.
+class RefusalRepeats {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr Clock::duration kWindow = std::chrono::seconds(1);
+  struct Repeat {
+    DecisionRecord record;  // the last one counted
+    std::uint64_t count = 0;
+  };
+  // True: log `record` now; false: it was counted. Ask due(now) first.
+  bool admit(const DecisionRecord& record, Clock::time_point now);
+  // The counts whose second is over at `now` (each above 0), oldest key first.
+  std::vector<Repeat> due(Clock::time_point now);
+  // Every count still open (the log ends).
+  std::vector<Repeat> flush();
+  // Whether any refusal is remembered (a count open, or a second not over).
+  [[nodiscard]] bool empty() const { return entries_.empty(); }
+
+ private:
+  struct Entry {
+    Clock::time_point start;
+    Repeat repeat;
+  };
+  std::map<std::string, Entry> entries_;
+};
+
+// Writes lines to a sink, or to stderr when the sink is empty; repeated refusals as counts
+// (RefusalRepeats), written once their second is over (the server's timer calls write_due()).
+// flush() writes the counts still open: the proxy's loop calls it when it ends
+// (ProxyServer::run, on its own thread, while whoever the sink writes to is still there), so
+// every refusal is in the log by the time the proxy has stopped.
 class ProxyLog {
  public:
   explicit ProxyLog(LogSink sink) : sink_(std::move(sink)) {}
-  void decision(const DecisionRecord& record) { write(decision_line(record)); }
-  void closed(const ClosedRecord& record) { write(closed_line(record)); }
+  ProxyLog(const ProxyLog&) = delete;
+  ProxyLog& operator=(const ProxyLog&) = delete;
+  void decision(const DecisionRecord& record);
+  void closed(const ClosedRecord& record);
+  // The counts whose second is over, written now; true while refusals are still remembered
+  // (the server's timer asks again a second later).
+  bool write_due();
+  void flush();
+  // Called (on the logging thread) when a refusal was counted instead of written: the server
+  // arms its timer, so that the count is written when its second is over.
+  void on_counted(std::function<void()> hook) { on_counted_ = std::move(hook); }
 
  private:
+  void write_due(RefusalRepeats::Clock::time_point now);
   void write(const std::string& line);
   LogSink sink_;
+  std::function<void()> on_counted_;
+  std::mutex mutex_;  // repeats_
+  RefusalRepeats repeats_;
 };
 
 }  // namespace oarbank::proxy

@@ -78,7 +78,22 @@ int socket_option(int fd, int level, int name) {
 
 struct ProxyServer::Impl {
   Impl(ProxySettings settings, std::vector<IpRange> exemptions, int stop_fd)
-      : state(io, std::move(settings), std::move(exemptions)), stop_watch(io, stop_fd) {}
+      : state(io, std::move(settings), std::move(exemptions)), stop_watch(io, stop_fd) {
+    state.log.on_counted([this] { arm_repeats(); });
+  }
+
+  // Repeated refusals (proxy_log.hpp): their count is written once its second is over, by
+  // this timer, armed while refusals are remembered (not a wakeup a second for nothing).
+  void arm_repeats() {
+    if (repeats_armed || state.stopping) return;
+    repeats_armed = true;
+    repeats_timer.expires_after(RefusalRepeats::kWindow);
+    repeats_timer.async_wait([this](const std::error_code& ec) {
+      repeats_armed = false;
+      if (ec || state.stopping) return;
+      if (state.log.write_due()) arm_repeats();
+    });
+  }
 
   void watch_stop() {
     stop_watch.async_wait(asio::posix::stream_descriptor::wait_read,
@@ -184,11 +199,14 @@ struct ProxyServer::Impl {
     end_sessions(nullptr, "stopped");
     state.resolver->shutdown();
     stop_watch.cancel();
+    repeats_timer.cancel();  // the counts still open are written when run() ends
   }
 
   asio::io_context io{1};
   ServerState state;
   asio::posix::stream_descriptor stop_watch;
+  asio::steady_timer repeats_timer{io};
+  bool repeats_armed = false;
   std::map<std::string, std::shared_ptr<Listener>> listeners;  // the loop's thread only
 
   std::mutex mutex;  // guards what add_module and remove_module check from other threads
@@ -282,6 +300,11 @@ void ProxyServer::run() {
   sigaddset(&pipe_only, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_only, &previous);
   impl_->io.run();
+  // Repeated refusals still counted (proxy_log.hpp): written now, from this thread.
+  try {
+    impl_->state.log.flush();
+  } catch (...) {  // a sink that failed: those counts are lost, the proxy still stops
+  }
   const timespec no_wait{};
   while (sigtimedwait(&pipe_only, nullptr, &no_wait) == SIGPIPE) {
   }

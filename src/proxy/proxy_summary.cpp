@@ -28,6 +28,10 @@ std::optional<std::string> proxy_refusal_summary(std::string_view json_line, boo
       status != line.end() && status->is_number_integer() ? std::to_string(status->get<int>())
                                                           : "no answer",
       text_field(line, "reason", "no reason given"));
+  if (const auto repeated = line.find("repeated");
+      repeated != line.end() && repeated->is_number_unsigned()) {
+    text += fmt::format(" (repeated {} times in a second)", repeated->get<std::uint64_t>());
+  }
   if (first)
     text += " (one line per refusal on a terminal; --proxy-log FILE keeps every JSON line)";
   // A destination or method is the client's text: shown printable, as print_error does.

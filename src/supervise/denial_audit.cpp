@@ -146,7 +146,10 @@ void LandlockAuditReader::serve(pid_t module_pid, std::int64_t module_uid) {
     if (fds[1].revents != 0) stopping = true;
     if (fds[0].revents == 0 && !stopping) continue;
     for (;;) {
-      const ssize_t n = ::recv(socket_.get(), buffer, sizeof buffer, MSG_DONTWAIT);
+      sockaddr_nl sender{};
+      socklen_t sender_length = sizeof sender;
+      const ssize_t n = ::recvfrom(socket_.get(), buffer, sizeof buffer, MSG_DONTWAIT,
+                                   reinterpret_cast<sockaddr*>(&sender), &sender_length);
       if (n < 0) {
         if (errno == ENOBUFS) {
           ++lost_;
@@ -154,6 +157,7 @@ void LandlockAuditReader::serve(pid_t module_pid, std::int64_t module_uid) {
         }
         break;
       }
+      if (!audit_message_from_kernel(sender, sender_length)) continue;  // a process's: dropped
       // One datagram may hold several messages, each aligned to 4 bytes.
       for (std::size_t offset = 0; offset + NLMSG_HDRLEN <= static_cast<std::size_t>(n);) {
         const auto* header = reinterpret_cast<const nlmsghdr*>(buffer + offset);

@@ -5,6 +5,8 @@
 // enabled only where the node's configuration says "enable" (denial_audit).
 #pragma once
 
+#include <linux/netlink.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <string>
@@ -15,6 +17,16 @@
 #include "sys/unique_fd.hpp"
 
 namespace oarbank {
+
+// Whether a datagram the reader received (recvfrom's address, `length` its size) was sent by
+// the kernel: a netlink sender's port id is 0 only for the kernel. Another process with
+// CAP_NET_ADMIN may send to the read-log group too (netlink's multicast send check), and what
+// it sends must never become a run's denial, advice or --learn grant.
+[[nodiscard]] inline bool audit_message_from_kernel(const sockaddr_nl& sender,
+                                                    socklen_t length) noexcept {
+  return length >= static_cast<socklen_t>(sizeof(sockaddr_nl)) && sender.nl_family == AF_NETLINK &&
+         sender.nl_pid == 0;
+}
 
 class LandlockAuditReader {
  public:

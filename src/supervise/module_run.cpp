@@ -361,8 +361,9 @@ RunResult ModuleRun::run() {
     denials_->spawned(module_pid, own_uid);
     if (then) then(module_pid);
   };
+  // The audit reader stops while the module's first process is still unreaped (its pid held).
+  launch_.before_reap = [this] { denials_->finish(); };
   RunResult result = supervise(launch_, *state_);
-  denials_->finish();
 
   // The module ran (its exec was verified, or it was stopped on the way): what it was given
   // to write in is its data now. A launch that failed leaves nothing made for it.

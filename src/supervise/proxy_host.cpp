@@ -10,6 +10,7 @@
 
 #include "plan/launch_steps.hpp"
 #include "proxy/proxy_summary.hpp"
+#include "supervise/operator_lines.hpp"
 #include "sys/error.hpp"
 #include "sys/safe_open.hpp"
 
@@ -40,7 +41,9 @@ ProxyHost::ProxyHost(const NodeConfig& config, const std::optional<std::string>&
       if (tap) tap(line);
       if (auto summary = proxy::proxy_refusal_summary(line, first->load())) {
         first->store(false);
-        const std::string text = "oarbank-agent sandbox-run: " + *summary + "\n";
+        // After the module's output, a reset first (operator_lines.hpp).
+        const std::string text =
+            operator_line_prefix() + "oarbank-agent sandbox-run: " + *summary + "\n";
         [[maybe_unused]] auto n = ::write(STDERR_FILENO, text.data(), text.size());
       }
     };

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <csignal>
 #include <ctime>
+#include <exception>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -105,32 +106,35 @@ class Container {
 
 // This process is a child subreaper (PR_SET_CHILD_SUBREAPER) in every mode: a descendant of
 // the module whose parent died is reparented here, not to the node's init, so it is found as
-// a child of ours and reaped before sandbox-run returns. Kill and reap until no child is
-// left: a child is reaped only after its own children were reparented here (the kernel
-// reparents them before the parent becomes a zombie), so ECHILD means none is left.
-void kill_and_reap_children() {
-  // No child at all (waitpid looks at the children of every thread of this process): nothing
-  // to kill or reap, and /proc/self/task need not be read. The usual end: the module was
-  // reaped, and in a leaf nothing of it is left to be reparented here.
-  int first_status = 0;
-  if (::waitpid(-1, &first_status, WNOHANG) < 0 && errno == ECHILD) return;
+// a child of ours and reaped before sandbox-run returns. Kill every child and reap all but
+// `keep` (the module's first process, a zombie until the audit reader has stopped: see
+// teardown) until no other child is left: a child is reaped only after its own children were
+// reparented here (the kernel reparents them before the parent becomes a zombie), so a pass
+// that lists no other child is the end. /proc/PID/task/TID/children lists zombies too.
+void kill_and_reap_children(pid_t keep) {
+  // No child at all (waitid looks at the children of every thread of this process): nothing
+  // to kill or reap, and /proc/self/task need not be read.
+  siginfo_t first{};
+  if (::waitid(P_ALL, 0, &first, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD) return;
   const auto deadline = Clock::now() + std::chrono::seconds(5);
   while (Clock::now() < deadline) {
+    bool others = false, pending = false;
     if (DIR* tasks = ::opendir("/proc/self/task")) {
       while (const dirent* task = ::readdir(tasks)) {
         if (task->d_name[0] == '.') continue;
         std::istringstream children(
             read_text_file(std::string("/proc/self/task/") + task->d_name + "/children"));
-        for (int pid = 0; children >> pid;) ::kill(pid, SIGKILL);
+        for (int pid = 0; children >> pid;) {
+          ::kill(pid, SIGKILL);  // `keep` too: it may live outside the module's group
+          if (pid == keep) continue;
+          others = true;
+          if (::waitpid(pid, nullptr, WNOHANG) != pid) pending = true;
+        }
       }
       ::closedir(tasks);
     }
-    int status = 0;
-    pid_t reaped = 0;
-    while ((reaped = ::waitpid(-1, &status, WNOHANG)) > 0) {
-    }
-    if (reaped < 0 && errno == ECHILD) return;
-    ::usleep(2000);
+    if (!others) return;
+    if (pending) ::usleep(2000);
   }
 }
 
@@ -179,6 +183,8 @@ class Supervision {
   void on_signal();
   void on_timer();
   void on_control();
+  void note_module_exit(int options);
+  void await_module_exit() { note_module_exit(0); }
   void reap_module();
 
   SupervisedLaunch& launch_;
@@ -192,6 +198,10 @@ class Supervision {
   enum class Timer { None, Timeout, Grace } timer_ = Timer::None;
   bool stopping_ = false;
   bool verified_ = false;
+  // The module's first process exited (its status is in module_wstatus_), and was reaped: not
+  // before the teardown, after launch_.before_reap (the audit reader's stop), so that its pid
+  // cannot be another process's while the reader attributes records by it.
+  bool exited_ = false;
   bool reaped_ = false;
   int module_wstatus_ = 0;
   int control_fd_ = -1;
@@ -301,25 +311,32 @@ void Supervision::begin_stop(int sig) {
   timer_ = Timer::Grace;
 }
 
-// After the verification: reap every child, the module's status kept. Only a subreaper
-// (no cgroup) has other children: orphans of the module, which would pile up as zombies.
+// After the verification: the module's stop or exit, its exit status taken without reaping it
+// (WNOWAIT: see exited_), and every other child reaped. Only orphans of the module reparented
+// to this subreaper are other children; they would pile up as zombies.
 void Supervision::on_child() {
   if (!verified_) return;  // the module's zombie is what the verification reads
-  int wstatus = 0;
-  for (pid_t pid; (pid = ::waitpid(-1, &wstatus, WNOHANG | WUNTRACED)) > 0;) {
-    if (pid != child_.pid) continue;
-    if (WIFSTOPPED(wstatus)) {
-      // Stopped, not ended: freeze the rest of it, and let the shell see its job stop (the
-      // front stops itself). This process keeps its timers.
-      container_->stop();
-      if (launch_.terminal != nullptr) {
-        const char message = front_message::kModuleStopped;
-        ::send(launch_.terminal->control.get(), &message, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-      }
-    } else {
-      module_wstatus_ = wstatus;
-      reaped_ = true;
+  siginfo_t info{};
+  // A stop is reported once (WSTOPPED alone takes that report and reaps nothing).
+  if (!exited_ && ::waitid(P_PID, child_.pid, &info, WSTOPPED | WNOHANG) == 0 &&
+      info.si_pid == child_.pid) {
+    // Stopped, not ended: freeze the rest of it, and let the shell see its job stop (the
+    // front stops itself). This process keeps its timers.
+    container_->stop();
+    if (launch_.terminal != nullptr) {
+      const char message = front_message::kModuleStopped;
+      ::send(launch_.terminal->control.get(), &message, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     }
+  }
+  note_module_exit(WNOHANG);
+  // The other zombies, one by one by pid: waitpid(-1) would reap the module's too. Once the
+  // module is a zombie, waitid(P_ALL) may show it first each time: the rest are reaped at
+  // the teardown, which follows.
+  for (;;) {
+    info = siginfo_t{};
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) break;
+    if (info.si_pid == 0 || info.si_pid == child_.pid) break;
+    ::waitpid(info.si_pid, nullptr, WNOHANG);
   }
 }
 
@@ -371,9 +388,35 @@ void Supervision::on_control() {
   container_->kill_all();
 }
 
+// The module's first process's exit, its status kept and the process left a zombie (WNOWAIT):
+// `options` WNOHANG to look, 0 to wait for it.
+void Supervision::note_module_exit(int options) {
+  if (exited_) return;
+  siginfo_t info{};
+  for (;;) {
+    if (::waitid(P_PID, child_.pid, &info, WEXITED | WNOWAIT | options) == 0) break;
+    if (errno != EINTR) return;
+  }
+  if (info.si_pid != child_.pid) return;  // WNOHANG: still running
+  exited_ = true;
+  // As waitpid would have put it, for status_to_exit_code.
+  module_wstatus_ =
+      info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : (info.si_status & 0x7f);
+}
+
+// Once, at the teardown: the module's first process, killed with the rest, is reaped.
 void Supervision::reap_module() {
   if (reaped_) return;
-  if (::waitpid(child_.pid, &module_wstatus_, 0) == child_.pid) reaped_ = true;
+  ::kill(child_.pid, SIGKILL);  // still ours (unreaped): it cannot be another process
+  int wstatus = 0;
+  pid_t reaped = 0;
+  while ((reaped = ::waitpid(child_.pid, &wstatus, 0)) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+  if (!exited_ && reaped == child_.pid) {
+    exited_ = true;
+    module_wstatus_ = wstatus;
+  }
 }
 
 // await-exec: the status channel, the launcher's failure, or "exec" and then end of file
@@ -409,7 +452,7 @@ bool Supervision::await_exec() {
   }
 
   if (auto failure = channel_text.failure()) {
-    reap_module();
+    await_module_exit();
     result_.end = RunEnd::LauncherFailed;
     result_.exit_code = failure->first;
     result_.launcher_line = failure->second;
@@ -419,14 +462,14 @@ bool Supervision::await_exec() {
     // Stopped (a stop signal, --timeout) while the launcher was still starting, so the
     // launcher was killed before its exec: the run ends as the stop says, not as a launcher
     // failure. 128+N for signal N, as a stopped module's run; 124 for the timeout.
-    reap_module();
+    await_module_exit();
     status_to_exit_code(module_wstatus_, result_);
     result_.end = RunEnd::Signaled;
     result_.exit_code = result_.timed_out ? kExitTimedOut : 128 + result_.stop_signal;
     return false;
   }
   if (!channel_text.exec_happened()) {
-    reap_module();
+    await_module_exit();
     result_.end = RunEnd::LauncherFailed;
     result_.exit_code = exit_code_for(ErrorKind::StepFailed);
     RunResult scratch;
@@ -448,7 +491,7 @@ bool Supervision::verify() {
       parse_proc_status(read_text_file("/proc/" + std::to_string(child_.pid) + "/status"));
   if (auto problem = exec_verification_problem(status, launch_.expected)) {
     container_->kill_all();
-    reap_module();
+    await_module_exit();
     result_.end = RunEnd::VerificationFailed;
     result_.exit_code = exit_code_for(ErrorKind::StepFailed);
     result_.verification_problem = *problem;
@@ -464,7 +507,7 @@ bool Supervision::verify() {
 // wait: for the module, serving signals, the timeout and the grace period.
 void Supervision::wait() {
   SeccompListener* listener = launch_.seccomp_listener;
-  while (!reaped_) {
+  while (!exited_) {
     // The seccomp listener until its thread serves it (denial_listener.hpp: the thread starts
     // with the first refused call).
     pollfd fds[] = {{child_.pidfd.get(), POLLIN, 0},
@@ -491,10 +534,11 @@ void Supervision::teardown() {
   if (launch_.seccomp_listener != nullptr) launch_.seccomp_listener->serve_waiting();
   if (launch_.leaf) {
     const std::string& leaf = launch_.leaf->path();
-    // cgroup.events "populated 0": no process is left in the leaf (the module was reaped, and
-    // a process that has exited cannot fork), so there is nothing for cgroup.kill to kill or
-    // to wait for; the leaf is removed at once (remove_cgroup: rmdir, else kill and retry).
-    // Anything else, an unreadable file too: killed and waited for, as always.
+    // cgroup.events "populated 0": no process is left in the leaf (the module exited: its
+    // zombie no longer counts there; a process that has exited cannot fork), so there is nothing
+    // for cgroup.kill to kill or to wait for; the leaf is removed at once (remove_cgroup: rmdir,
+    // else kill and retry). Anything else, an unreadable file too: killed and waited for, as
+    // always.
     if (read_cgroup_key(leaf + "/cgroup.events", "populated").value_or(1) != 0) {
       container_->kill_all();
     }
@@ -511,8 +555,21 @@ void Supervision::teardown() {
   } else {
     signal_process_group(child_.pidfd.get(), child_.pid, SIGKILL);
   }
-  kill_and_reap_children();
+  kill_and_reap_children(child_.pid);
   if (launch_.seccomp_listener != nullptr) launch_.seccomp_listener->stop();
+  // Every process of the module is gone, and its first one is a zombie still: its pid is not
+  // free, so no other process (another module under the same module_user) can have it while
+  // the audit reader stops (before_reap), then it is reaped.
+  std::exception_ptr hook_failed;
+  if (launch_.before_reap) {
+    try {
+      launch_.before_reap();
+    } catch (...) {
+      hook_failed = std::current_exception();
+    }
+  }
+  reap_module();
+  if (hook_failed) std::rethrow_exception(hook_failed);
   // A front stopped with its module is continued, to end with the run (a job the shell shows
   // as stopped until now, e.g. when --timeout ended the stopped module). kEnded first: the
   // front reads it before acting on a kModuleStopped it has not read yet.

@@ -44,6 +44,11 @@ struct SupervisedLaunch {
   // Issue 14: answers and records the filter's refusals when the launcher sends its listener
   // over the status channel (docs/denials.md); stopped once the module's processes are gone.
   SeccompListener* seccomp_listener = nullptr;
+  // Called at the teardown, on every path once spawned, when every process of the module is
+  // gone but before its first process is reaped: that zombie keeps its pid from being any
+  // other process's meanwhile (the audit reader, which attributes Landlock's records by that
+  // pid, stops here: docs/denials.md).
+  std::function<void()> before_reap;
   // The leaf's cpu.stat and memory.peak, read at the teardown for --result's "cpu_usec" and
   // "memory_peak_bytes": only when a result is wanted (two or three kernfs reads, about 15 us
   // here, on every run). memory.events (the OOM kill sandbox-run reports) is read always.

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <string>
 
+#include "supervise/operator_lines.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank {
@@ -55,9 +56,14 @@ class ByteQueue {
   ssize_t drain_to(int fd, std::size_t most) {
     std::size_t size = data_.size() - begin_;
     ssize_t n = ::write(fd, data_.data() + begin_, size < most ? size : most);
-    if (n > 0) begin_ += static_cast<std::size_t>(n);
+    if (n > 0) {
+      begin_ += static_cast<std::size_t>(n);
+      last_ = data_[begin_ - 1];
+    }
     return n;
   }
+  // The last byte drain_to wrote.
+  [[nodiscard]] char last() const { return last_; }
   void clear() {
     data_.clear();
     begin_ = 0;
@@ -66,6 +72,7 @@ class ByteQueue {
  private:
   std::string data_;
   std::size_t begin_ = 0;
+  char last_ = '\n';
 };
 
 class Front {
@@ -179,7 +186,9 @@ class Front {
       to_operator_.clear();
       return;
     }
-    if (to_operator_.drain_to(output_, kOutputChunk) < 0 && errno != EINTR && errno != EAGAIN) {
+    const ssize_t n = to_operator_.drain_to(output_, kOutputChunk);
+    if (n > 0) mark_module_output_shown(to_operator_.last());  // operator_lines.hpp
+    if (n < 0 && errno != EINTR && errno != EAGAIN) {
       output_fd_ok_ = false;  // hung up: what the module writes now goes nowhere
       to_operator_.clear();
     }
@@ -325,6 +334,8 @@ SupervisorTerminal split_front(const OperatorTerminal& terminal, int devpts_fd) 
     ::sigaddset(&front_signals, sig);
   }
   ::sigprocmask(SIG_BLOCK, &front_signals, &original);
+  // Shared with the front: the supervisor's lines after the module's output reset the terminal.
+  make_operator_line_marks();
   std::fflush(nullptr);
   const pid_t front = ::getpid();
   const pid_t supervisor = ::fork();

@@ -651,6 +651,47 @@ TEST_F(TerminalRun, UnprivilegedOnATerminal) {
   });
 }
 
+// Attack review: a module that ends its output inside an unterminated OSC string, in concealed
+// text (ESC [8m) and mid-line, then exits refused something, cannot hide sandbox-run's lines:
+// the first one after its output begins with a string terminator, an attribute reset and a
+// new line; a second line gets none (nothing of the module's came in between).
+TEST_F(TerminalRun, SandboxRunsLinesAfterTheModulesOutputBeginWithAReset) {
+  const std::vector<std::string> argv{
+      OARBANK_AGENT_BINARY,
+      "sandbox-run",
+      "--config",
+      config_path,
+      "--id",
+      id,
+      tree.write_json("run.json", base_policy()),
+      "--",
+      "/bin/sh",
+      "-c",
+      tree.probe() + " listen >/dev/null 2>&1; " + tree.probe() +
+          " ptrace >/dev/null 2>&1; printf '\\033]0;title\\033[8mhidden'; exit 3"};
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(argv, env(), true);
+    auto status = sh.wait_change(job);
+    sh.check(exited_with(status, 3), "sh: " + describe_status(status));
+    sh.check(sh.shows("refused (seccomp): ptrace"), "no refusal line");
+    const std::string& out = sh.output();
+    const std::string reset = "\x1b\\\x1b[0m";
+    const auto hidden = out.find("\x1b[8mhidden");
+    const auto first = out.find("oarbank-agent sandbox-run: refused");
+    sh.check(hidden != std::string::npos && first != std::string::npos && hidden < first,
+             "the module's output did not come before the refusal lines");
+    if (hidden == std::string::npos || first == std::string::npos || hidden > first) return;
+    // "\r\n" then the line (the terminal's ONLCR shows it as "\r\r\n").
+    const auto at = out.rfind(reset, first);
+    sh.check(at != std::string::npos && at > hidden &&
+                 out.find_first_not_of("\r\n", at + reset.size()) == first &&
+                 out.find('\n', at) < first,
+             "no string terminator, reset and new line just before the first refusal line");
+    sh.check(out.find(reset) == out.rfind(reset), "the reset was written more than once");
+    sh.check(out.find("refused (seccomp): listen") != std::string::npos, "no second line");
+  });
+}
+
 // Issue 16: on a terminal, without --proxy-log, each refusal by the proxy is one line on
 // stderr (the first says where the JSON log is kept), and no JSON line reaches the terminal;
 // refused by address and by port.

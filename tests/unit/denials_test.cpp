@@ -15,6 +15,7 @@
 #include "plan/denial_advice.hpp"
 #include "plan/seccomp_compile.hpp"
 #include "plan/seccomp_eval.hpp"
+#include "supervise/denial_audit.hpp"
 #include "supervise/denial_table.hpp"
 
 namespace oarbank {
@@ -156,6 +157,26 @@ TEST(DenialAdvice, OtherRefusalsGiveTheRulesReason) {
   auto unknown = seccomp_denial(none, {"getpid", {}, ""}, EPERM);
   EXPECT_NE(unknown.reason.find("no rule"), std::string::npos);
   EXPECT_NE(denial_line(listen).find("no policy allows it: never listening"), std::string::npos);
+}
+
+// The audit reader keeps only what the kernel sent (port id 0): a process with CAP_NET_ADMIN
+// can send to the read-log group too, and a forged record must not become a run's denial.
+TEST(LandlockAuditSender, OnlyTheKernelsMessagesAreRead) {
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  kernel.nl_groups = 1U << (AUDIT_NLGRP_READLOG - 1);
+  EXPECT_TRUE(audit_message_from_kernel(kernel, sizeof kernel));
+  sockaddr_nl process = kernel;
+  process.nl_pid = 4242;  // a user socket's port id (its pid, or an autobind number)
+  EXPECT_FALSE(audit_message_from_kernel(process, sizeof process));
+  process.nl_pid = 0x80000000U;  // autobind's negative ids
+  EXPECT_FALSE(audit_message_from_kernel(process, sizeof process));
+  // No address, or not a netlink one: not known to be the kernel's.
+  EXPECT_FALSE(audit_message_from_kernel(kernel, 0));
+  EXPECT_FALSE(audit_message_from_kernel(kernel, sizeof kernel - 1));
+  sockaddr_nl other = kernel;
+  other.nl_family = AF_UNIX;
+  EXPECT_FALSE(audit_message_from_kernel(other, sizeof other));
 }
 
 TEST(DenialTable, DeduplicatesAndCountsWhatItDrops) {
@@ -449,6 +470,14 @@ TEST(DenialAdvice, ProxyRefusalsFromTheLog) {
   EXPECT_EQ(unlisted->mechanism, "proxy");
   EXPECT_EQ(unlisted->allowed_by, "add \"api.other.com:443\" to \"egress\"");
   EXPECT_EQ(unlisted->error, "403");
+  EXPECT_EQ(unlisted->count, 1u);
+  // A line the proxy wrote for repeated refusals counts them all.
+  auto repeated =
+      proxy_denial(R"J({"event":"decision","method":"CONNECT","destination":"api.other.com:443",)J"
+                   R"J("verdict":"refuse","status":403,"repeated":1999,)J"
+                   R"J("reason":"api.other.com:443 is not on the module's egress allowlist"})J");
+  ASSERT_TRUE(repeated.has_value());
+  EXPECT_EQ(repeated->count, 1999u);
   auto private_range = proxy_denial(
       R"J({"event":"decision","method":"CONNECT","destination":"intra.example:443",)J"
       R"J("verdict":"refuse","status":403,)J"

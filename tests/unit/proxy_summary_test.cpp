@@ -18,6 +18,12 @@ TEST(ProxySummary, ARefusalIsOneLineTheFirstSaysWhereTheJsonLogIs) {
             "egress proxy refused CONNECT evil.example:443 (403): evil.example:443 is not in the "
             "module's egress allowlist (one line per refusal on a terminal; --proxy-log FILE "
             "keeps every JSON line)");
+  // The proxy's line for repeated refusals (docs/proxy.md): one line, with the count.
+  std::string repeated = line;
+  repeated.insert(repeated.size() - 1, R"(,"repeated":1999)");
+  EXPECT_EQ(proxy_refusal_summary(repeated, false),
+            "egress proxy refused CONNECT evil.example:443 (403): evil.example:443 is not in the "
+            "module's egress allowlist (repeated 1999 times in a second)");
 }
 
 TEST(ProxySummary, AHeadThatCouldNotBeReadAndClientBytesAreShownPrintable) {

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "proxy/http_refusal.hpp"
 
@@ -30,6 +33,87 @@ TEST(ProxyLog, DecisionLine) {
   EXPECT_TRUE(j["time"].is_string());
   r.allowed = true;
   EXPECT_TRUE(nlohmann::json::parse(decision_line(r))["status"].is_null());
+}
+
+// Attack review: a module refused in a loop writes one line a second per distinct refusal,
+// not one per refusal; every refusal is still counted in the lines.
+TEST(RefusalRepeats, IdenticalRefusalsWithinASecondAreOneLineWithACount) {
+  using namespace std::chrono_literals;
+  const auto t0 = RefusalRepeats::Clock::time_point{} + 100s;
+  DecisionRecord r;
+  r.module = "m1";
+  r.client = "10.0.0.2:40000";
+  r.method = "CONNECT";
+  r.destination = "192.0.2.9:443";
+  r.status = 403;
+  r.reason = "192.0.2.9:443 is not on the module's egress allowlist";
+  RefusalRepeats repeats;
+  EXPECT_TRUE(repeats.due(t0).empty());
+  EXPECT_TRUE(repeats.admit(r, t0));  // the first: logged at once
+  for (int i = 1; i < 2000; ++i) {
+    r.client = "10.0.0.2:" + std::to_string(40000 + i);  // each from a port of its own
+    const auto at = t0 + i * 400us;                      // 2,000 in 0.8 s
+    EXPECT_TRUE(repeats.due(at).empty());
+    EXPECT_FALSE(repeats.admit(r, at));
+  }
+  // Another destination, or another module, or another reason, is a refusal of its own.
+  DecisionRecord other = r;
+  other.destination = "192.0.2.10:443";
+  EXPECT_TRUE(repeats.admit(other, t0 + 900ms));
+  other = r;
+  other.module = "m2";
+  EXPECT_TRUE(repeats.admit(other, t0 + 900ms));
+  other = r;
+  other.reason = "too many concurrent connections";
+  other.status = 503;
+  EXPECT_TRUE(repeats.admit(other, t0 + 900ms));
+  // The second is over: the 1,999 after the first are one line, the last as its record.
+  auto due = repeats.due(t0 + 1s);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].count, 1999u);
+  EXPECT_EQ(due[0].record.client, "10.0.0.2:41999");
+  const auto line = nlohmann::json::parse(decision_line(due[0].record, due[0].count));
+  EXPECT_EQ(line["repeated"], 1999);
+  EXPECT_EQ(line["verdict"], "refuse");
+  EXPECT_FALSE(nlohmann::json::parse(decision_line(r)).contains("repeated"));
+  // Still refused: counted on, second by second, never a line each.
+  EXPECT_FALSE(repeats.admit(r, t0 + 1500ms));
+  EXPECT_FALSE(repeats.admit(r, t0 + 1600ms));
+  due = repeats.due(t0 + 2100ms);
+  // The three refused once in their second are forgotten; the loop's count is one line.
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].count, 2u);
+  // A second with none: forgotten, and the next one is logged at once.
+  EXPECT_TRUE(repeats.due(t0 + 3100ms).empty());
+  EXPECT_TRUE(repeats.admit(r, t0 + 3200ms));
+  // The log's end writes what is still counted.
+  EXPECT_FALSE(repeats.admit(r, t0 + 3300ms));
+  due = repeats.flush();
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].count, 1u);
+  EXPECT_TRUE(repeats.flush().empty());
+}
+
+// ProxyLog itself: the lines a sink gets for a burst, the count written at the end.
+TEST(RefusalRepeats, TheLogWritesTheFirstLineAndTheCountAtItsEnd) {
+  std::vector<std::string> lines;
+  ProxyLog log([&lines](std::string_view line) { lines.emplace_back(line); });
+  {
+    DecisionRecord r;
+    r.module = "m1";
+    r.destination = "192.0.2.9:443";
+    r.status = 403;
+    r.reason = "not allowed";
+    for (int i = 0; i < 500; ++i) log.decision(r);
+    DecisionRecord allowed = r;
+    allowed.allowed = true;
+    log.decision(allowed);  // never counted
+    log.decision(allowed);
+    EXPECT_EQ(lines.size(), 3u);
+  }
+  log.flush();  // the proxy's loop ended
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(nlohmann::json::parse(lines[3])["repeated"], 499);
 }
 
 TEST(ProxyLog, ClosedLine) {
