@@ -35,6 +35,20 @@ done
 tmp=$(mktemp -d /tmp/oarbank-launch-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 chmod 755 "$tmp"
+# Every binary a side runs is a copy made here by cp, not the linker's output itself: on this
+# build machine (kernel 6.18, ext4) exec of the file ld wrote ran 0.3 x a bare exec slower than a
+# cp copy of it in the same directory, even after drop_caches (2026-12-01, docs/performance.md,
+# "Method"), which once made the build tree's agent and floor look slower than copies in /tmp.
+mkdir "$tmp/bin"
+cp "$agent" "$tmp/bin/oarbank-agent"
+[[ -x $(dirname "$agent")/oarbank-agent-full ]] && cp "$(dirname "$agent")/oarbank-agent-full" "$tmp/bin/"
+agent=$tmp/bin/oarbank-agent
+floor=$build/bench/oarbank-floor-exec
+floor_args=()
+if [[ -x $floor ]]; then
+  cp "$floor" "$tmp/bin/oarbank-floor-exec"
+  floor_args=(--floor "$tmp/bin/oarbank-floor-exec")
+fi
 policy=${POLICY:-}
 if [[ -z $policy ]]; then
   policy=$tmp/policy.json
@@ -57,7 +71,7 @@ export OARBANK_STATE_DIR=$tmp/state
 run_side=()
 [[ ${RUN:-1} == 1 ]] && run_side=(--side "sandbox-run=$agent sandbox-run $policy -- $target")
 "${prefix[@]}" "$driver" --agent "$agent" --policy "$policy" --target "$target" --rounds "$rounds" --warmup "$warmup" \
-  --raw "$tmp/raw.csv" "${run_side[@]}"
+  "${floor_args[@]}" --raw "$tmp/raw.csv" "${run_side[@]}"
 [[ -n ${RAW_OUT:-} ]] && cp "$tmp/raw.csv" "$RAW_OUT"
 
 if command -v hyperfine >/dev/null; then
