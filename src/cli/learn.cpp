@@ -99,7 +99,7 @@ std::vector<NamedPath> own_files(const RunArgs& options) {
 std::string checked_grant(nlohmann::json& proposed, const nlohmann::json& grant,
                           const std::vector<NamedPath>& protect) {
   nlohmann::json candidate = proposed;
-  const std::string change = apply_grant(candidate, grant);
+  std::string change = apply_grant(candidate, grant);
   if (change.empty()) return "";
   std::string problem;
   try {
