@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "apply/seccomp_programs.hpp"
+#include "sys/descriptor_passing.hpp"
 
 namespace oarbank {
 namespace {
@@ -17,22 +18,7 @@ namespace {
 // stream socket under sandbox-run): SCM_RIGHTS keeps the descriptor alive in the socket after
 // this process closes its copy at the exec (the kernel makes it close-on-exec).
 int send_listener(int channel_fd, int listener_fd) {
-  static constexpr char kLine[] = "listener\n";
-  iovec iov{const_cast<char*>(kLine), sizeof kLine - 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &iov;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
-  header->cmsg_level = SOL_SOCKET;
-  header->cmsg_type = SCM_RIGHTS;
-  header->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(header), &listener_fd, sizeof(int));
-  const ssize_t sent = ::sendmsg(channel_fd, &message, MSG_NOSIGNAL);
-  if (sent == static_cast<ssize_t>(sizeof kLine - 1)) return 0;
-  return sent < 0 ? errno : EIO;
+  return send_with_descriptor(channel_fd, "listener\n", listener_fd);
 }
 
 }  // namespace

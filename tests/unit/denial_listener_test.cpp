@@ -19,6 +19,7 @@
 
 #include "plan/seccomp_rules.hpp"
 #include "supervise/denial_table.hpp"
+#include "sys/descriptor_passing.hpp"
 
 namespace oarbank {
 namespace {
@@ -89,19 +90,7 @@ TEST(SeccompListenerLazy, AHangUpAloneEndsThePollingWithoutAThread) {
 
 // Sends `fd` with `text` on `socket`, as the launcher sends its listener (SCM_RIGHTS).
 void send_with_fd(int socket, const char* text, int fd) {
-  iovec iov{const_cast<char*>(text), std::strlen(text)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &iov;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
-  header->cmsg_level = SOL_SOCKET;
-  header->cmsg_type = SCM_RIGHTS;
-  header->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(header), &fd, sizeof(int));
-  ASSERT_GT(::sendmsg(socket, &message, 0), 0);
+  ASSERT_EQ(send_with_descriptor(socket, text, fd), 0);
 }
 
 // The status channel keeps a seccomp listener and nothing else sent the same way (issue 11:
