@@ -9,6 +9,8 @@
 
 #include <cerrno>
 
+#include "plan/launch_steps.hpp"
+#include "sys/error.hpp"
 #include "sys/landlock_abi.hpp"
 
 // Debian 12's headers know the new mount API's numbers but not all its flags.
@@ -30,13 +32,61 @@ int fail(const char** what, const char* call) {
   return errno;
 }
 
+// A detached mount of the mqueue filesystem of this thread's IPC namespace (Linux 5.2's mount
+// API): the superblock is the namespace's own, the one mq_open uses, and Landlock ties rules
+// to its inodes, so a rule on this mount's root covers the queues mq_open makes. -1 with
+// `*what` and errno set on a failure.
+int detached_mqueue_mount(const char** what) {
+  const int fs = static_cast<int>(::syscall(SYS_fsopen, "mqueue", FSOPEN_CLOEXEC));
+  if (fs < 0) return fail(what, "fsopen(mqueue)"), -1;
+  if (::syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+    const int err = fail(what, "fsconfig(mqueue, FSCONFIG_CMD_CREATE)");
+    ::close(fs);
+    errno = err;
+    return -1;
+  }
+  const int mount = static_cast<int>(::syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0));
+  const int err = errno;
+  ::close(fs);
+  if (mount < 0) {
+    errno = err;
+    return fail(what, "fsmount(mqueue)"), -1;
+  }
+  return mount;
+}
+
 }  // namespace
 
 int enter_own_ipc_namespace(const char** what) {
   return ::unshare(CLONE_NEWIPC) == 0 ? 0 : fail(what, "unshare(CLONE_NEWIPC)");
 }
 
-int add_own_mqueue_rule(int ruleset_fd, std::uint64_t handled_fs, bool own_mounts,
+int join_ipc_namespace(int ipc_fd, const char** what) {
+  return ::setns(ipc_fd, CLONE_NEWIPC) == 0 ? 0 : fail(what, "setns(the module's IPC namespace)");
+}
+
+IpcNamespace make_ipc_namespace() {
+  UniqueFd own(::open("/proc/thread-self/ns/ipc", O_RDONLY | O_CLOEXEC));
+  if (!own.valid()) throw step_error(LaunchStep::Ipc, "open /proc/thread-self/ns/ipc", errno);
+  if (::unshare(CLONE_NEWIPC) != 0)
+    throw step_error(LaunchStep::Ipc, "unshare(CLONE_NEWIPC)", errno);
+  IpcNamespace made;
+  made.ns.reset(::open("/proc/thread-self/ns/ipc", O_RDONLY | O_CLOEXEC));
+  int err = made.ns.valid() ? 0 : errno;
+  const char* what = "open the new IPC namespace";
+  if (err == 0) {
+    made.mqueue.reset(detached_mqueue_mount(&what));
+    if (!made.mqueue.valid()) err = errno;
+  }
+  // Back before anything is thrown: this thread must not stay in the new namespace.
+  if (::setns(own.get(), CLONE_NEWIPC) != 0) {
+    throw step_error(LaunchStep::Ipc, "setns back to the node's IPC namespace", errno);
+  }
+  if (err != 0) throw step_error(LaunchStep::Ipc, what, err);
+  return made;
+}
+
+int add_own_mqueue_rule(int ruleset_fd, std::uint64_t handled_fs, bool own_mounts, int mqueue_fd,
                         const char** what) {
   const std::uint64_t rights =
       handled_fs & (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
@@ -55,25 +105,17 @@ int add_own_mqueue_rule(int ruleset_fd, std::uint64_t handled_fs, bool own_mount
     }
     mount = ::open(kModuleMqueuePath, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (mount < 0) return fail(what, "open(/dev/mqueue) after its mount");
+  } else if (mqueue_fd >= 0) {
+    mount = mqueue_fd;  // its maker's, left open
   } else {
-    // A detached mount of the mqueue filesystem of this (new) IPC namespace (Linux 5.2's mount
-    // API): the superblock is the namespace's own, the one mq_open uses, and Landlock ties
-    // rules to its inodes, so a rule on this mount's root covers the queues mq_open makes.
-    const int fs = static_cast<int>(::syscall(SYS_fsopen, "mqueue", FSOPEN_CLOEXEC));
-    if (fs < 0) return fail(what, "fsopen(mqueue)");
-    if (::syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
-      const int err = fail(what, "fsconfig(mqueue, FSCONFIG_CMD_CREATE)");
-      ::close(fs);
-      return err;
-    }
-    mount = static_cast<int>(::syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0));
-    ::close(fs);
-    if (mount < 0) return fail(what, "fsmount(mqueue)");
+    mount = detached_mqueue_mount(what);
+    if (mount < 0) return errno;
   }
   landlock::PathBeneathAttr rule{rights, mount};
   const int rc = landlock::add_rule(ruleset_fd, landlock::kRulePathBeneath, &rule, 0);
   const int err = rc == 0 ? 0 : fail(what, "landlock_add_rule(the IPC namespace's mqueue)");
-  ::close(mount);  // the rule holds the inode; a detached mount goes with this descriptor
+  // The rule holds the inode; a detached mount made here goes with this descriptor.
+  if (mount != mqueue_fd) ::close(mount);
   return err;
 }
 

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "sys/unique_fd.hpp"
+
 namespace oarbank {
 
 // Where the module's own mount namespace shows its IPC namespace's queues (when the node has
@@ -14,6 +16,21 @@ inline constexpr const char* kModuleMqueuePath = "/dev/mqueue";
 // unshare(CLONE_NEWIPC). Returns 0, or the errno with `*what` naming the call.
 // Async-signal-safe: the child shares its parent's memory.
 int enter_own_ipc_namespace(const char** what);
+
+// setns into an IPC namespace made ahead (make_ipc_namespace, by the namespace stock).
+// Returns 0, or the errno with `*what` naming the call. Async-signal-safe.
+int join_ipc_namespace(int ipc_fd, const char** what);
+
+// An IPC namespace made ahead, for a module not started yet (supervise/namespace_stock.hpp),
+// with a detached mount of its mqueue filesystem: nobody has entered either.
+struct IpcNamespace {
+  UniqueFd ns;
+  UniqueFd mqueue;
+};
+// Made by this thread, which unshares, takes both, and returns to its own namespace (an IPC
+// namespace is per thread, as a network one is). Throws Error(StepFailed), step ipc, naming
+// the call.
+IpcNamespace make_ipc_namespace();
 
 // A Landlock rule on this (new) IPC namespace's mqueue filesystem in the prepared ruleset
 // (-1: none): POSIX message queues are files of that filesystem, reached through a mount of
@@ -25,8 +42,11 @@ int enter_own_ipc_namespace(const char** what);
 // is a directory, and the rule taken there; the mount goes with the namespace. Otherwise (or
 // without the directory) a detached mount (fsmount) carries the rule and is closed at once:
 // its release waits for an RCU grace period (~75 us), hence the first way where it can be.
+// `mqueue_fd`: that detached mount made ahead (IpcNamespace::mqueue, for the namespace this
+// process joined), used instead of a new one and left open: whoever made it holds it, and
+// its release with it, off the run's path. -1: none.
 // Returns 0, or the errno with `*what` naming the call. Async-signal-safe.
-int add_own_mqueue_rule(int ruleset_fd, std::uint64_t handled_fs, bool own_mounts,
+int add_own_mqueue_rule(int ruleset_fd, std::uint64_t handled_fs, bool own_mounts, int mqueue_fd,
                         const char** what);
 
 }  // namespace oarbank

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "plan/launch_steps.hpp"
 #include "sys/error.hpp"
@@ -68,15 +69,21 @@ UniqueFd listen_on(const std::string& host, std::uint16_t port) {
 
 namespace {
 
-// The namespace is per thread: this thread enters the new one for as long as it takes to make
-// what is made there (a socket stays in the namespace it was made in), then comes back.
-ModuleNetwork make_network(const std::string* host, std::uint16_t port, bool loopback_up) {
+// The namespace is per thread: this thread enters the new one (or `made`, one made ahead) for
+// as long as it takes to make what is made there (a socket stays in the namespace it was made
+// in), then comes back.
+ModuleNetwork make_network(UniqueFd made, const std::string* host, std::uint16_t port,
+                           bool loopback_up) {
   UniqueFd own(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
   if (!own.valid()) fail("open /proc/thread-self/ns/net", errno);
-  if (::unshare(CLONE_NEWNET) != 0) fail("unshare(CLONE_NEWNET)", errno);
+  if (made.valid() ? ::setns(made.get(), CLONE_NEWNET) != 0 : ::unshare(CLONE_NEWNET) != 0) {
+    fail(made.valid() ? "setns(a namespace made ahead)" : "unshare(CLONE_NEWNET)", errno);
+  }
   ModuleNetwork network;
   try {
-    network.netns.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    network.netns = made.valid()
+                        ? std::move(made)
+                        : UniqueFd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
     if (!network.netns.valid()) fail("open the new namespace", errno);
     if (loopback_up) bring_loopback_up();
     if (host != nullptr) network.listener = listen_on(*host, port);
@@ -94,11 +101,15 @@ ModuleNetwork make_network(const std::string* host, std::uint16_t port, bool loo
 }  // namespace
 
 ModuleNetwork make_module_network(const std::string& host, std::uint16_t port) {
-  return make_network(&host, port, true);
+  return make_network(UniqueFd(), &host, port, true);
+}
+
+ModuleNetwork module_network_in(UniqueFd netns, const std::string& host, std::uint16_t port) {
+  return make_network(std::move(netns), &host, port, false);
 }
 
 ModuleNetwork make_loopback_network(bool loopback_up) {
-  return make_network(nullptr, 0, loopback_up);
+  return make_network(UniqueFd(), nullptr, 0, loopback_up);
 }
 
 std::uint16_t listening_port(int fd) {

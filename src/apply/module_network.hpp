@@ -24,6 +24,10 @@ struct ModuleNetwork {
 // call that failed.
 ModuleNetwork make_module_network(const std::string& host, std::uint16_t port);
 
+// The same in `netns`, a namespace made ahead with loopback up (the namespace stock:
+// supervise/namespace_stock.hpp): only the listener is made here.
+ModuleNetwork module_network_in(UniqueFd netns, const std::string& host, std::uint16_t port);
+
 // A new network namespace holding loopback alone (issue 12: every module run by a root
 // sandbox-run gets one; under `net: none` even its abstract unix sockets and its
 // NETLINK_ROUTE view are its own). `loopback_up`: lo is brought up (SIOCSIFFLAGS, ~110 us);

@@ -197,6 +197,25 @@ Runner add_sandbox_ctl(CLI::App& app) {
   return [options] { return run_sandbox_ctl(*options); };
 }
 
+Runner add_sandbox_stock(CLI::App& app) {
+  auto options = std::make_shared<StockArgs>();
+  auto* sub = app.add_subcommand(
+      "sandbox-stock",
+      "The node's namespace stock (root): keeps network and IPC namespaces, their mqueue and a "
+      "devpts instance made ahead, each handed to one root sandbox-run, which then makes none "
+      "on its start path. Runs until SIGTERM; sandbox-run works the same without it.");
+  sub->footer(
+      "Usage:\n"
+      "  oarbank-agent sandbox-stock [--sets N]\n"
+      "Example (systemd runs it as oarbank-sandbox-stock.service):\n"
+      "  oarbank-agent sandbox-stock --sets 4\n");
+  sub->add_option("--sets", options->sets,
+                  "Sets kept ready of each kind (loopback up, down), 1 to 64 (default 2)");
+  sub->add_flag("--verbose", options->verbose,
+                "A line for each run served: the namespaces handed (inodes) and its pid");
+  return [options] { return run_sandbox_stock(*options); };
+}
+
 Runner add_egress_proxy(CLI::App& app) {
   auto options = std::make_shared<ProxyArgs>();
   auto* sub = app.add_subcommand(
@@ -312,6 +331,7 @@ int run_command_line(int argc, char** argv) {
   runners["sandbox-exec"] = add_sandbox_exec(app, module_command);
   runners["sandbox-run"] = add_sandbox_run(app, module_command);
   runners["sandbox-ctl"] = add_sandbox_ctl(app);
+  runners["sandbox-stock"] = add_sandbox_stock(app);
   runners["egress-proxy"] = add_egress_proxy(app);
   runners["sandbox-report"] = add_sandbox_report(app);
   runners["sandbox-check"] = add_sandbox_check(app);

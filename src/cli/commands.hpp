@@ -26,6 +26,12 @@ struct CtlArgs {
 };
 int run_sandbox_ctl(const CtlArgs& args);
 
+struct StockArgs {
+  int sets = 2;  // ready sets of each kind
+  bool verbose = false;
+};
+int run_sandbox_stock(const StockArgs& args);
+
 struct ProxyArgs {
   std::string policy_path;
   std::optional<std::string> config_path;

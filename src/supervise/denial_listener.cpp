@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "apply/seccomp_programs.hpp"
 #include "plan/denial_advice.hpp"
 #include "plan/seccomp_eval.hpp"
 #include "probe/audit_state.hpp"
+#include "sys/descriptor_passing.hpp"
 
 namespace oarbank {
 namespace {
@@ -68,28 +70,12 @@ std::string read_module_string(pid_t pid, std::uint64_t address) {
 bool seccomp_user_notification_available() { return seccomp_user_notif_available(); }
 
 ssize_t read_status_channel(int fd, char* buffer, std::size_t size, UniqueFd& listener) {
-  iovec iov{buffer, size};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
-  msghdr message{};
-  message.msg_iov = &iov;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  const ssize_t n = ::recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
-  if (n < 0) return n;
-  for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr;
-       header = CMSG_NXTHDR(&message, header)) {
-    if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int received = -1;
-      std::memcpy(&received, CMSG_DATA(header) + i * sizeof(int), sizeof(int));
-      UniqueFd owned(received);
-      // Only the launcher writes here before the exec; still, keep nothing but a listener.
-      if (!listener.valid() && is_seccomp_listener(received)) {
-        listener = std::move(owned);
-      }
-    }
+  std::vector<UniqueFd> received;
+  const ssize_t n = receive_with_descriptors(fd, buffer, size, received);
+  // Only the launcher writes here before the exec; still, keep nothing but a listener (the
+  // others close with `received`).
+  for (UniqueFd& owned : received) {
+    if (!listener.valid() && is_seccomp_listener(owned.get())) listener = std::move(owned);
   }
   return n;
 }

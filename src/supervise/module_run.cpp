@@ -147,7 +147,13 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
     report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
     ::_exit(exit_code_for(ErrorKind::StepFailed));
   };
-  if (int err = child->own_ipc ? enter_own_ipc_namespace(&what) : 0; err != 0) ipc_failed(err);
+  // The stock's namespace when the run took one (namespace_stock.hpp), else a new one.
+  if (int err = !child->own_ipc      ? 0
+                : child->ipc_fd >= 0 ? join_ipc_namespace(child->ipc_fd, &what)
+                                     : enter_own_ipc_namespace(&what);
+      err != 0) {
+    ipc_failed(err);
+  }
   if (child->netns_fd >= 0) {
     if (int err = join_network_namespace(child->netns_fd); err != 0) {
       std::string line =
@@ -174,7 +180,8 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
   // queues are mounted at /dev/mqueue and go with it (apply/ipc_namespace.hpp).
   if (int err = child->own_ipc ? add_own_mqueue_rule(child->prepared->launch.ruleset.get(),
                                                      child->prepared->plan.landlock.handled_fs,
-                                                     child->prepared->plan.mounts.enabled, &what)
+                                                     child->prepared->plan.mounts.enabled,
+                                                     child->mqueue_fd, &what)
                                : 0;
       err != 0) {
     ipc_failed(err);
@@ -298,9 +305,6 @@ RunResult ModuleRun::run() {
                        ErrorKind::Unenforceable);
     }
     own_mounts_ = true;
-    // Its devpts instance, made here: the module's pty (make_terminal) is opened in it.
-    devpts_ = make_devpts_instance();
-    held_.push(LaunchStep::Mounts, [this] { devpts_.reset(); });
   }
   request_.launch.own_mounts = own_mounts_;
 
@@ -327,7 +331,8 @@ RunResult ModuleRun::run() {
                         "root"));
   }
   for (void (ModuleRun::*step)() :
-       {&ModuleRun::make_network, &ModuleRun::make_proxy, &ModuleRun::make_terminal}) {
+       {&ModuleRun::take_stock, &ModuleRun::make_devpts, &ModuleRun::make_network,
+        &ModuleRun::make_proxy, &ModuleRun::make_terminal}) {
     if (int sig = stop_requested()) return stopped_before_spawn(sig);
     (this->*step)();
   }
@@ -345,6 +350,8 @@ RunResult ModuleRun::run() {
   child_.prepared = prepared_.get();
   child_.netns_fd = network_.netns.get();
   child_.own_ipc = request_.launch.world.own_namespaces;
+  child_.ipc_fd = stock_ ? stock_->ipc.get() : -1;
+  child_.mqueue_fd = stock_ ? stock_->mqueue.get() : -1;
   child_.devpts_fd = devpts_.get();
   launch_.launcher = &launch_in_child;
   launch_.launcher_context = &child_;
@@ -512,15 +519,53 @@ void ModuleRun::make_directories() {
 // namespace of its own too, holding loopback alone. Anonymous: it lives while the module's
 // processes (or the descriptor released here) hold it.
 void ModuleRun::make_network() {
+  const bool stocked = stock_ && stock_->net.valid();
   if (namespace_confinement_) {
-    network_ = make_module_network(request_.config.proxy_host, request_.config.proxy_port);
+    network_ = stocked
+                   ? module_network_in(std::move(stock_->net), request_.config.proxy_host,
+                                       request_.config.proxy_port)
+                   : make_module_network(request_.config.proxy_host, request_.config.proxy_port);
   } else if (request_.launch.world.own_namespaces) {
     // lo up only for a filter that lets the module make inet sockets (never under net: none).
-    network_ = make_loopback_network(prepared_->plan.filter.inet);
+    if (stocked) {
+      network_.netns = std::move(stock_->net);
+    } else {
+      network_ = make_loopback_network(prepared_->plan.filter.inet);
+    }
   } else {
     return;
   }
   held_.push(LaunchStep::Network, [this] { network_ = ModuleNetwork{}; });
+}
+
+// Namespaces made ahead by the node's stock (namespace_stock.hpp), where this run would make
+// them (root; its own namespaces, or an egress module's confinement) and the stock has a set
+// of the kind it needs (loopback up where the module can use it). What is left of it at the run's
+// end goes back to the stock, which closes it off this run's path. Without a set, the steps below
+// make their own, as they always did.
+void ModuleRun::take_stock() {
+  if (!root_ || !(request_.launch.world.own_namespaces || namespace_confinement_)) return;
+  const std::string state_dir = run_state_dir();
+  std::string why;
+  stock_ =
+      take_namespace_set(state_dir, namespace_confinement_ || prepared_->plan.filter.inet, &why);
+  if (!why.empty()) {
+    request_.say("note: the namespace stock of " + state_dir + " was not used (" + why +
+                 "): this run makes its own namespaces");
+  }
+  if (stock_) {
+    held_.push(LaunchStep::Network, [this, state_dir] {
+      give_back_namespace_set(std::move(*stock_), state_dir);
+      stock_.reset();
+    });
+  }
+}
+
+// Its devpts instance (own mounts): the module's pty (make_terminal) is opened in it.
+void ModuleRun::make_devpts() {
+  if (!own_mounts_) return;
+  devpts_ = stock_ && stock_->devpts.valid() ? std::move(stock_->devpts) : make_devpts_instance();
+  held_.push(LaunchStep::Mounts, [this] { devpts_.reset(); });
 }
 
 // What the run makes the module's own: the namespaces as root (an egress module's only where

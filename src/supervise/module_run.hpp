@@ -30,6 +30,7 @@
 #include "oarbank/policy.hpp"
 #include "plan/mechanism_cgroup.hpp"
 #include "supervise/cgroup_leaf.hpp"
+#include "supervise/namespace_stock.hpp"
 #include "supervise/peer_process.hpp"
 #include "supervise/release_stack.hpp"
 #include "supervise/run_denials.hpp"
@@ -96,6 +97,8 @@ class ModuleRun {
   void lease_user();
   void make_container();
   void make_directories();
+  void take_stock();
+  void make_devpts();
   void make_network();
   void make_proxy();
   void make_terminal();
@@ -137,9 +140,12 @@ class ModuleRun {
   struct ChildLaunch {
     PreparedExec* prepared = nullptr;
     int netns_fd = -1;
-    bool own_ipc = false;  // unshare(CLONE_NEWIPC) before the launcher's steps
+    bool own_ipc = false;  // its own IPC namespace before the launcher's steps
+    int ipc_fd = -1;       // that namespace, made ahead by the stock (-1: unshare one)
+    int mqueue_fd = -1;    // its mqueue file system, detached, made ahead by the stock
     int devpts_fd = -1;
   } child_;
+  std::optional<NamespaceSet> stock_;  // what the node's namespace stock handed this run
   bool own_mounts_ = false;  // issue 12: the module's own mount namespace (root, module_mounts)
   UniqueFd devpts_;          // its devpts instance, detached until the child attaches it
   ReleaseStack held_;        // last: released before the members its releases use are destroyed

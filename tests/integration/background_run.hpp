@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,14 +55,21 @@ class BackgroundRun {
     }
     return false;
   }
+  // Sends `sig`, then waits as wait() does.
+  int stop(int sig, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
+    return wait(timeout);
+  }
   // The exit code (128+N for signal N); -1 on timeout.
   int wait(std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    if (reaped_) return code_;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         reaped_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return code_;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -71,6 +80,43 @@ class BackgroundRun {
   std::string output_;
   pid_t pid_ = -1;
   bool reaped_ = false;
+  int code_ = -1;
 };
+
+// The node's namespace stock (sandbox-stock --verbose, supervise/namespace_stock.hpp) serving
+// `state_dir` while this lives, its lines in `log`; stopped with SIGTERM, as systemd does.
+class StockServing {
+ public:
+  StockServing(const std::string& state_dir, std::vector<std::string> env, const std::string& log)
+      : run_({OARBANK_AGENT_BINARY, "sandbox-stock", "--verbose"},
+             with_state_dir(std::move(env), state_dir), log) {
+    ready_ = eventually([this] { return run_.output().find(" serving ") != std::string::npos; },
+                        std::chrono::seconds(10));
+  }
+  ~StockServing() { run_.stop(SIGTERM); }
+  StockServing(const StockServing&) = delete;
+  StockServing& operator=(const StockServing&) = delete;
+  [[nodiscard]] bool ready() const { return ready_; }
+  [[nodiscard]] std::string log() const { return run_.output(); }
+  // Stops it now: its exit code.
+  int stop() { return run_.stop(SIGTERM); }
+
+ private:
+  static std::vector<std::string> with_state_dir(std::vector<std::string> env,
+                                                 const std::string& state_dir) {
+    env.push_back("OARBANK_STATE_DIR=" + state_dir);
+    return env;
+  }
+  BackgroundRun run_;
+  bool ready_ = false;
+};
+
+// ctest runs the tests of the module's world a second time with OARBANK_TEST_NAMESPACE_STOCK
+// set (the "stock." copies, tests/CMakeLists.txt): their fixtures then start a stock on their
+// run state directory, so that every run of theirs takes its namespaces from it, and each of
+// those tests shows that the world a run takes is the world a run makes.
+inline bool namespace_stock_asked() {
+  return std::getenv("OARBANK_TEST_NAMESPACE_STOCK") != nullptr;
+}
 
 }  // namespace oarbank::it

@@ -51,7 +51,7 @@ TEST_F(Usage, UnknownNamesGetTheClosestKnownOne) {
   const std::string policy = tree.write_json("p.json", base_policy());
   const std::string commands =
       "(the sub-commands: egress-proxy, sandbox-check, sandbox-ctl, sandbox-exec, "
-      "sandbox-report, sandbox-run; see --help)";
+      "sandbox-report, sandbox-run, sandbox-stock; see --help)";
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"sandbox-rnu", policy, "--", tree.probe(), "write", marker()},
        "oarbank-agent: usage: unknown sub-command \"sandbox-rnu\"; did you mean "
@@ -72,7 +72,7 @@ TEST_F(Usage, UnknownNamesGetTheClosestKnownOne) {
       {{"help", "sandbox-rnu"},
        "oarbank-agent: usage: help takes one sub-command: egress-proxy, sandbox-check, "
        "sandbox-ctl, "
-       "sandbox-exec, sandbox-report, sandbox-run; did you mean \"sandbox-run\"?"},
+       "sandbox-exec, sandbox-report, sandbox-run, sandbox-stock; did you mean \"sandbox-run\"?"},
   };
   for (const auto& [args, line] : cases) {
     SCOPED_TRACE(args.at(0) + " " + (args.size() > 1 ? args[1] : ""));
@@ -125,7 +125,8 @@ TEST_F(Usage, HelpAndVersionAreAnswered) {
 TEST_F(Usage, NoArgumentsPrintsTheUsageAndNamesTheSubCommands) {
   const std::string line =
       "oarbank-agent: usage: a sub-command is required: egress-proxy, sandbox-check, "
-      "sandbox-ctl, sandbox-exec, sandbox-report, sandbox-run (oarbank-agent help SUB-COMMAND "
+      "sandbox-ctl, sandbox-exec, sandbox-report, sandbox-run, sandbox-stock (oarbank-agent help "
+      "SUB-COMMAND "
       "for its options and examples)\n";
   RunResult r = agent({});
   EXPECT_TRUE(r.exited(64)) << r.describe();

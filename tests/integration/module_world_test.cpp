@@ -34,6 +34,7 @@
 #include "background_run.hpp"
 #include "harness.hpp"
 #include "sandbox_fixture.hpp"
+#include "sys/descriptor_passing.hpp"
 
 namespace oarbank::it {
 namespace {
@@ -48,6 +49,11 @@ class ModuleWorld : public SandboxBase, public ::testing::Test {
   }
   void SetUp() override {
     if (!running_as_root()) GTEST_SKIP() << "the module's world is made by a root sandbox-run";
+    if (namespace_stock_asked()) start_stock();
+  }
+  void start_stock() {
+    stock_.emplace(state_dir, launcher_environment(), tree.path("stock.log"));
+    ASSERT_TRUE(stock_->ready()) << stock_->log();
   }
 
   std::vector<std::string> env() const {
@@ -118,6 +124,7 @@ class ModuleWorld : public SandboxBase, public ::testing::Test {
 
   std::string state_dir;
   int counter_ = 0;
+  std::optional<StockServing> stock_;
 };
 
 // --- Its own IPC ------------------------------------------------------------------------------
@@ -250,6 +257,139 @@ TEST_F(ModuleWorld, ItsNamespacesAreItsOwnAndGoWithIt) {
   // Nothing outlives the run: no process is left in either (the kernel frees them then).
   EXPECT_TRUE(eventually([&] { return !namespace_in_use("net", net); }, 10s)) << net;
   EXPECT_TRUE(eventually([&] { return !namespace_in_use("ipc", ipc); }, 10s)) << ipc;
+}
+
+// --- Its namespaces made ahead: the node's namespace stock (sandbox-stock) -------------------
+
+// The network and IPC namespace of a module run under sandbox-run, as /proc shows them inside.
+struct RunNamespaces {
+  std::string net;
+  std::string ipc;
+};
+
+TEST_F(ModuleWorld, ARunTakesItsNamespacesFromTheStockAndNoOtherRunGetsThem) {
+  if (!stock_) start_stock();
+  std::vector<RunNamespaces> seen;
+  for (int i = 0; i < 3; ++i) {
+    RunResult r = run(base_policy(), {"spawn", "/bin/sh", "-c",
+                                      "readlink /proc/self/ns/net; readlink /proc/self/ns/ipc"});
+    ASSERT_TRUE(r.exited(0)) << r.describe();
+    EXPECT_EQ(r.err.find("namespace stock"), std::string::npos) << r.describe();
+    std::istringstream lines(r.out);
+    RunNamespaces ns;
+    std::getline(lines, ns.net);
+    std::getline(lines, ns.ipc);
+    ASSERT_EQ(ns.net.rfind("net:[", 0), 0U) << r.describe();
+    EXPECT_NE(ns.net, own_namespace("net"));
+    EXPECT_NE(ns.ipc, own_namespace("ipc"));
+    // The stock says what it made and which of its sets each run took.
+    const std::string made = ns.net.substr(4);  // "[4026...]"
+    EXPECT_TRUE(eventually([&] {
+      const std::string log = stock_->log();
+      return log.find("made d net:" + made + " ipc:" + ns.ipc.substr(4)) != std::string::npos &&
+             log.find("taken d net:" + made) != std::string::npos;
+    })) << stock_->log();
+    for (const auto& other : seen) {
+      EXPECT_NE(other.net, ns.net);
+      EXPECT_NE(other.ipc, ns.ipc);
+    }
+    seen.push_back(ns);
+  }
+  // What the runs gave back is closed once each has exited: nothing is in those namespaces.
+  for (const auto& ns : seen) {
+    EXPECT_TRUE(eventually([&] { return !namespace_in_use("net", ns.net); }, 10s)) << ns.net;
+  }
+}
+
+TEST_F(ModuleWorld, TwoRunsAtOnceTakeTwoSetsAndTheirQueuesAndSysVObjectsStayEachOnesOwn) {
+  if (!stock_) start_stock();
+  const std::string mq = "/" + unique_name("oarbank-stock-mq");
+  // The first holds its queue and a SysV segment while the second looks for them.
+  BackgroundRun first(run_argv(base_policy(), {tree.probe(), "batch", "mq-roundtrip", mq, ",",
+                                               "shm-create", "0x5eed", ",", "spawn", "/bin/sh",
+                                               "-c", "readlink /proc/self/ns/net; sleep 2"}),
+                      env(), tree.path("first.out"));
+  ASSERT_TRUE(first.wait_lines(3)) << first.output();
+  RunResult second = run(base_policy(), {"batch", "mq-find", mq, ",", "shm-find", "0x5eed", ",",
+                                         "spawn", "/bin/sh", "-c", "readlink /proc/self/ns/net"});
+  EXPECT_EQ(first.wait(), 0) << first.output();
+  ASSERT_TRUE(second.exited(0)) << second.describe();
+  EXPECT_EQ(second.out.rfind("errno ENOENT\nerrno ENOENT\nnet:[", 0), 0U) << second.describe();
+  EXPECT_EQ(first.output().rfind("ok\nok\nnet:[", 0), 0U) << first.output();
+  const auto net_of = [](const std::string& out) {
+    const auto at = out.find("net:[");
+    return at == std::string::npos ? out : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_NE(net_of(first.output()), net_of(second.out));
+}
+
+// A stock that is not there any more, or whose file names what is not its socket, is passed
+// over: the run makes its own namespaces, and says why where there is something to say.
+TEST_F(ModuleWorld, AStaleOrForgedStockFileIsPassedOverAndTheRunMakesItsOwn) {
+  if (stock_) GTEST_SKIP() << "a stock serves this directory already";
+  ::mkdir(state_dir.c_str(), 0700);
+  const std::string file = state_dir + "/namespace-stock";
+  // Its process is gone: nothing to say.
+  pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);
+  write_file(file, std::to_string(gone) + " 3 1 4 1\n");
+  RunResult r = run(base_policy(), {"spawn", "/bin/sh", "-c", "readlink /proc/self/ns/net"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.err.find("namespace stock"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.substr(0, r.out.find('\n')), own_namespace("net"));
+  // A live process (this test), and a descriptor of it that is not the socket named.
+  const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  write_file(file, std::to_string(::getpid()) + " " + std::to_string(fd) + " 1 " +
+                       std::to_string(fd) + " 1\n");
+  r = run(base_policy(), {"spawn", "/bin/sh", "-c", "readlink /proc/self/ns/net"});
+  ::close(fd);
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.err.find("note: the namespace stock of " + state_dir +
+                       " was not used (its file names a socket that is not there): this run "
+                       "makes its own namespaces"),
+            std::string::npos)
+      << r.describe();
+  EXPECT_NE(r.out.substr(0, r.out.find('\n')), own_namespace("net"));
+  // A socket it does name, whose message is not a set of namespaces (four descriptors of
+  // /dev/null): checked, passed over, and taken by nobody.
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
+  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int fds[4] = {null, null, null, null};
+  ASSERT_EQ(send_with_descriptors(pair[0], "set", fds), 0);
+  struct stat st {};
+  ASSERT_EQ(::fstat(pair[1], &st), 0);
+  write_file(file, std::to_string(::getpid()) + " " + std::to_string(pair[1]) + " " +
+                       std::to_string(st.st_ino) + " " + std::to_string(pair[1]) + " " +
+                       std::to_string(st.st_ino) + "\n");
+  r = run(base_policy(), {"spawn", "/bin/sh", "-c", "readlink /proc/self/ns/net"});
+  for (int f : {pair[0], pair[1], null}) ::close(f);
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.err.find("was not used (its network descriptor is not a network namespace)"),
+            std::string::npos)
+      << r.describe();
+  EXPECT_NE(r.out.substr(0, r.out.find('\n')), own_namespace("net"));
+  ::unlink(file.c_str());
+}
+
+TEST_F(ModuleWorld, TheStockStopsOnSigtermRemovesItsNamesAndServesADirectoryAlone) {
+  if (stock_) GTEST_SKIP() << "a stock serves this directory already";
+  start_stock();
+  // A second stock on the same directory is refused (75), and the first goes on serving.
+  RunOptions o;
+  o.env = env();
+  RunResult second = run_command({OARBANK_AGENT_BINARY, "sandbox-stock"}, o);
+  EXPECT_TRUE(second.exited(75)) << second.describe();
+  EXPECT_NE(
+      second.err.find("another namespace stock serves " + state_dir + "/namespace-stock.sock"),
+      std::string::npos)
+      << second.describe();
+  EXPECT_TRUE(exists(state_dir + "/namespace-stock"));
+  EXPECT_EQ(stock_->stop(), 0) << stock_->log();
+  EXPECT_FALSE(exists(state_dir + "/namespace-stock"));
+  EXPECT_FALSE(exists(state_dir + "/namespace-stock.sock"));
+  stock_.reset();
 }
 
 // --- Its own network namespace ------------------------------------------------------------

@@ -27,7 +27,12 @@ class OwnMounts : public UncappedTest {
  protected:
   void SetUp() override {
     if (!running_as_root()) GTEST_SKIP() << "the module's own mounts are made as root only";
+    if (namespace_stock_asked()) {
+      stock_.emplace(tree.path("state"), launcher_environment(), tree.path("stock.log"));
+      ASSERT_TRUE(stock_->ready()) << stock_->log();
+    }
   }
+  std::optional<StockServing> stock_;  // only for the "stock." copies of the tests
   std::vector<std::string> env() const {
     auto e = launcher_environment();
     e.push_back("OARBANK_STATE_DIR=" + tree.path("state"));

@@ -24,6 +24,7 @@
 #include <sstream>
 #include <thread>
 
+#include "background_run.hpp"
 #include "sandbox_fixture.hpp"
 
 namespace oarbank::it {
@@ -104,6 +105,12 @@ class Background {
 class SandboxRun : public UncappedTest {
  protected:
   SandboxRun() : id(unique_name("it")), state_dir(tree.path("state")) {}
+  void SetUp() override {
+    if (namespace_stock_asked() && running_as_root()) {
+      stock_.emplace(state_dir, launcher_environment(), tree.path("stock.log"));
+      ASSERT_TRUE(stock_->ready()) << stock_->log();
+    }
+  }
 
   std::vector<std::string> env() const {
     auto e = launcher_environment();
@@ -152,6 +159,7 @@ class SandboxRun : public UncappedTest {
   std::string id;
   std::string state_dir;
   std::string agent = OARBANK_AGENT_BINARY;
+  std::optional<StockServing> stock_;  // only for the "stock." copies of the tests
 };
 
 }  // namespace oarbank::it

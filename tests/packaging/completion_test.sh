@@ -22,7 +22,7 @@ expect() {  # EXPECTED WORDS...
     fail=1
   fi
 }
-expect "sandbox-check sandbox-ctl sandbox-exec sandbox-report sandbox-run" "sandbox-"
+expect "sandbox-check sandbox-ctl sandbox-exec sandbox-report sandbox-run sandbox-stock" "sandbox-"
 expect "sandbox-report sandbox-run" "sandbox-r"
 expect "egress-proxy" "eg"
 expect "--version" "--vers"

@@ -1,0 +1,45 @@
+// sandbox-stock: the node's namespace stock (supervise/namespace_stock.hpp), a root service
+// (packaging/systemd/oarbank-sandbox-stock.service) that keeps a root sandbox-run's
+// namespaces made ahead of its start. Runs in the foreground until SIGTERM, SIGINT or SIGHUP.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "supervise/namespace_stock.hpp"
+#include "supervise/run_state.hpp"
+#include "sys/error.hpp"
+
+namespace oarbank::cli {
+
+int run_sandbox_stock(const StockArgs& args) {
+  return run_guarded("sandbox-stock", "", [&] {
+    if (::geteuid() != 0) {
+      throw Error(ErrorKind::Unenforceable,
+                  "the namespace stock makes network and IPC namespaces, which only root can: "
+                  "run it as root (a sandbox-run that is not root makes none)");
+    }
+    if (args.sets < 1 || args.sets > 64) {
+      throw Error(ErrorKind::Usage, "--sets " + std::to_string(args.sets) + ": from 1 to 64");
+    }
+    // Blocked before the stock's thread starts, so that it inherits the mask and the signalfd
+    // alone reads them.
+    sigset_t stops;
+    sigemptyset(&stops);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stops, sig);
+    ::sigprocmask(SIG_BLOCK, &stops, nullptr);
+    const std::string state_dir = run_state_dir();
+    open_state_dir(state_dir, true);  // root's, 0700, no link on the way: as sandbox-run's
+    return serve_namespace_stock(
+        StockOptions{.state_dir = state_dir,
+                     .sets_per_kind = static_cast<std::size_t>(args.sets),
+                     .say =
+                         [](const std::string& line) {
+                           std::fprintf(stderr, "oarbank-agent sandbox-stock: %s\n", line.c_str());
+                         },
+                     .verbose = args.verbose});
+  });
+}
+
+}  // namespace oarbank::cli

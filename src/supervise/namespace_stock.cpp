@@ -1,0 +1,416 @@
+#include "supervise/namespace_stock.hpp"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "apply/ipc_namespace.hpp"
+#include "apply/module_mounts.hpp"
+#include "apply/module_network.hpp"
+#include "sys/descriptor_passing.hpp"
+#include "sys/error.hpp"
+
+namespace oarbank {
+namespace {
+
+constexpr char kSetMessage[] = "set";
+constexpr std::size_t kSetDescriptors = 4;  // net, ipc, mqueue, devpts, in that order
+// The mqueue file system's magic (ipc/mqueue.c; not in Debian 12's <linux/magic.h>).
+constexpr long kMqueueMagic = 0x19800202;
+
+bool socket_address(const std::string& path, sockaddr_un& address) {
+  address = sockaddr_un{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) return false;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  return true;
+}
+
+// The namespace `fd` is of `type` (NS_GET_NSTYPE, Linux 4.11).
+std::string namespace_problem(int fd, int type, const char* name) {
+  if (::ioctl(fd, NS_GET_NSTYPE) != type) {
+    return std::string("its ") + name + " descriptor is not a " + name + " namespace";
+  }
+  return "";
+}
+
+// The namespace `fd` is not the one this process is in (the node's: a module must never be
+// handed it).
+bool is_own_namespace(int fd, const char* own_path) {
+  struct stat made {};
+  struct stat own {};
+  return ::fstat(fd, &made) != 0 || ::stat(own_path, &own) != 0 ||
+         (made.st_dev == own.st_dev && made.st_ino == own.st_ino);
+}
+
+std::string filesystem_problem(int fd, long magic, const char* name) {
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0 || fs.f_type != magic) {
+    return std::string("its ") + name + " descriptor is not a " + name + " mount";
+  }
+  return "";
+}
+
+std::string inode_text(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 ? std::to_string(st.st_ino) : "?";
+}
+
+// A notice to the stock, sent to its socket's name (the notice socket stays unconnected: one
+// call). MSG_DONTWAIT: a stock whose queue is full is not waited for.
+bool send_notice(int notice, const std::string& socket_path, std::string_view text,
+                 std::span<const int> fds) {
+  sockaddr_un address{};
+  if (!socket_address(socket_path, address)) return false;
+  return send_with_descriptors(notice, text, fds, &address, MSG_DONTWAIT) == 0;
+}
+
+// The stock's address file: "PID DOWN_FD DOWN_INODE UP_FD UP_INODE".
+struct StockAddress {
+  long pid = 0;
+  long fd[2] = {-1, -1};
+  unsigned long long inode[2] = {0, 0};
+};
+
+std::optional<StockAddress> read_stock_address(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) return std::nullopt;
+  char text[128] = {};
+  const ssize_t n = ::read(fd.get(), text, sizeof text - 1);
+  if (n <= 0) return std::nullopt;
+  StockAddress address;
+  if (std::sscanf(text, "%ld %ld %llu %ld %llu", &address.pid, &address.fd[0], &address.inode[0],
+                  &address.fd[1], &address.inode[1]) != 5 ||
+      address.pid <= 0) {
+    return std::nullopt;
+  }
+  return address;
+}
+
+}  // namespace
+
+std::string namespace_stock_file(const std::string& state_dir) {
+  return state_dir + "/namespace-stock";
+}
+
+std::string namespace_stock_socket(const std::string& state_dir) {
+  return state_dir + "/namespace-stock.sock";
+}
+
+std::optional<NamespaceSet> take_namespace_set(const std::string& state_dir, bool loopback_up,
+                                               std::string* why) {
+  std::string ignored;
+  std::string& problem = why != nullptr ? *why : ignored;
+  problem.clear();
+  const auto address = read_stock_address(namespace_stock_file(state_dir));
+  if (!address) return std::nullopt;  // no stock
+  const int kind = loopback_up ? 1 : 0;
+  UniqueFd stock(static_cast<int>(::syscall(SYS_pidfd_open, address->pid, 0)));
+  if (!stock.valid()) return std::nullopt;  // it stopped without removing its file
+  UniqueFd queue(static_cast<int>(::syscall(SYS_pidfd_getfd, stock.get(), address->fd[kind], 0)));
+  if (!queue.valid()) {
+    problem = "pidfd_getfd: " + errno_text(errno);
+    return std::nullopt;
+  }
+  // The very socket the stock named: a pid of a stock that died, taken by another process
+  // since, would name something else at that number.
+  struct stat st {};
+  if (::fstat(queue.get(), &st) != 0 || !S_ISSOCK(st.st_mode) ||
+      st.st_ino != address->inode[kind]) {
+    problem = "its file names a socket that is not there";
+    return std::nullopt;
+  }
+  char message[16] = {};
+  std::vector<UniqueFd> fds;
+  const ssize_t n =
+      receive_with_descriptors(queue.get(), message, sizeof message - 1, fds, MSG_DONTWAIT);
+  if (n < 0) {
+    if (errno != EAGAIN) problem = "recvmsg: " + errno_text(errno);
+    return std::nullopt;  // EAGAIN: none ready for now
+  }
+  if (std::string_view(message, static_cast<std::size_t>(n)) != kSetMessage ||
+      fds.size() != kSetDescriptors) {
+    problem = "what it queued is not a set of " + std::to_string(kSetDescriptors) + " descriptors";
+    return std::nullopt;
+  }
+  NamespaceSet set{std::move(fds[0]), std::move(fds[1]), std::move(fds[2]), std::move(fds[3]),
+                   UniqueFd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0))};
+  for (const std::string& found :
+       {namespace_problem(set.net.get(), CLONE_NEWNET, "network"),
+        namespace_problem(set.ipc.get(), CLONE_NEWIPC, "IPC"),
+        filesystem_problem(set.mqueue.get(), kMqueueMagic, "mqueue"),
+        filesystem_problem(set.devpts.get(), DEVPTS_SUPER_MAGIC, "devpts")}) {
+    if (!found.empty()) {
+      problem = found;
+      return std::nullopt;
+    }
+  }
+  // So that it makes another (and, with --verbose, says which one was taken).
+  send_notice(
+      set.notice.get(), namespace_stock_socket(state_dir),
+      std::string(loopback_up ? "took u net:[" : "took d net:[") + inode_text(set.net.get()) + "]",
+      {});
+  return set;
+}
+
+void give_back_namespace_set(NamespaceSet set, const std::string& state_dir) {
+  int fds[kSetDescriptors];
+  std::size_t count = 0;
+  for (const UniqueFd* fd : {&set.net, &set.ipc, &set.mqueue, &set.devpts}) {
+    if (fd->valid()) fds[count++] = fd->get();
+  }
+  if (count == 0 || !set.notice.valid()) return;
+  // In the socket's queue the descriptors stay open until the stock takes them; it closes
+  // them once this process has exited (the copies here close first, below, or with it).
+  send_notice(set.notice.get(), namespace_stock_socket(state_dir), "back",
+              std::span<const int>(fds, count));
+}
+
+NamespaceSet make_namespace_set(bool loopback_up) {
+  NamespaceSet set;
+  set.net = make_loopback_network(loopback_up).netns;
+  IpcNamespace ipc = make_ipc_namespace();
+  set.ipc = std::move(ipc.ns);
+  set.mqueue = std::move(ipc.mqueue);
+  set.devpts = make_devpts_instance();
+  // What was made is new: never the namespaces this process is in, the node's.
+  if (is_own_namespace(set.net.get(), "/proc/thread-self/ns/net") ||
+      is_own_namespace(set.ipc.get(), "/proc/thread-self/ns/ipc")) {
+    throw Error(ErrorKind::StepFailed, "a namespace made for the stock is the node's own");
+  }
+  return set;
+}
+
+namespace {
+
+// The notice socket, bound (0600) after a stale one of a stock that died is removed.
+UniqueFd bind_notice_socket(const std::string& path) {
+  sockaddr_un address{};
+  if (!socket_address(path, address)) {
+    throw Error(ErrorKind::StepFailed,
+                "the socket path " + path + " is longer than a unix socket's (107 bytes)");
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      throw Error(ErrorKind::StepFailed, path + " exists and is not a socket: not removed");
+    }
+    UniqueFd probe(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
+      throw Error(ErrorKind::Busy, "another namespace stock serves " + path);
+    }
+    ::unlink(path.c_str());  // a stock that died left it
+  }
+  UniqueFd sock(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!sock.valid()) throw Error(ErrorKind::StepFailed, "socket: " + errno_text(errno));
+  const int one = 1;
+  // Each notice carries its sender's credentials, checked below: root's only.
+  ::setsockopt(sock.get(), SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
+  const mode_t old_mask = ::umask(0177);
+  const int bound = ::bind(sock.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address);
+  const int bind_errno = errno;
+  ::umask(old_mask);
+  if (bound != 0)
+    throw Error(ErrorKind::StepFailed, "bind " + path + ": " + errno_text(bind_errno));
+  return sock;
+}
+
+// The address file, whole or not at all (written aside, then renamed).
+void write_stock_address(const std::string& path, const StockAddress& address) {
+  const std::string aside = path + ".new";
+  UniqueFd fd(::open(aside.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) throw Error(ErrorKind::StepFailed, "open " + aside + ": " + errno_text(errno));
+  const std::string text = std::to_string(address.pid) + " " + std::to_string(address.fd[0]) + " " +
+                           std::to_string(address.inode[0]) + " " + std::to_string(address.fd[1]) +
+                           " " + std::to_string(address.inode[1]) + "\n";
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      ::rename(aside.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(aside.c_str());
+    throw Error(ErrorKind::StepFailed, "write " + path + ": " + errno_text(err));
+  }
+}
+
+class Stock {
+ public:
+  explicit Stock(const StockOptions& options) : options_(options) {
+    for (int kind = 0; kind < 2; ++kind) {
+      int pair[2];
+      if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+        throw Error(ErrorKind::StepFailed, "socketpair: " + errno_text(errno));
+      }
+      queue_[kind].reset(pair[0]);
+      queued_end_[kind].reset(pair[1]);
+      ::shutdown(pair[1], SHUT_WR);  // takers only read
+    }
+  }
+
+  StockAddress address() const {
+    StockAddress address;
+    address.pid = ::getpid();
+    for (int kind = 0; kind < 2; ++kind) {
+      struct stat st {};
+      ::fstat(queued_end_[kind].get(), &st);
+      address.fd[kind] = queued_end_[kind].get();
+      address.inode[kind] = st.st_ino;
+    }
+    return address;
+  }
+
+  // The kind whose queue is short, -1 when both are full.
+  int short_kind() const {
+    for (int kind = 0; kind < 2; ++kind) {
+      if (queued_[kind] < options_.sets_per_kind) return kind;
+    }
+    return -1;
+  }
+
+  // One set made and queued. False (said) when it cannot be made.
+  bool make_one(int kind) {
+    try {
+      NamespaceSet set = make_namespace_set(kind == 1);
+      const int fds[kSetDescriptors] = {set.net.get(), set.ipc.get(), set.mqueue.get(),
+                                        set.devpts.get()};
+      const int err = send_with_descriptors(
+          queue_[kind].get(), std::string_view(kSetMessage, sizeof kSetMessage - 1), fds);
+      if (err != 0) {
+        options_.say("cannot queue a set: " + errno_text(err));
+        return false;
+      }
+      ++queued_[kind];
+      if (options_.verbose) {
+        options_.say(std::string("made ") + (kind == 1 ? "u" : "d") + " net:[" +
+                     inode_text(set.net.get()) + "] ipc:[" + inode_text(set.ipc.get()) + "]");
+      }
+      return true;  // the queued message holds the descriptors now; these copies close here
+    } catch (const Error& e) {
+      options_.say(std::string("cannot make a set (runs make their own meanwhile): ") + e.what());
+      return false;
+    }
+  }
+
+  // Every notice waiting on `notice`: a set taken, or one given back (closed here, its
+  // releases with it). A notice that is not root's is dropped, whatever it carries.
+  void read_notices(int notice) {
+    for (;;) {
+      char text[64] = {};
+      std::vector<UniqueFd> given;  // closed at the end of this turn, their releases with them
+      ucred sender{};
+      const ssize_t n =
+          receive_with_descriptors(notice, text, sizeof text - 1, given, MSG_DONTWAIT, &sender);
+      if (n < 0) return;
+      if (sender.uid != 0) continue;
+      const std::string_view what(text, static_cast<std::size_t>(n));
+      if (what.starts_with("took ") && what.size() > 5) {
+        const int kind = what[5] == 'u' ? 1 : 0;
+        if (queued_[kind] > 0) --queued_[kind];
+        if (options_.verbose) {
+          options_.say("taken " + std::string(what.substr(5)) + " by pid " +
+                       std::to_string(sender.pid));
+        }
+      } else if (what == "back" && !given.empty()) {
+        // Closed once the giver has exited: closed now, the stock could be the first to let
+        // go, and the giver's own close the last, with the waits it was meant to be spared.
+        UniqueFd giver(static_cast<int>(::syscall(SYS_pidfd_open, sender.pid, 0)));
+        if (options_.verbose) {
+          options_.say("given back by pid " + std::to_string(sender.pid) + ": " +
+                       std::to_string(given.size()) + " descriptors");
+        }
+        if (giver.valid()) given_back_.push_back(GivenBack{std::move(giver), std::move(given)});
+      }
+    }
+  }
+
+  // The givers' pidfds, watched from `watched`'s end.
+  void watch_givers(std::vector<pollfd>& watched) const {
+    for (const auto& back : given_back_) watched.push_back({back.giver.get(), POLLIN, 0});
+  }
+  // The givers that exited (their pidfds from `first` on): what they gave back is closed now,
+  // its releases here.
+  void close_exited(const std::vector<pollfd>& watched, std::size_t first) {
+    for (std::size_t i = watched.size(); i-- > first;) {
+      if (watched[i].revents != 0) {
+        given_back_.erase(given_back_.begin() + static_cast<std::ptrdiff_t>(i - first));
+      }
+    }
+  }
+
+ private:
+  // What a run gave back, until its process is gone (its pidfd readable).
+  struct GivenBack {
+    UniqueFd giver;
+    std::vector<UniqueFd> fds;
+  };
+  std::vector<GivenBack> given_back_;
+  const StockOptions& options_;
+  UniqueFd queue_[2];       // the stock's end of each kind's pair: [0] loopback down, [1] up
+  UniqueFd queued_end_[2];  // the end takers read (pidfd_getfd), never read here
+  std::size_t queued_[2] = {0, 0};
+};
+
+}  // namespace
+
+int serve_namespace_stock(const StockOptions& options) {
+  sigset_t stops;
+  sigemptyset(&stops);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stops, sig);
+  UniqueFd signals(::signalfd(-1, &stops, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signals.valid()) throw Error(ErrorKind::StepFailed, "signalfd: " + errno_text(errno));
+  const std::string socket_path = namespace_stock_socket(options.state_dir);
+  const std::string file_path = namespace_stock_file(options.state_dir);
+  UniqueFd notice = bind_notice_socket(socket_path);
+  struct stat ours {};
+  ::lstat(socket_path.c_str(), &ours);
+  Stock stock(options);
+  // Full before it is named: the first runs find sets.
+  for (int kind = stock.short_kind(); kind >= 0; kind = stock.short_kind()) {
+    if (!stock.make_one(kind)) break;
+  }
+  write_stock_address(file_path, stock.address());
+  options.say("serving " + options.state_dir + " (" + std::to_string(options.sets_per_kind) +
+              " sets of each kind queued)");
+  bool failed = false;  // the last make failed: wait a second before the next try
+  for (;;) {
+    const int kind = stock.short_kind();
+    std::vector<pollfd> watched{{signals.get(), POLLIN, 0}, {notice.get(), POLLIN, 0}};
+    stock.watch_givers(watched);
+    const int timeout = kind < 0 ? -1 : failed ? 1000 : 0;
+    if (::poll(watched.data(), watched.size(), timeout) < 0 && errno != EINTR) {
+      throw Error(ErrorKind::StepFailed, "poll: " + errno_text(errno));
+    }
+    if (watched[0].revents != 0) break;
+    stock.close_exited(watched, 2);
+    if (watched[1].revents != 0) stock.read_notices(notice.get());
+    const int short_now = stock.short_kind();
+    if (short_now >= 0 && (!failed || watched[1].revents == 0)) failed = !stock.make_one(short_now);
+  }
+  // Only our own names go: a later stock may have taken them meanwhile.
+  struct stat now {};
+  if (::lstat(socket_path.c_str(), &now) == 0 && now.st_ino == ours.st_ino) {
+    ::unlink(socket_path.c_str());
+    ::unlink(file_path.c_str());
+  }
+  options.say("stopped");
+  return 0;
+}
+
+}  // namespace oarbank
