@@ -13,6 +13,9 @@
 #   RT=1 bench/run-launch-bench.sh      run at SCHED_FIFO priority 10 (root): other load on that CPU
 #                                       no longer preempts the rounds; spreads are much narrower
 #   RUN=0 bench/run-launch-bench.sh     without the sandbox-run side
+#   WORLD=1 bench/run-launch-bench.sh   (root) three more sandbox-run sides: without the module's
+#                                       world, with it, and with it taken from a namespace stock
+#                                       (docs/performance.md, "The namespace stock")
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,7 +36,8 @@ for f in "$agent" "$driver"; do
 done
 
 tmp=$(mktemp -d /tmp/oarbank-launch-bench.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+stock_pid=
+trap '[[ -n $stock_pid ]] && kill "$stock_pid" && wait "$stock_pid"; rm -rf "$tmp"' EXIT
 chmod 755 "$tmp"
 # Every binary a side runs is a copy made here by cp, not the linker's output itself: on this
 # build machine (kernel 6.18, ext4) exec of the file ld wrote ran 0.3 x a bare exec slower than a
@@ -70,6 +74,20 @@ echo "== paired rounds (oarbank-launch-bench)"
 export OARBANK_STATE_DIR=$tmp/state
 run_side=()
 [[ ${RUN:-1} == 1 ]] && run_side=(--side "sandbox-run=$agent sandbox-run $policy -- $target")
+if [[ ${WORLD:-0} == 1 ]]; then
+  # The audit reader off in all three (it is its own cost: performance.md); the stock serves a
+  # run state directory of its own, not pinned (on a node it is a service beside the runs), and
+  # is stopped at the end.
+  echo '{"denial_audit": "off", "module_world": false, "module_mounts": false}' > "$tmp/no-world.json"
+  echo '{"denial_audit": "off"}' > "$tmp/world.json"
+  chmod 644 "$tmp/no-world.json" "$tmp/world.json"
+  OARBANK_STATE_DIR=$tmp/stock-state "$agent" sandbox-stock 2> "$tmp/stock.log" &
+  stock_pid=$!
+  for _ in $(seq 100); do grep -q ' serving ' "$tmp/stock.log" && break; sleep 0.05; done
+  run_side+=(--side "run-no-world=$agent sandbox-run --config $tmp/no-world.json $policy -- $target"
+             --side "run-world=$agent sandbox-run --config $tmp/world.json $policy -- $target"
+             --side "run-world-stock=OARBANK_STATE_DIR=$tmp/stock-state $agent sandbox-run --config $tmp/world.json $policy -- $target")
+fi
 "${prefix[@]}" "$driver" --agent "$agent" --policy "$policy" --target "$target" --rounds "$rounds" --warmup "$warmup" \
   "${floor_args[@]}" --raw "$tmp/raw.csv" "${run_side[@]}"
 [[ -n ${RAW_OUT:-} ]] && cp "$tmp/raw.csv" "$RAW_OUT"
