@@ -554,8 +554,8 @@ void ModuleRun::take_stock() {
                  "): this run makes its own namespaces");
   }
   if (stock_) {
-    held_.push(LaunchStep::Network, [this, state_dir] {
-      give_back_namespace_set(std::move(*stock_), state_dir);
+    held_.push(LaunchStep::Network, [this] {
+      give_back_namespace_set(std::move(*stock_));
       stock_.reset();
     });
   }

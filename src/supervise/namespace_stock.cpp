@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,14 +35,6 @@ constexpr char kSetMessage[] = "set";
 constexpr std::size_t kSetDescriptors = 4;  // net, ipc, mqueue, devpts, in that order
 // The mqueue file system's magic (ipc/mqueue.c; not in Debian 12's <linux/magic.h>).
 constexpr long kMqueueMagic = 0x19800202;
-
-bool socket_address(const std::string& path, sockaddr_un& address) {
-  address = sockaddr_un{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof address.sun_path) return false;
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  return true;
-}
 
 // The namespace `fd` is of `type` (NS_GET_NSTYPE, Linux 4.11).
 std::string namespace_problem(int fd, int type, const char* name) {
@@ -75,13 +66,11 @@ std::string inode_text(int fd) {
   return ::fstat(fd, &st) == 0 ? std::to_string(st.st_ino) : "?";
 }
 
-// A notice to the stock, sent to its socket's name (the notice socket stays unconnected: one
-// call). MSG_DONTWAIT: a stock whose queue is full is not waited for.
-bool send_notice(int notice, const std::string& socket_path, std::string_view text,
-                 std::span<const int> fds) {
-  sockaddr_un address{};
-  if (!socket_address(socket_path, address)) return false;
-  return send_with_descriptors(notice, text, fds, &address, MSG_DONTWAIT) == 0;
+// A notice to the stock, on the queue's own socket (a socket pair carries messages both ways:
+// the stock reads what takers send on their end). MSG_DONTWAIT: a stock whose queue is full
+// is not waited for.
+bool send_notice(int queue, std::string_view text, std::span<const int> fds) {
+  return send_with_descriptors(queue, text, fds, nullptr, MSG_DONTWAIT) == 0;
 }
 
 // The stock's address file: "PID DOWN_FD DOWN_INODE UP_FD UP_INODE".
@@ -110,10 +99,6 @@ std::optional<StockAddress> read_stock_address(const std::string& path) {
 
 std::string namespace_stock_file(const std::string& state_dir) {
   return state_dir + "/namespace-stock";
-}
-
-std::string namespace_stock_socket(const std::string& state_dir) {
-  return state_dir + "/namespace-stock.sock";
 }
 
 std::optional<NamespaceSet> take_namespace_set(const std::string& state_dir, bool loopback_up,
@@ -153,7 +138,7 @@ std::optional<NamespaceSet> take_namespace_set(const std::string& state_dir, boo
     return std::nullopt;
   }
   NamespaceSet set{std::move(fds[0]), std::move(fds[1]), std::move(fds[2]), std::move(fds[3]),
-                   UniqueFd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0))};
+                   std::move(queue)};
   for (const std::string& found :
        {namespace_problem(set.net.get(), CLONE_NEWNET, "network"),
         namespace_problem(set.ipc.get(), CLONE_NEWIPC, "IPC"),
@@ -166,13 +151,13 @@ std::optional<NamespaceSet> take_namespace_set(const std::string& state_dir, boo
   }
   // So that it makes another (and, with --verbose, says which one was taken).
   send_notice(
-      set.notice.get(), namespace_stock_socket(state_dir),
+      set.notice.get(),
       std::string(loopback_up ? "took u net:[" : "took d net:[") + inode_text(set.net.get()) + "]",
       {});
   return set;
 }
 
-void give_back_namespace_set(NamespaceSet set, const std::string& state_dir) {
+void give_back_namespace_set(NamespaceSet set) {
   int fds[kSetDescriptors];
   std::size_t count = 0;
   for (const UniqueFd* fd : {&set.net, &set.ipc, &set.mqueue, &set.devpts}) {
@@ -181,8 +166,7 @@ void give_back_namespace_set(NamespaceSet set, const std::string& state_dir) {
   if (count == 0 || !set.notice.valid()) return;
   // In the socket's queue the descriptors stay open until the stock takes them; it closes
   // them once this process has exited (the copies here close first, below, or with it).
-  send_notice(set.notice.get(), namespace_stock_socket(state_dir), "back",
-              std::span<const int>(fds, count));
+  send_notice(set.notice.get(), "back", std::span<const int>(fds, count));
 }
 
 NamespaceSet make_namespace_set(bool loopback_up) {
@@ -202,36 +186,17 @@ NamespaceSet make_namespace_set(bool loopback_up) {
 
 namespace {
 
-// The notice socket, bound (0600) after a stale one of a stock that died is removed.
-UniqueFd bind_notice_socket(const std::string& path) {
-  sockaddr_un address{};
-  if (!socket_address(path, address)) {
-    throw Error(ErrorKind::StepFailed,
-                "the socket path " + path + " is longer than a unix socket's (107 bytes)");
-  }
+// Whether a stock serves from `path` already: its file names a live process and, at the
+// number named, the very socket named (what a run would take).
+bool stock_serves(const std::string& path) {
+  const auto address = read_stock_address(path);
+  if (!address || address->pid == ::getpid()) return false;
+  UniqueFd stock(static_cast<int>(::syscall(SYS_pidfd_open, address->pid, 0)));
+  if (!stock.valid()) return false;
+  UniqueFd queue(static_cast<int>(::syscall(SYS_pidfd_getfd, stock.get(), address->fd[0], 0)));
   struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      throw Error(ErrorKind::StepFailed, path + " exists and is not a socket: not removed");
-    }
-    UniqueFd probe(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
-      throw Error(ErrorKind::Busy, "another namespace stock serves " + path);
-    }
-    ::unlink(path.c_str());  // a stock that died left it
-  }
-  UniqueFd sock(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!sock.valid()) throw Error(ErrorKind::StepFailed, "socket: " + errno_text(errno));
-  const int one = 1;
-  // Each notice carries its sender's credentials, checked below: root's only.
-  ::setsockopt(sock.get(), SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
-  const mode_t old_mask = ::umask(0177);
-  const int bound = ::bind(sock.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address);
-  const int bind_errno = errno;
-  ::umask(old_mask);
-  if (bound != 0)
-    throw Error(ErrorKind::StepFailed, "bind " + path + ": " + errno_text(bind_errno));
-  return sock;
+  return queue.valid() && ::fstat(queue.get(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+         st.st_ino == address->inode[0];
 }
 
 // The address file, whole or not at all (written aside, then renamed).
@@ -260,9 +225,15 @@ class Stock {
       }
       queue_[kind].reset(pair[0]);
       queued_end_[kind].reset(pair[1]);
-      ::shutdown(pair[1], SHUT_WR);  // takers only read
+      // What takers send back on their end carries their credentials, checked below: root's
+      // only (nobody else can take the end: pidfd_getfd of a root process).
+      const int one = 1;
+      ::setsockopt(pair[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
     }
   }
+
+  // The stock's end of each kind's pair, where the takers' notices arrive.
+  int notices(int kind) const { return queue_[kind].get(); }
 
   StockAddress address() const {
     StockAddress address;
@@ -308,8 +279,9 @@ class Stock {
     }
   }
 
-  // Every notice waiting on `notice`: a set taken, or one given back (closed here, its
-  // releases with it). A notice that is not root's is dropped, whatever it carries.
+  // Every notice waiting on `notice`: a set taken, or one given back (closed once its giver
+  // has exited, its releases with it). A notice that is not root's is dropped, whatever it
+  // carries.
   void read_notices(int notice) {
     for (;;) {
       char text[64] = {};
@@ -375,38 +347,43 @@ int serve_namespace_stock(const StockOptions& options) {
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stops, sig);
   UniqueFd signals(::signalfd(-1, &stops, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!signals.valid()) throw Error(ErrorKind::StepFailed, "signalfd: " + errno_text(errno));
-  const std::string socket_path = namespace_stock_socket(options.state_dir);
   const std::string file_path = namespace_stock_file(options.state_dir);
-  UniqueFd notice = bind_notice_socket(socket_path);
-  struct stat ours {};
-  ::lstat(socket_path.c_str(), &ours);
+  if (stock_serves(file_path)) {
+    throw Error(ErrorKind::Busy, "another namespace stock serves " + options.state_dir +
+                                     " (its file " + file_path + " names a live one)");
+  }
   Stock stock(options);
   // Full before it is named: the first runs find sets.
   for (int kind = stock.short_kind(); kind >= 0; kind = stock.short_kind()) {
     if (!stock.make_one(kind)) break;
   }
   write_stock_address(file_path, stock.address());
+  struct stat ours {};
+  ::lstat(file_path.c_str(), &ours);
   options.say("serving " + options.state_dir + " (" + std::to_string(options.sets_per_kind) +
               " sets of each kind queued)");
   bool failed = false;  // the last make failed: wait a second before the next try
   for (;;) {
     const int kind = stock.short_kind();
-    std::vector<pollfd> watched{{signals.get(), POLLIN, 0}, {notice.get(), POLLIN, 0}};
+    std::vector<pollfd> watched{
+        {signals.get(), POLLIN, 0}, {stock.notices(0), POLLIN, 0}, {stock.notices(1), POLLIN, 0}};
     stock.watch_givers(watched);
     const int timeout = kind < 0 ? -1 : failed ? 1000 : 0;
     if (::poll(watched.data(), watched.size(), timeout) < 0 && errno != EINTR) {
       throw Error(ErrorKind::StepFailed, "poll: " + errno_text(errno));
     }
     if (watched[0].revents != 0) break;
-    stock.close_exited(watched, 2);
-    if (watched[1].revents != 0) stock.read_notices(notice.get());
+    stock.close_exited(watched, 3);
+    const bool noticed = watched[1].revents != 0 || watched[2].revents != 0;
+    for (int k = 0; k < 2; ++k) {
+      if (watched[1 + k].revents != 0) stock.read_notices(stock.notices(k));
+    }
     const int short_now = stock.short_kind();
-    if (short_now >= 0 && (!failed || watched[1].revents == 0)) failed = !stock.make_one(short_now);
+    if (short_now >= 0 && (!failed || !noticed)) failed = !stock.make_one(short_now);
   }
-  // Only our own names go: a later stock may have taken them meanwhile.
+  // Only our own file goes: a later stock may have taken the name meanwhile.
   struct stat now {};
-  if (::lstat(socket_path.c_str(), &now) == 0 && now.st_ino == ours.st_ino) {
-    ::unlink(socket_path.c_str());
+  if (::lstat(file_path.c_str(), &now) == 0 && now.st_ino == ours.st_ino) {
     ::unlink(file_path.c_str());
   }
   options.say("stopped");

@@ -15,16 +15,16 @@
 // A run never waits for the stock (a wake-up of another process costs 100 us and more on a
 // virtual machine: a round trip would eat most of what the stock saves). The stock queues its
 // sets ahead in a socket pair per kind (loopback up, down), each set one message with its four
-// descriptors, and names the pair's reading end in the file "namespace-stock" of the run state
-// directory (root's, 0700, walked without links by open_state_dir): its pid, and the
-// descriptor's number and inode. A run takes the reading end with pidfd_getfd (Linux 5.6;
-// root), checks it is that very socket, and takes one message without waiting (a message is
-// taken whole by one reader). Then it sends "took" to the stock's notice socket
-// ("namespace-stock.sock", 0600), which makes another, and at its end it sends back what it
-// still holds of the set, so that the releases that wait (a detached mount's: an RCU grace
-// period, about 400 us of wall time here) happen in the stock, off the run's path. The run
-// checks that each descriptor it took is the kind of namespace or file system it must be; the
-// stock, that neither namespace it made is the one it is in (the node's).
+// descriptors, and names the pair's takers' end in the file "namespace-stock" of the run
+// state directory (root's, 0700, walked without links by open_state_dir): its pid, and the
+// descriptor's number and inode. A run takes that end with pidfd_getfd (Linux 5.6; root),
+// checks it is that very socket, and takes one message without waiting (a message is taken
+// whole by one reader). On the same end (a socket pair carries messages both ways) it sends
+// "took", so that the stock makes another, and at its end it sends back what it still holds
+// of the set, so that the releases that wait (a detached mount's: an RCU grace period, about
+// 400 us of wall time here) happen in the stock, once the run has exited, off its path. The
+// run checks that each descriptor it took is the kind of namespace or file system it must be;
+// the stock, that neither namespace it made is the one it is in (the node's).
 #pragma once
 
 #include <cstddef>
@@ -41,12 +41,11 @@ struct NamespaceSet {
   UniqueFd ipc;     // an IPC namespace
   UniqueFd mqueue;  // a detached mount of that IPC namespace's mqueue file system
   UniqueFd devpts;  // a detached devpts instance (apply/module_mounts.hpp)
-  UniqueFd notice;  // the taker's socket to the stock's notices (give_back_namespace_set)
+  UniqueFd notice;  // the takers' end of the stock's queue, for its notices (took, back)
 };
 
-// The stock's two names in the run state directory: its address file and its notice socket.
+// The stock's address file in the run state directory.
 std::string namespace_stock_file(const std::string& state_dir);
-std::string namespace_stock_socket(const std::string& state_dir);
 
 // One set from the stock of `state_dir`, with loopback up or not, without waiting. Nothing
 // when there is no stock (no file, its process gone), it has no set ready, or what is there
@@ -57,7 +56,7 @@ std::optional<NamespaceSet> take_namespace_set(const std::string& state_dir, boo
 
 // Sends what `set` still holds back to the stock, which closes it (without waiting; what
 // cannot be sent is closed here). Never throws.
-void give_back_namespace_set(NamespaceSet set, const std::string& state_dir);
+void give_back_namespace_set(NamespaceSet set);
 
 // One set made here, as take_namespace_set hands it (without a lease). Throws Error
 // (StepFailed), its step naming the call that failed.
@@ -71,9 +70,9 @@ struct StockOptions {
 };
 
 // Serves the stock of options.state_dir until SIGTERM, SIGINT or SIGHUP (which the caller
-// has blocked: read here by a signalfd), then removes its file and socket. Returns 0 then.
-// Throws Error before it serves: a name is too long, another stock serves the directory, or
-// its socket cannot be made. A set it cannot make is said (options.say) and tried again a
+// has blocked: read here by a signalfd), then removes its file. Returns 0 then. Throws Error
+// before it serves: another stock serves the directory (Busy), or its file cannot be
+// written. A set it cannot make is said (options.say) and tried again a
 // second later; runs meanwhile make their own.
 int serve_namespace_stock(const StockOptions& options);
 
