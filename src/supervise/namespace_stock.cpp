@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/nsfs.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -247,12 +248,21 @@ class Stock {
     return address;
   }
 
-  // The kind whose queue is short, -1 when both are full.
+  // The kind whose queue is short, -1 when both are full. What is queued is counted by the
+  // kernel: SIOCOUTQ on the stock's end is the size of its messages not yet taken, every set
+  // message the same size. So a notice lost, or a run that died between its take and its
+  // notice, cannot make the stock believe it holds sets it does not.
   int short_kind() const {
     for (int kind = 0; kind < 2; ++kind) {
-      if (queued_[kind] < options_.sets_per_kind) return kind;
+      if (queued(kind) < options_.sets_per_kind) return kind;
     }
     return -1;
+  }
+
+  std::size_t queued(int kind) const {
+    int bytes = 0;
+    if (message_size_[kind] == 0 || ::ioctl(queue_[kind].get(), SIOCOUTQ, &bytes) != 0) return 0;
+    return static_cast<std::size_t>(bytes) / message_size_[kind];
   }
 
   // One set made and queued. False (said) when it cannot be made.
@@ -267,7 +277,12 @@ class Stock {
         options_.say("cannot queue a set: " + errno_text(err));
         return false;
       }
-      ++queued_[kind];
+      if (message_size_[kind] == 0) {
+        int bytes = 0;  // the first set, in an empty queue: the size of one message
+        if (::ioctl(queue_[kind].get(), SIOCOUTQ, &bytes) == 0 && bytes > 0) {
+          message_size_[kind] = static_cast<std::size_t>(bytes);
+        }
+      }
       if (options_.verbose) {
         options_.say(std::string("made ") + (kind == 1 ? "u" : "d") + " net:[" +
                      inode_text(set.net.get()) + "] ipc:[" + inode_text(set.ipc.get()) + "]");
@@ -293,8 +308,6 @@ class Stock {
       if (sender.uid != 0) continue;
       const std::string_view what(text, static_cast<std::size_t>(n));
       if (what.starts_with("took ") && what.size() > 5) {
-        const int kind = what[5] == 'u' ? 1 : 0;
-        if (queued_[kind] > 0) --queued_[kind];
         if (options_.verbose) {
           options_.say("taken " + std::string(what.substr(5)) + " by pid " +
                        std::to_string(sender.pid));
@@ -336,7 +349,7 @@ class Stock {
   const StockOptions& options_;
   UniqueFd queue_[2];       // the stock's end of each kind's pair: [0] loopback down, [1] up
   UniqueFd queued_end_[2];  // the end takers read (pidfd_getfd), never read here
-  std::size_t queued_[2] = {0, 0};
+  std::size_t message_size_[2] = {0, 0};  // of one set's message in the queue (SIOCOUTQ)
 };
 
 }  // namespace
@@ -368,7 +381,8 @@ int serve_namespace_stock(const StockOptions& options) {
     std::vector<pollfd> watched{
         {signals.get(), POLLIN, 0}, {stock.notices(0), POLLIN, 0}, {stock.notices(1), POLLIN, 0}};
     stock.watch_givers(watched);
-    const int timeout = kind < 0 ? -1 : failed ? 1000 : 0;
+    // Full: a notice wakes it (a set taken, one given back); a second at most, else.
+    const int timeout = kind < 0 || failed ? 1000 : 0;
     if (::poll(watched.data(), watched.size(), timeout) < 0 && errno != EINTR) {
       throw Error(ErrorKind::StepFailed, "poll: " + errno_text(errno));
     }
