@@ -398,9 +398,14 @@ section "dpkg --purge leaves nothing"
 # The operator's own files go first (purge keeps env files and module data on purpose).
 rm -f /etc/oarbank/modules/alpha.env /etc/oarbank/modules/beta.env
 rm -rf /srv/oarbank /var/lib/oarbank/modules/alpha /var/lib/oarbank/modules/beta
+# Removed first, then purged: what removal alone leaves of the namespace stock.
 stock_pid=$(systemctl show -P MainPID oarbank-sandbox-stock.service)
-check "dpkg --purge oarbank-agent" dpkg --purge oarbank-agent
+check "dpkg --remove oarbank-agent" dpkg --remove oarbank-agent
 check "the namespace stock was stopped (its process is gone)" test ! -d "/proc/$stock_pid"
+expect "removal leaves no file or socket of the stock in /run/oarbank/runs" "" "$(stock_names)"
+check "removal keeps the stock's enablement link (a reinstall finds it as the operator left it)" \
+  test -L /etc/systemd/system/multi-user.target.wants/oarbank-sandbox-stock.service
+check "dpkg --purge oarbank-agent" dpkg --purge oarbank-agent
 expect "dpkg knows no oarbank-agent" "" "$(dpkg-query -W -f '${Status}' oarbank-agent 2>/dev/null | grep -v not-installed || true)"
 snapshot /root/files.after
 expect "no file left (a snapshot of /etc /usr /var /run /srv /opt before the install and after)" "" \
