@@ -11,6 +11,7 @@ set(OARBANK_DOC_DIR share/doc/oarbank-agent)
 # on split ones alike, and where Debian is moving every unit.
 install(FILES packaging/systemd/oarbank-agent@.service packaging/systemd/oarbank.slice
               packaging/systemd/oarbank-nfd.service packaging/systemd/oarbank-nfd.path
+              packaging/systemd/oarbank-sandbox-stock.service
         DESTINATION lib/systemd/system)
 # What oarbank-nfd.service runs: a helper, not a command for users (so not in /usr/bin).
 install(PROGRAMS packaging/nfd/oarbank-nfd-features DESTINATION lib/oarbank-agent)

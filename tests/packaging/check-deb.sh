@@ -56,6 +56,7 @@ check "the unit in /usr/lib/systemd/system" \
 check "the slice in /usr/lib/systemd/system" listed usr/lib/systemd/system/oarbank.slice -rw-r--r--
 check "the NFD report's service" listed usr/lib/systemd/system/oarbank-nfd.service -rw-r--r--
 check "the NFD report's path unit" listed usr/lib/systemd/system/oarbank-nfd.path -rw-r--r--
+check "the namespace stock's service" listed usr/lib/systemd/system/oarbank-sandbox-stock.service -rw-r--r--
 check "the NFD report's helper, 0755 root" listed usr/lib/oarbank-agent/oarbank-nfd-features -rwxr-xr-x
 check "/etc/oarbank/agent.json, 0644 root" listed etc/oarbank/agent.json -rw-r--r--
 check "the example env file" listed usr/share/doc/oarbank-agent/examples/hello.env -rw-r--r--
@@ -117,6 +118,14 @@ check "the unit delegates its cgroup" grep -qx 'Delegate=yes' "$unit"
 check "the unit stops sandbox-run first" grep -qx 'KillMode=mixed' "$unit"
 no_user() { ! grep -n '^User=' "$unit"; }
 check "the unit has no User=" no_user
+stock_unit=$root/usr/lib/systemd/system/oarbank-sandbox-stock.service
+check "the stock's unit runs the packaged binary's sandbox-stock" \
+  grep -qx 'ExecStart=/usr/bin/oarbank-agent sandbox-stock' "$stock_unit"
+check "the agent's instances start after the stock" grep -qx 'After=.* oarbank-sandbox-stock.service' "$unit"
+check "postinst enables the stock" grep -q 'systemctl enable oarbank-sandbox-stock.service' "$control/postinst"
+check "prerm stops the stock on removal" grep -q 'oarbank-sandbox-stock.service' "$control/prerm"
+check "postrm's purge removes the stock's enablement link" \
+  grep -q 'multi-user.target.wants/oarbank-sandbox-stock.service' "$control/postrm"
 
 if command -v systemd-analyze >/dev/null; then
   # The unit names /usr/bin/oarbank-agent, which this machine need not have (and --root=
@@ -129,10 +138,12 @@ if command -v systemd-analyze >/dev/null; then
   cp "$root/usr/lib/systemd/system/oarbank.slice" "$root/usr/lib/systemd/system/oarbank-nfd.path" "$units/"
   sed "s#/usr/lib/oarbank-agent/#$root/usr/lib/oarbank-agent/#g" \
     "$root/usr/lib/systemd/system/oarbank-nfd.service" >"$units/oarbank-nfd.service"
+  sed "s#/usr/bin/oarbank-agent#$agent#g" "$stock_unit" >"$units/oarbank-sandbox-stock.service"
   verify() {
     local output
     if ! output=$(systemd-analyze verify "$units/oarbank-agent@check.service" \
-      "$units/oarbank.slice" "$units/oarbank-nfd.service" "$units/oarbank-nfd.path" 2>&1) ||
+      "$units/oarbank.slice" "$units/oarbank-nfd.service" "$units/oarbank-nfd.path" \
+      "$units/oarbank-sandbox-stock.service" 2>&1) ||
       [[ -n $output ]]; then
       echo "$output"
       return 1

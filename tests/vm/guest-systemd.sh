@@ -51,8 +51,18 @@ user_pids() {
 }
 elapsed_since() { awk -v s="$1" -v e="$(now)" 'BEGIN { printf "%.1f", e - s }'; }
 journal_of() { journalctl -q --no-pager -o cat -u "oarbank-agent@$1.service"; }
-# Every namespace a process in the system is in (inode numbers), once.
-all_namespaces() { ls -l /proc/[0-9]*/ns/ 2>/dev/null | sed -n 's/.*-> [a-z_]*:\[\([0-9]*\)\]$/\1/p' | sort -u; }
+stock_journal() { journalctl -q --no-pager -o cat -u oarbank-sandbox-stock.service; }
+# The namespace stock's two names in the run state directory (namespace_stock.hpp).
+stock_names() { for f in /run/oarbank/runs/namespace-stock*; do [ ! -e "$f" ] || printf '%s ' "${f##*/}"; done; }
+# Every namespace a process in the system is in (inode numbers), once; but those of the
+# process PID (when given): the namespace stock's own, which its unit's sandboxing makes at
+# each start and which may carry the number of a module's namespace that is gone (the kernel
+# hands a freed number out again).
+all_namespaces() {
+  # shellcheck disable=SC2046 # one word per process folder
+  ls -l $(for d in /proc/[0-9]*; do [ "${d#/proc/}" = "${1:-}" ] || echo "$d/ns/"; done) 2>/dev/null |
+    sed -n 's/.*-> [a-z_]*:\[\([0-9]*\)\]$/\1/p' | sort -u
+}
 # The files a package or the agent could leave, less what changes by itself (dpkg's and apt's
 # state, logs, journald's and systemd's runtime state).
 snapshot() {
@@ -74,6 +84,21 @@ section "install (dpkg -i)"
 check "dpkg -i the previous version" dpkg -i "$OARBANK_DEB_PREV"
 check "the unit template is known to systemd" systemctl cat oarbank-agent@probe.service
 expect "oarbank-nfd.service is not enabled by the package" disabled "$(systemctl is-enabled oarbank-nfd.service 2>&1)"
+# The namespace stock: enabled and started by the package. Here with --verbose (a runtime
+# drop-in, gone with the guest), so that its journal names each set it makes and which one
+# each run takes (its network namespace's inode).
+expect "oarbank-sandbox-stock.service is enabled by the package" enabled "$(systemctl is-enabled oarbank-sandbox-stock.service 2>&1)"
+expect "oarbank-sandbox-stock.service is started by the package" active "$(systemctl is-active oarbank-sandbox-stock.service 2>&1)"
+mkdir -p /run/systemd/system/oarbank-sandbox-stock.service.d
+printf '[Service]\nExecStart=\nExecStart=/usr/bin/oarbank-agent sandbox-stock --verbose\n' \
+  >/run/systemd/system/oarbank-sandbox-stock.service.d/verbose.conf
+systemctl daemon-reload
+check "the stock restarts with --verbose" systemctl restart oarbank-sandbox-stock.service
+check "it names itself in /run/oarbank/runs (its file and its socket)" \
+  until_true 10 sh -c '[ -S /run/oarbank/runs/namespace-stock.sock ] && [ -f /run/oarbank/runs/namespace-stock ]'
+check "it made its sets (under the unit's hardening)" until_true 10 sh -c \
+  "journalctl -q --no-pager -o cat -u oarbank-sandbox-stock.service | grep -q 'sandbox-stock: serving /run/oarbank/runs'"
+expect "no set it could not make" "" "$(stock_journal | grep 'cannot' || true)"
 # The operator's edit: hard limits, and a pids_max of their own (the default is 1024).
 sed -i -e 's/"hard_limits": false/"hard_limits": true/' -e 's/"pids_max": 1024/"pids_max": 77/' \
   /etc/oarbank/agent.json
@@ -133,9 +158,11 @@ EOF
     >"/etc/oarbank/modules/$id.env"
 done
 
-# started ID: checks a started instance; sets cg, leaf, main_pid, module_pid, leaf_pids.
+# started ID N STOCK: checks a started instance (its Nth start); sets cg, leaf, main_pid,
+# module_pid, leaf_pids. STOCK: "stock" when the run must take its namespaces from the stock,
+# "own" when it must make its own (the stock stopped).
 started() {
-  id=$1 n=$2
+  id=$1 n=$2 stock=$3
   unit=oarbank-agent@$id.service
   if until_true 30 sh -c "[ \"\$(journalctl -q --no-pager -o cat -u $unit | grep -c '^oarbank-guest-module $id up ')\" -ge $n ]"; then
     ok "$id: the module's output reaches the journal ($(journal_of "$id" | grep "^oarbank-guest-module $id up " | tail -n1))"
@@ -179,6 +206,18 @@ started() {
   module_ns=$(ls -l "/proc/$module_pid/ns/" 2>/dev/null | sed -n 's/.*-> [a-z_]*:\[\([0-9]*\)\]$/\1/p' |
     grep -vxF "$namespaces_before" | tr '\n' ' ')
   echo "$id: cgroup $cg, sandbox-run $main_pid, module $module_pid, leaf [$leaf_pids], new namespaces [$module_ns]"
+  # The stock's line for the set this run took names the module's network namespace and the
+  # taker, sandbox-run. (Not checked the other way: a namespace's inode number is reused once
+  # it is freed, so a run's own may carry the number of a stock's set that is gone.)
+  module_net=$(readlink "/proc/$module_pid/ns/net")
+  if [ "$stock" = stock ]; then
+    taken=$(stock_journal | grep -xF "oarbank-agent sandbox-stock: taken d $module_net by pid $main_pid" || true)
+    if [ -n "$taken" ]; then ok "$id: its network namespace is the stock's ($taken)"; else fail "$id: the stock's journal names no set with $module_net" "$(stock_journal | tail -n 6 | tr '\n' '|')"; fi
+    expect "$id: its IPC namespace is new too" yes "$([ "$(readlink "/proc/$module_pid/ns/ipc")" != "$(readlink /proc/1/ns/ipc)" ] && echo yes || echo no)"
+  else
+    expect "$id: no note about the stock (there is none)" "" "$(journal_of "$id" | grep 'namespace stock' || true)"
+    check "$id: its network namespace is its own, not the node's" test "$module_net" != "$(readlink /proc/1/ns/net)"
+  fi
 }
 
 # gone ID "PIDS" "NAMESPACES" CG: nothing of the instance is left.
@@ -191,7 +230,7 @@ gone() {
   check "$id: the unit's cgroup is gone" test ! -e "/sys/fs/cgroup$gcg"
   expect "$id: no run record left in /run/oarbank/runs" "" "$(ls -A /run/oarbank/runs 2>/dev/null | grep -F "$id" || true)"
   still=''
-  now_ns=$(all_namespaces)
+  now_ns=$(all_namespaces "$(systemctl show -P MainPID oarbank-sandbox-stock.service)")
   for ns in $nss; do echo "$now_ns" | grep -qx "$ns" && still="$still $ns"; done
   expect "$id: no namespace of the module left" "" "$still"
   expect "$id: no process of the module user outside the other instance" "" \
@@ -200,12 +239,12 @@ gone() {
 
 section "systemctl start: alpha"
 check "systemctl start oarbank-agent@alpha" systemctl start oarbank-agent@alpha
-started alpha 1
+started alpha 1 stock
 alpha_cg=$cg alpha_pids="$main_pid $leaf_pids" alpha_ns=$module_ns alpha_uid=$module_uid
 
 section "two units side by side: beta"
 check "systemctl start oarbank-agent@beta" systemctl start oarbank-agent@beta
-started beta 1
+started beta 1 stock
 beta_cg=$cg beta_pids="$main_pid $leaf_pids" beta_module=$module_pid beta_uid=$module_uid
 check "alpha and beta run as two users" test "$alpha_uid" != "$beta_uid"
 expect "alpha's leaf holds none of beta's processes" "" \
@@ -320,8 +359,16 @@ for p in $beta_pids; do [ ! -d "/proc/$p" ] || left="$left $p"; done
 expect "beta: no process of the killed run left" "" "$left"
 check "beta: systemd removed the leaf with the unit's cgroup" test ! -e "/sys/fs/cgroup$beta_cg"
 echo "run records after the SIGKILL: [$(ls -A /run/oarbank/runs 2>/dev/null | tr '\n' ' ')]"
+# The restart without the namespace stock: a run makes its own namespaces then.
+check "systemctl stop oarbank-sandbox-stock" systemctl stop oarbank-sandbox-stock.service
+expect "the stopped stock removed its file and its socket" "" "$(stock_names)"
+expect "it ended cleanly on SIGTERM" "inactive success" \
+  "$(systemctl is-active oarbank-sandbox-stock.service) $(systemctl show -P Result oarbank-sandbox-stock.service)"
 check "systemctl restart oarbank-agent@beta" systemctl restart oarbank-agent@beta
-started beta 2
+started beta 2 own
+check "systemctl start oarbank-sandbox-stock (again)" systemctl start oarbank-sandbox-stock.service
+check "the stock names itself again" until_true 10 test -S /run/oarbank/runs/namespace-stock.sock
+stock_pid=$(systemctl show -P MainPID oarbank-sandbox-stock.service)
 beta_pids2="$main_pid $leaf_pids" beta_cg2=$cg
 expect "beta: the restarted module is a new process" yes "$([ "$module_pid" != "$beta_module" ] && echo yes || echo no)"
 
@@ -333,6 +380,10 @@ expect "the new version is installed" "$(dpkg-deb -f "$OARBANK_DEB" Version)" "$
 check "agent.json is the operator's edited file" cmp /root/agent.json.edited /etc/oarbank/agent.json
 check "no agent.json.dpkg-* beside it" sh -c '! ls /etc/oarbank/agent.json.dpkg-* 2>/dev/null'
 expect "an upgrade leaves a running module running" active "$(systemctl is-active oarbank-agent@beta.service)"
+expect "the upgrade restarts the namespace stock on the new binary" "active yes" \
+  "$(systemctl is-active oarbank-sandbox-stock.service) $([ "$(systemctl show -P MainPID oarbank-sandbox-stock.service)" != "$stock_pid" ] && echo yes || echo no)"
+check "the new stock names itself (its file, written last)" until_true 10 test -f /run/oarbank/runs/namespace-stock
+expect "nothing else of it in /run/oarbank/runs" "namespace-stock namespace-stock.sock " "$(stock_names)"
 start=$(now)
 check "systemctl stop oarbank-agent@beta" systemctl stop oarbank-agent@beta
 took=$(elapsed_since "$start")
@@ -340,11 +391,20 @@ if awk -v t="$took" 'BEGIN { exit !(t < 5) }'; then ok "beta, whose module dies 
 expect "beta ended cleanly (SuccessExitStatus=143), not failed" inactive "$(systemctl is-active oarbank-agent@beta.service)"
 journalctl -q --no-pager -o cat -u oarbank-agent@beta.service | tail -n 3
 gone beta "$beta_pids2 $beta_pids" "$beta_ns_now $module_ns" "$beta_cg2"
+rm -r /run/systemd/system/oarbank-sandbox-stock.service.d
+systemctl daemon-reload
 
 section "dpkg --purge leaves nothing"
 # The operator's own files go first (purge keeps env files and module data on purpose).
 rm -f /etc/oarbank/modules/alpha.env /etc/oarbank/modules/beta.env
 rm -rf /srv/oarbank /var/lib/oarbank/modules/alpha /var/lib/oarbank/modules/beta
+# Removed first, then purged: what removal alone leaves of the namespace stock.
+stock_pid=$(systemctl show -P MainPID oarbank-sandbox-stock.service)
+check "dpkg --remove oarbank-agent" dpkg --remove oarbank-agent
+check "the namespace stock was stopped (its process is gone)" test ! -d "/proc/$stock_pid"
+expect "removal leaves no file or socket of the stock in /run/oarbank/runs" "" "$(stock_names)"
+check "removal keeps the stock's enablement link (a reinstall finds it as the operator left it)" \
+  test -L /etc/systemd/system/multi-user.target.wants/oarbank-sandbox-stock.service
 check "dpkg --purge oarbank-agent" dpkg --purge oarbank-agent
 expect "dpkg knows no oarbank-agent" "" "$(dpkg-query -W -f '${Status}' oarbank-agent 2>/dev/null | grep -v not-installed || true)"
 snapshot /root/files.after
