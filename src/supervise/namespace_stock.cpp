@@ -125,6 +125,19 @@ std::optional<NamespaceSet> take_namespace_set(const std::string& state_dir, boo
     problem = "its file names a socket that is not there";
     return std::nullopt;
   }
+  // Made by that very process, and a process of root's (SO_PEERCRED of a socket pair: its
+  // maker's, fixed when it was made): a pid the kernel gave to another user's process after
+  // the stock died, holding a socket at that number whose inode (sockfs numbers them with a
+  // 32-bit counter) it ran around to, must not hand this run namespaces and mounts of its
+  // choosing. (A process of root's is trusted to be the stock, as the file in root's own
+  // directory says; the stock checks what it makes: make_namespace_set.)
+  ucred maker{};
+  socklen_t maker_size = sizeof maker;
+  if (::getsockopt(queue.get(), SOL_SOCKET, SO_PEERCRED, &maker, &maker_size) != 0 ||
+      maker.uid != 0 || maker.pid != address->pid) {
+    problem = "its socket was not made by a process of root's it names";
+    return std::nullopt;
+  }
   char message[16] = {};
   std::vector<UniqueFd> fds;
   const ssize_t n =
@@ -159,12 +172,17 @@ std::optional<NamespaceSet> take_namespace_set(const std::string& state_dir, boo
 }
 
 void give_back_namespace_set(NamespaceSet set) {
-  int fds[kSetDescriptors];
+  int fds[kSetDescriptors + 1];
   std::size_t count = 0;
   for (const UniqueFd* fd : {&set.net, &set.ipc, &set.mqueue, &set.devpts}) {
     if (fd->valid()) fds[count++] = fd->get();
   }
   if (count == 0 || !set.notice.valid()) return;
+  // Last, this process's own pidfd (Linux 5.3): the stock watches it for this process's exit.
+  // The pid of the notice's credentials would do until this process is reaped, and then name
+  // whichever process the kernel gives it next, holding the set while that one lives.
+  const UniqueFd self(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+  if (self.valid()) fds[count++] = self.get();
   // In the socket's queue the descriptors stay open until the stock takes them; it closes
   // them once this process has exited (the copies here close first, below, or with it).
   send_notice(set.notice.get(), "back", std::span<const int>(fds, count));
@@ -315,7 +333,7 @@ class Stock {
       } else if (what == "back" && !given.empty()) {
         // Closed once the giver has exited: closed now, the stock could be the first to let
         // go, and the giver's own close the last, with the waits it was meant to be spared.
-        UniqueFd giver(static_cast<int>(::syscall(SYS_pidfd_open, sender.pid, 0)));
+        UniqueFd giver = giver_pidfd(given, sender.pid);
         if (options_.verbose) {
           options_.say("given back by pid " + std::to_string(sender.pid) + ": " +
                        std::to_string(given.size()) + " descriptors");
@@ -323,6 +341,21 @@ class Stock {
         if (giver.valid()) given_back_.push_back(GivenBack{std::move(giver), std::move(given)});
       }
     }
+  }
+
+  // The giver's pidfd: the last descriptor it sent, where that is one (pidfd_send_signal's
+  // signal 0: ESRCH once it has exited, EBADF for any other file), else one opened from the
+  // pid of its credentials.
+  static UniqueFd giver_pidfd(std::vector<UniqueFd>& given, pid_t pid) {
+    if (given.size() > 1) {
+      const long alive = ::syscall(SYS_pidfd_send_signal, given.back().get(), 0, nullptr, 0);
+      if (alive == 0 || errno == ESRCH) {
+        UniqueFd giver = std::move(given.back());
+        given.pop_back();
+        return giver;
+      }
+    }
+    return UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   }
 
   // The givers' pidfds, watched from `watched`'s end.

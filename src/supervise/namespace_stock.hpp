@@ -22,9 +22,12 @@
 // whole by one reader). On the same end (a socket pair carries messages both ways) it sends
 // "took", so that the stock makes another, and at its end it sends back what it still holds
 // of the set, so that the releases that wait (a detached mount's: an RCU grace period, about
-// 400 us of wall time here) happen in the stock, once the run has exited, off its path. The
-// run checks that each descriptor it took is the kind of namespace or file system it must be;
-// the stock, that neither namespace it made is the one it is in (the node's).
+// 400 us of wall time here) happen in the stock, once the run has exited (the run sends its
+// own pidfd with them, which the stock watches), off its path. The run checks that the queue
+// was made by a process of root's, the one the file names (SO_PEERCRED: a pid reused by
+// another user's process after the stock died names nothing it could forge), and that each
+// descriptor it took is the kind of namespace or file system it must be; the stock, that
+// neither namespace it made is the one it is in (the node's).
 #pragma once
 
 #include <cstddef>

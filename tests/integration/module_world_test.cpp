@@ -11,8 +11,11 @@
 // devpts (module_mounts) for multiprocessing.Pool and `script`. Those tests find out whether
 // the part is there and skip, naming it, where not.
 #include <fcntl.h>
+#include <grp.h>
 #include <mqueue.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -24,9 +27,11 @@
 #include <chrono>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -243,6 +248,17 @@ std::string own_namespace(const std::string& kind) {
   return n > 0 ? std::string(target, static_cast<std::size_t>(n)) : "";
 }
 
+// Whether process `pid` holds a descriptor of `link` ("net:[4026...]").
+bool holds_descriptor_of(long pid, const std::string& link) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  for (const auto& entry : list_dir(dir)) {
+    char target[64];
+    const ssize_t n = ::readlink((dir + "/" + entry).c_str(), target, sizeof target);
+    if (n > 0 && std::string(target, static_cast<std::size_t>(n)) == link) return true;
+  }
+  return false;
+}
+
 TEST_F(ModuleWorld, ItsNamespacesAreItsOwnAndGoWithIt) {
   RunResult r = run(base_policy(), {"spawn", "/bin/sh", "-c",
                                     "readlink /proc/self/ns/net; readlink /proc/self/ns/ipc"});
@@ -296,10 +312,15 @@ TEST_F(ModuleWorld, ARunTakesItsNamespacesFromTheStockAndNoOtherRunGetsThem) {
     }
     seen.push_back(ns);
   }
-  // What the runs gave back is closed once each has exited: nothing is in those namespaces.
+  // What the runs gave back is closed once each has exited: nothing is in those namespaces,
+  // and the stock holds none of them.
+  long stock = 0;
+  std::ifstream(state_dir + "/namespace-stock") >> stock;
   for (const auto& ns : seen) {
     EXPECT_TRUE(eventually([&] { return !namespace_in_use("net", ns.net); }, 10s)) << ns.net;
+    EXPECT_TRUE(eventually([&] { return !holds_descriptor_of(stock, ns.ipc); }, 10s)) << ns.ipc;
   }
+  EXPECT_NE(stock_->log().find("given back by pid "), std::string::npos) << stock_->log();
 }
 
 TEST_F(ModuleWorld, TwoRunsAtOnceTakeTwoSetsAndTheirQueuesAndSysVObjectsStayEachOnesOwn) {
@@ -407,6 +428,251 @@ TEST_F(ModuleWorld, AStaleOrForgedStockFileIsPassedOverAndTheRunMakesItsOwn) {
       << r.describe();
   EXPECT_NE(r.out.substr(0, r.out.find('\n')), own_namespace("net"));
   ::unlink(file.c_str());
+}
+
+// A process that queues one forged set, as a stock does, and that `file` names: what a run
+// finds when the stock died and its pid went to another user's process, holding a socket at
+// the number and inode the file names. The set it queues is weaker than a run's own: the
+// node's network namespace, and an IPC namespace, its mqueue and a devpts of a user namespace
+// of its own. It waits until this is destroyed.
+class ForgedStock {
+ public:
+  explicit ForgedStock(const std::string& file) {
+    int report[2];
+    int hold[2];
+    if (::pipe2(report, O_CLOEXEC) != 0 || ::pipe2(hold, O_CLOEXEC) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(report[0]);
+      ::close(hold[1]);
+      serve(report[1], hold[0]);
+    }
+    ::close(report[1]);
+    ::close(hold[0]);
+    hold_ = hold[1];
+    char text[64] = {};
+    const ssize_t n = ::read(report[0], text, sizeof text - 1);
+    ::close(report[0]);
+    if (n <= 0) return;
+    const std::string at(text, static_cast<std::size_t>(n));  // "FD INODE"
+    write_file(file, std::to_string(pid_) + " " + at + " " + at + "\n");
+    ready_ = true;
+  }
+  ~ForgedStock() {
+    if (hold_ >= 0) ::close(hold_);
+    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
+  }
+  ForgedStock(const ForgedStock&) = delete;
+  ForgedStock& operator=(const ForgedStock&) = delete;
+  [[nodiscard]] bool ready() const { return ready_; }
+
+ private:
+  // A detached mount of a new `type` file system (mqueue: of this process's IPC namespace;
+  // devpts: a new instance), -1 when it cannot be made.
+  static int detached(const char* type) {
+    const int fs = static_cast<int>(::syscall(SYS_fsopen, type, 1 /* FSOPEN_CLOEXEC */));
+    if (fs < 0) return -1;
+    int mount = -1;
+    if (::syscall(SYS_fsconfig, fs, 6 /* FSCONFIG_CMD_CREATE */, nullptr, nullptr, 0) == 0) {
+      mount = static_cast<int>(::syscall(SYS_fsmount, fs, 1 /* FSMOUNT_CLOEXEC */, 0));
+    }
+    ::close(fs);
+    return mount;
+  }
+  // The forked child: system calls alone, then waits for `hold` to close.
+  [[noreturn]] static void serve(int report, int hold) {
+    int fds[4] = {-1, -1, -1, -1};  // net, ipc, mqueue, devpts
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0) {
+      ::_exit(1);
+    }
+    fds[0] = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    // Its own mount namespace too: fsopen asks for CAP_SYS_ADMIN over the mount namespace.
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWIPC | CLONE_NEWNS) != 0) ::_exit(1);
+    fds[1] = ::open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC);
+    fds[2] = detached("mqueue");
+    fds[3] = detached("devpts");
+    int pair[2];
+    struct stat st {};
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0 ||
+        send_with_descriptors(pair[0], "set", fds) != 0 || ::fstat(pair[1], &st) != 0) {
+      ::_exit(1);
+    }
+    char text[64];
+    const int n = std::snprintf(text, sizeof text, "%d %llu", pair[1],
+                                static_cast<unsigned long long>(st.st_ino));
+    if (::write(report, text, static_cast<std::size_t>(n)) != n) ::_exit(1);
+    char byte;
+    while (::read(hold, &byte, 1) > 0) {
+    }
+    ::_exit(0);
+  }
+  pid_t pid_ = -1;
+  int hold_ = -1;
+  bool ready_ = false;
+};
+
+// The stock's queue is checked by the run, not trusted: one another user's process made (a
+// stock's pid, reused after it died, and the socket inode it named, reached by making sockets
+// until the counter comes round) is passed over: the module runs in a world of its own, as
+// without a stock.
+TEST_F(ModuleWorld, AQueueAnotherUserMadeIsPassedOverAndTheRunMakesItsOwn) {
+  if (stock_) GTEST_SKIP() << "a stock serves this directory already";
+  ::mkdir(state_dir.c_str(), 0700);
+  const std::string file = state_dir + "/namespace-stock";
+  ForgedStock forged(file);
+  ASSERT_TRUE(forged.ready());
+  RunResult r = run(base_policy(), {"spawn", "/bin/sh", "-c",
+                                    "readlink /proc/self/ns/net; readlink /proc/self/ns/ipc"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.err.find("note: the namespace stock of " + state_dir +
+                       " was not used (its socket was not made by a process of root's it "
+                       "names): this run makes its own namespaces"),
+            std::string::npos)
+      << r.describe();
+  std::istringstream lines(r.out);
+  std::string net, ipc;
+  std::getline(lines, net);
+  std::getline(lines, ipc);
+  EXPECT_EQ(net.rfind("net:[", 0), 0U) << r.describe();
+  EXPECT_NE(net, own_namespace("net"));
+  EXPECT_NE(ipc, own_namespace("ipc"));
+  ::unlink(file.c_str());
+}
+
+// What a run gives back is closed once that run has exited, even where its pid went to
+// another process before the stock read the notice: the stock watches the giver's own pidfd,
+// sent with the set, not a pid (which would hold the set until that other process exits).
+TEST_F(ModuleWorld, AGivenBackSetIsClosedWhenItsGiverExitsEvenWhereItsPidIsReused) {
+  if (!stock_) start_stock();
+  std::ifstream in(state_dir + "/namespace-stock");
+  long stock = 0, down_fd = -1;
+  ASSERT_TRUE(in >> stock >> down_fd);
+  // The stock pauses while the giver sends, exits and is reaped, and its pid is taken.
+  ASSERT_EQ(::kill(static_cast<pid_t>(stock), SIGSTOP), 0);
+  int report[2];
+  ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
+  const pid_t giver = ::fork();
+  if (giver == 0) {
+    // A root process giving back a network namespace of its own, as a run gives back a set.
+    if (::unshare(CLONE_NEWNET) != 0) ::_exit(1);
+    const int net = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    const int self = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
+    // The takers' end of the stock's queue, as a run takes it.
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, stock, 0));
+    const int notice = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, down_fd, 0));
+    const int fds[2] = {net, self};
+    char link[64];
+    const ssize_t n = ::readlink("/proc/self/ns/net", link, sizeof link);
+    if (net < 0 || self < 0 || n <= 0 ||
+        send_with_descriptors(notice, "back", fds, nullptr, MSG_DONTWAIT) != 0 ||
+        ::write(report[1], link, static_cast<std::size_t>(n)) != n) {
+      ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  char link[64] = {};
+  const ssize_t n = ::read(report[0], link, sizeof link - 1);
+  ::close(report[0]);
+  int status = 0;
+  ::waitpid(giver, &status, 0);
+  // Its pid, now another process's (clone3's set_tid, root's): one that lives on.
+  int hold[2];
+  ASSERT_EQ(::pipe2(hold, O_CLOEXEC), 0);
+  struct {
+    std::uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+        set_tid_size, cgroup;
+  } args{};
+  pid_t wanted = giver;
+  args.exit_signal = SIGCHLD;
+  args.set_tid = reinterpret_cast<std::uintptr_t>(&wanted);
+  args.set_tid_size = 1;
+  const long other = ::syscall(SYS_clone3, &args, sizeof args);
+  if (other == 0) {
+    ::close(hold[1]);
+    char byte;
+    while (::read(hold[0], &byte, 1) > 0) {
+    }
+    ::_exit(0);
+  }
+  ::close(hold[0]);
+  ::kill(static_cast<pid_t>(stock), SIGCONT);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0 && n > 0);
+  ASSERT_EQ(other, giver) << std::strerror(errno);
+  const std::string net(link, static_cast<std::size_t>(n));
+  EXPECT_TRUE(eventually([&] {
+    return stock_->log().find("given back by pid " + std::to_string(giver)) != std::string::npos;
+  })) << stock_->log();
+  EXPECT_TRUE(eventually([&] { return !holds_descriptor_of(stock, net); }, 3s)) << net;
+  ::close(hold[1]);
+  ::waitpid(static_cast<pid_t>(other), nullptr, 0);
+  EXPECT_TRUE(eventually([&] { return !holds_descriptor_of(stock, net); }, 3s)) << net;
+}
+
+// A module reaches nothing of the stock: no descriptor of the set it was handed, nor of the
+// stock's queue, is open in it; the stock's descriptors and namespaces under /proc and its
+// queue by pidfd_getfd are out of its reach.
+TEST_F(ModuleWorld, AModuleReachesNothingOfTheStock) {
+  if (!stock_) start_stock();
+  std::ifstream in(state_dir + "/namespace-stock");
+  long stock = 0, down_fd = -1;
+  ASSERT_TRUE(in >> stock >> down_fd);
+  const std::string proc = "/proc/" + std::to_string(stock);
+  // Its /proc shows its own processes alone; the filter refuses pidfd_getfd and unix sockets.
+  const std::vector<std::string> reach{
+      "batch",   "open-fds",       ",", "open-rw",    proc + "/fd/" + std::to_string(down_fd), ",",
+      "open-rw", proc + "/ns/net", ",", "pidfd_getfd"};
+  EXPECT_EQ(run_out(base_policy(), reach), "0 1 2\nerrno ENOENT\nerrno ENOENT\nerrno EPERM\n");
+  // A module that may make unix sockets (a broker's): the same.
+  EXPECT_EQ(run_out(with(base_policy(), "broker", true), reach),
+            "0 1 2\nerrno ENOENT\nerrno ENOENT\nerrno EPERM\n");
+}
+
+// A stock killed mid-run (SIGKILL: nothing tidied): the run whose set came from it ends as
+// usual (what it gives back finds no stock and is closed by the run), what the stock queued
+// goes with its process (the queue's two ends close, and the kernel drops the descriptors in
+// it), and later runs find its file stale and make their own.
+TEST_F(ModuleWorld, AStockKilledMidRunLeavesNothingAndRunsGoOn) {
+  if (!stock_) start_stock();
+  std::ifstream in(state_dir + "/namespace-stock");
+  long stock = 0;
+  ASSERT_TRUE(in >> stock);
+  BackgroundRun first(run_argv(base_policy(), {tree.probe(), "spawn", "/bin/sh", "-c",
+                                               "readlink /proc/self/ns/net; sleep 0.5"}),
+                      env(), tree.path("first.out"));
+  ASSERT_TRUE(first.wait_lines(1)) << first.output();
+  ASSERT_EQ(::kill(static_cast<pid_t>(stock), SIGKILL), 0);
+  stock_->stop();
+  const std::string log = stock_->log();
+  stock_.reset();
+  EXPECT_EQ(first.wait(), 0) << first.output();
+  EXPECT_EQ(first.output().rfind("net:[", 0), 0U) << first.output();
+  // Every namespace it made, queued or taken, is gone: no process is in it or holds it.
+  int made = 0;
+  for (std::size_t at = log.find("made "); at != std::string::npos;
+       at = log.find("made ", at + 1)) {
+    const std::size_t net = log.find("net:[", at);
+    const std::string link = log.substr(net, log.find(']', net) + 1 - net);
+    ++made;
+    EXPECT_TRUE(eventually(
+        [&] {
+          if (namespace_in_use("net", link)) return false;
+          for (const auto& entry : list_dir("/proc")) {
+            if (entry.find_first_not_of("0123456789") == std::string::npos &&
+                holds_descriptor_of(std::stol(entry), link)) {
+              return false;
+            }
+          }
+          return true;
+        },
+        5s))
+        << link;
+  }
+  EXPECT_GE(made, 4) << log;
+  RunResult r = run(base_policy(), {"spawn", "/bin/sh", "-c", "readlink /proc/self/ns/net"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.substr(0, r.out.find('\n')), own_namespace("net"));
 }
 
 TEST_F(ModuleWorld, TheStockStopsOnSigtermRemovesItsNamesAndServesADirectoryAlone) {
