@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -205,17 +206,17 @@ NamespaceSet make_namespace_set(bool loopback_up) {
 
 namespace {
 
-// Whether a stock serves from `path` already: its file names a live process and, at the
-// number named, the very socket named (what a run would take).
-bool stock_serves(const std::string& path) {
-  const auto address = read_stock_address(path);
-  if (!address || address->pid == ::getpid()) return false;
-  UniqueFd stock(static_cast<int>(::syscall(SYS_pidfd_open, address->pid, 0)));
-  if (!stock.valid()) return false;
-  UniqueFd queue(static_cast<int>(::syscall(SYS_pidfd_getfd, stock.get(), address->fd[0], 0)));
-  struct stat st {};
-  return queue.valid() && ::fstat(queue.get(), &st) == 0 && S_ISSOCK(st.st_mode) &&
-         st.st_ino == address->inode[0];
+// The run state directory, locked (an exclusive flock of the directory itself, which nothing
+// else locks) for as long as this stock serves it: one stock a directory, even two started at
+// the same instant, and nothing to leave behind. Invalid when another stock holds it.
+UniqueFd lock_state_dir(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) throw Error(ErrorKind::StepFailed, "open " + dir + ": " + errno_text(errno));
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) return UniqueFd();
+    throw Error(ErrorKind::StepFailed, "flock " + dir + ": " + errno_text(errno));
+  }
+  return fd;
 }
 
 // The address file, whole or not at all (written aside, then renamed).
@@ -394,9 +395,10 @@ int serve_namespace_stock(const StockOptions& options) {
   UniqueFd signals(::signalfd(-1, &stops, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!signals.valid()) throw Error(ErrorKind::StepFailed, "signalfd: " + errno_text(errno));
   const std::string file_path = namespace_stock_file(options.state_dir);
-  if (stock_serves(file_path)) {
+  const UniqueFd lock = lock_state_dir(options.state_dir);
+  if (!lock.valid()) {
     throw Error(ErrorKind::Busy, "another namespace stock serves " + options.state_dir +
-                                     " (its file " + file_path + " names a live one)");
+                                     " (it holds the directory's lock)");
   }
   Stock stock(options);
   // Full before it is named: the first runs find sets.
@@ -404,8 +406,6 @@ int serve_namespace_stock(const StockOptions& options) {
     if (!stock.make_one(kind)) break;
   }
   write_stock_address(file_path, stock.address());
-  struct stat ours {};
-  ::lstat(file_path.c_str(), &ours);
   options.say("serving " + options.state_dir + " (" + std::to_string(options.sets_per_kind) +
               " sets of each kind queued)");
   bool failed = false;  // the last make failed: wait a second before the next try
@@ -428,11 +428,8 @@ int serve_namespace_stock(const StockOptions& options) {
     const int short_now = stock.short_kind();
     if (short_now >= 0 && (!failed || !noticed)) failed = !stock.make_one(short_now);
   }
-  // Only our own file goes: a later stock may have taken the name meanwhile.
-  struct stat now {};
-  if (::lstat(file_path.c_str(), &now) == 0 && now.st_ino == ours.st_ino) {
-    ::unlink(file_path.c_str());
-  }
+  // Still under the lock: no other stock can have written the file meanwhile.
+  ::unlink(file_path.c_str());
   options.say("stopped");
   return 0;
 }

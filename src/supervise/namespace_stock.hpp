@@ -74,9 +74,9 @@ struct StockOptions {
 
 // Serves the stock of options.state_dir until SIGTERM, SIGINT or SIGHUP (which the caller
 // has blocked: read here by a signalfd), then removes its file. Returns 0 then. Throws Error
-// before it serves: another stock serves the directory (Busy), or its file cannot be
-// written. A set it cannot make is said (options.say) and tried again a
-// second later; runs meanwhile make their own.
+// before it serves: another stock serves the directory (Busy: it holds the directory's
+// flock, held here while serving), or its file cannot be written. A set it cannot make is said
+// (options.say) and tried again a second later; runs meanwhile make their own.
 int serve_namespace_stock(const StockOptions& options);
 
 }  // namespace oarbank

@@ -675,6 +675,32 @@ TEST_F(ModuleWorld, AStockKilledMidRunLeavesNothingAndRunsGoOn) {
   EXPECT_NE(r.out.substr(0, r.out.find('\n')), own_namespace("net"));
 }
 
+// Two stocks started at the same instant on one directory: one serves it, the other is
+// refused (75), whatever order their starts take (the directory's flock, not a look at the
+// file, decides).
+TEST_F(ModuleWorld, OfTwoStocksStartedAtOnceOneServes) {
+  if (stock_) GTEST_SKIP() << "a stock serves this directory already";
+  std::vector<std::string> e = env();
+  BackgroundRun first({OARBANK_AGENT_BINARY, "sandbox-stock"}, e, tree.path("first-stock.log"));
+  BackgroundRun second({OARBANK_AGENT_BINARY, "sandbox-stock"}, e, tree.path("second-stock.log"));
+  int refused = -1;
+  BackgroundRun* serving = nullptr;
+  for (int i = 0; i < 1000 && serving == nullptr; ++i) {
+    if (first.wait(5ms) == 75) {
+      refused = 75;
+      serving = &second;
+    } else if (second.wait(5ms) == 75) {
+      refused = 75;
+      serving = &first;
+    }
+  }
+  ASSERT_EQ(refused, 75) << first.output() << second.output();
+  EXPECT_TRUE(eventually([&] { return serving->output().find(" serving ") != std::string::npos; }))
+      << serving->output();
+  EXPECT_EQ(serving->stop(SIGTERM), 0) << serving->output();
+  EXPECT_FALSE(exists(state_dir + "/namespace-stock"));
+}
+
 TEST_F(ModuleWorld, TheStockStopsOnSigtermRemovesItsNamesAndServesADirectoryAlone) {
   if (stock_) GTEST_SKIP() << "a stock serves this directory already";
   start_stock();
@@ -683,8 +709,8 @@ TEST_F(ModuleWorld, TheStockStopsOnSigtermRemovesItsNamesAndServesADirectoryAlon
   o.env = env();
   RunResult second = run_command({OARBANK_AGENT_BINARY, "sandbox-stock"}, o);
   EXPECT_TRUE(second.exited(75)) << second.describe();
-  EXPECT_NE(second.err.find("another namespace stock serves " + state_dir + " (its file " +
-                            state_dir + "/namespace-stock names a live one)"),
+  EXPECT_NE(second.err.find("another namespace stock serves " + state_dir +
+                            " (it holds the directory's lock)"),
             std::string::npos)
       << second.describe();
   EXPECT_TRUE(exists(state_dir + "/namespace-stock"));
