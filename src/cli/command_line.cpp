@@ -212,7 +212,8 @@ Runner add_sandbox_stock(CLI::App& app) {
   sub->add_option("--sets", options->sets,
                   "Sets kept ready of each kind (loopback up, down), 1 to 64 (default 2)");
   sub->add_flag("--verbose", options->verbose,
-                "A line for each run served: the namespaces handed (inodes) and its pid");
+                "A line for each set made, taken (its network namespace's inode, the run's "
+                "pid) and given back");
   return [options] { return run_sandbox_stock(*options); };
 }
 
