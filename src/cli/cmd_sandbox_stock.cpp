@@ -10,6 +10,7 @@
 #include "supervise/namespace_stock.hpp"
 #include "supervise/run_state.hpp"
 #include "sys/error.hpp"
+#include "sys/service_notify.hpp"
 
 namespace oarbank::cli {
 
@@ -23,8 +24,7 @@ int run_sandbox_stock(const StockArgs& args) {
     if (args.sets < 1 || args.sets > 64) {
       throw Error(ErrorKind::Usage, "--sets " + std::to_string(args.sets) + ": from 1 to 64");
     }
-    // Blocked before the stock's thread starts, so that it inherits the mask and the signalfd
-    // alone reads them.
+    // Blocked before it serves: its signalfd alone reads them.
     sigset_t stops;
     sigemptyset(&stops);
     for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stops, sig);
@@ -38,7 +38,18 @@ int run_sandbox_stock(const StockArgs& args) {
                          [](const std::string& line) {
                            std::fprintf(stderr, "oarbank-agent sandbox-stock: %s\n", line.c_str());
                          },
-                     .verbose = args.verbose});
+                     .verbose = args.verbose,
+                     // Type=notify (its unit): the agent's units are ordered after a stock
+                     // that has sets queued, not one that has only started.
+                     .ready =
+                         [] {
+                           if (int err = notify_service_ready(); err != 0) {
+                             std::fprintf(stderr,
+                                          "oarbank-agent sandbox-stock: note: READY=1 to "
+                                          "$NOTIFY_SOCKET failed: %s\n",
+                                          errno_text(err).c_str());
+                           }
+                         }});
   });
 }
 

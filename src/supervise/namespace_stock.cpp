@@ -408,6 +408,7 @@ int serve_namespace_stock(const StockOptions& options) {
   write_stock_address(file_path, stock.address());
   options.say("serving " + options.state_dir + " (" + std::to_string(options.sets_per_kind) +
               " sets of each kind queued)");
+  if (options.ready) options.ready();
   bool failed = false;  // the last make failed: wait a second before the next try
   for (;;) {
     const int kind = stock.short_kind();

@@ -70,6 +70,9 @@ struct StockOptions {
   std::size_t sets_per_kind = 2;  // sets kept queued for each kind (loopback up, down)
   std::function<void(const std::string&)> say;
   bool verbose = false;  // a line for each set made, taken and given back (namespace inodes)
+  // Called once the first sets are queued and the file names them (the service manager's
+  // readiness: sys/service_notify.hpp).
+  std::function<void()> ready;
 };
 
 // Serves the stock of options.state_dir until SIGTERM, SIGINT or SIGHUP (which the caller

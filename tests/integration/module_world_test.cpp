@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <mqueue.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -699,6 +700,36 @@ TEST_F(ModuleWorld, OfTwoStocksStartedAtOnceOneServes) {
       << serving->output();
   EXPECT_EQ(serving->stop(SIGTERM), 0) << serving->output();
   EXPECT_FALSE(exists(state_dir + "/namespace-stock"));
+}
+
+// Under systemd (Type=notify) the stock says READY=1 once its first sets are queued and its
+// file names them: the agent's units, ordered after it, find sets from their first run. The
+// manager's socket is a path or an abstract name ('@').
+TEST_F(ModuleWorld, TheStockTellsItsServiceManagerItIsReadyOnceItsFileNamesItsSets) {
+  if (stock_) GTEST_SKIP() << "a stock serves this directory already";
+  for (const std::string& name : {tree.path("notify.sock"), "@" + unique_name("oarbank-notify")}) {
+    SCOPED_TRACE(name);
+    const int manager = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(manager, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::memcpy(address.sun_path, name.data(), name.size());
+    if (name[0] == '@') address.sun_path[0] = '\0';
+    ASSERT_EQ(::bind(manager, reinterpret_cast<const sockaddr*>(&address),
+                     static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size())),
+              0);
+    std::vector<std::string> e = env();
+    e.push_back("NOTIFY_SOCKET=" + name);
+    BackgroundRun stock({OARBANK_AGENT_BINARY, "sandbox-stock"}, e, tree.path("notify-stock.log"));
+    pollfd ready{manager, POLLIN, 0};
+    ASSERT_EQ(::poll(&ready, 1, 10000), 1) << stock.output();
+    char message[64] = {};
+    ASSERT_GT(::recv(manager, message, sizeof message - 1, 0), 0);
+    EXPECT_STREQ(message, "READY=1");
+    EXPECT_TRUE(exists(state_dir + "/namespace-stock")) << stock.output();
+    EXPECT_EQ(stock.stop(SIGTERM), 0) << stock.output();
+    ::close(manager);
+  }
 }
 
 TEST_F(ModuleWorld, TheStockStopsOnSigtermRemovesItsNamesAndServesADirectoryAlone) {
