@@ -385,7 +385,8 @@ RunResult ModuleRun::run() {
 // The id's record, before anything is made: the intent that a later start or sandbox-ctl
 // reads if this run is killed (run_state.hpp).
 void ModuleRun::claim_record() {
-  const std::string state_dir = run_state_dir();
+  state_dir_ = run_state_dir();
+  const std::string& state_dir = state_dir_;
   // sandbox-run's own files are out of the module's reach, whatever the policy names.
   std::vector<NamedPath> protect = {
       {"the run state directory", path_forms(state_dir)},
@@ -545,12 +546,11 @@ void ModuleRun::make_network() {
 // make their own, as they always did.
 void ModuleRun::take_stock() {
   if (!root_ || !(request_.launch.world.own_namespaces || namespace_confinement_)) return;
-  const std::string state_dir = run_state_dir();
   std::string why;
   stock_ =
-      take_namespace_set(state_dir, namespace_confinement_ || prepared_->plan.filter.inet, &why);
+      take_namespace_set(state_dir_, namespace_confinement_ || prepared_->plan.filter.inet, &why);
   if (!why.empty()) {
-    request_.say("note: the namespace stock of " + state_dir + " was not used (" + why +
+    request_.say("note: the namespace stock of " + state_dir_ + " was not used (" + why +
                  "): this run makes its own namespaces");
   }
   if (stock_) {

@@ -124,6 +124,7 @@ class ModuleRun {
   gid_t module_gid_ = 0;
   std::optional<CgroupPlace> place_;  // where the leaf goes; nothing: why_not_
   std::string why_not_;
+  std::string state_dir_;  // the run state directory (run_state_dir), read once
   std::optional<RunState> state_;
   SupervisedLaunch launch_;
   LeafLimits limits_;

@@ -178,6 +178,12 @@ class TerminalRun : public UncappedTest {
     argv.insert(argv.end(), module.begin(), module.end());
     return argv;
   }
+  // sandbox-run of the policy in `policy_file` running `script` under /bin/sh -c.
+  std::vector<std::string> shell_argv(const std::string& policy_file,
+                                      const std::string& script) const {
+    return {OARBANK_AGENT_BINARY, "sandbox-run", "--config", config_path, "--id", id,
+            policy_file,          "--",          "/bin/sh",  "-c",        script};
+  }
   long count() const {
     const std::string path = tree.path("work/counter");
     if (!exists(path)) return -1;
@@ -656,20 +662,11 @@ TEST_F(TerminalRun, UnprivilegedOnATerminal) {
 // the first one after its output begins with a string terminator, an attribute reset and a
 // new line; a second line gets none (nothing of the module's came in between).
 TEST_F(TerminalRun, SandboxRunsLinesAfterTheModulesOutputBeginWithAReset) {
-  const std::vector<std::string> argv{
-      OARBANK_AGENT_BINARY,
-      "sandbox-run",
-      "--config",
-      config_path,
-      "--id",
-      id,
-      tree.write_json("run.json", base_policy()),
-      "--",
-      "/bin/sh",
-      "-c",
-      tree.probe() + " listen >/dev/null 2>&1; " + tree.probe() +
-          " ptrace >/dev/null 2>&1; printf '\\033]0;title\\033[8mhidden'; " + tree.probe() +
-          " sleep-ms 300 >/dev/null; exit 3"};
+  const std::vector<std::string> argv =
+      shell_argv(tree.write_json("run.json", base_policy()),
+                 tree.probe() + " listen >/dev/null 2>&1; " + tree.probe() +
+                     " ptrace >/dev/null 2>&1; printf '\\033]0;title\\033[8mhidden'; " +
+                     tree.probe() + " sleep-ms 300 >/dev/null; exit 3");
   // The pause: the front relays the module's output on its own, the supervisor writes its
   // lines when the module ends; without it the two may cross (docs/sandbox-run.md's known
   // limit), and what is tested here is the reset before a line that follows the output.
@@ -702,19 +699,10 @@ TEST_F(TerminalRun, SandboxRunsLinesAfterTheModulesOutputBeginWithAReset) {
 TEST_F(TerminalRun, TheProxysRefusalsAreOneLineEachOnATerminal) {
   if (!running_as_root()) GTEST_SKIP() << "network namespaces need root";
   const std::string port = std::to_string(proxy.port());
-  const std::vector<std::string> argv{
-      OARBANK_AGENT_BINARY,
-      "sandbox-run",
-      "--config",
-      config_path,
-      "--id",
-      id,
-      tree.write_json("egress.json", egress_policy()),
-      "--",
-      "/bin/sh",
-      "-c",
-      tree.probe() + " http-connect 127.0.0.1 " + port + " 192.0.2.9:443; " + tree.probe() +
-          " http-connect 127.0.0.1 " + port + " api.example.com:80"};
+  const std::vector<std::string> argv =
+      shell_argv(tree.write_json("egress.json", egress_policy()),
+                 tree.probe() + " http-connect 127.0.0.1 " + port + " 192.0.2.9:443; " +
+                     tree.probe() + " http-connect 127.0.0.1 " + port + " api.example.com:80");
   as_shell([&](OperatorShell& sh) {
     pid_t job = sh.start(argv, env(), true);
     auto status = sh.wait_change(job);
