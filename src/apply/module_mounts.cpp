@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +13,11 @@
 #include "plan/launch_steps.hpp"
 #include "sys/landlock_abi.hpp"
 #include "sys/unique_fd.hpp"
+
+// Linux 6.11's pidfd ioctls (<linux/pidfd.h>; Debian 12's headers lack them).
+#ifndef PIDFD_GET_MNT_NAMESPACE
+#define PIDFD_GET_MNT_NAMESPACE _IO(0xFF, 3)
+#endif
 
 namespace oarbank {
 namespace {
@@ -185,6 +192,15 @@ bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared,
     return false;
   }
   return retake_rules(launch_plan.landlock, prepared.ruleset.get(), error);
+}
+
+UniqueFd own_mount_namespace() {
+  const UniqueFd self(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+  if (self.valid()) {
+    UniqueFd ns(::ioctl(self.get(), PIDFD_GET_MNT_NAMESPACE, 0));
+    if (ns.valid()) return ns;  // ENOTTY before 6.11
+  }
+  return UniqueFd(::open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC));
 }
 
 }  // namespace oarbank

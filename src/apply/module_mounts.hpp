@@ -38,4 +38,8 @@ bool make_module_mounts(const Plan& plan, const PreparedLaunch& prepared, int de
 // Throws Error(StepFailed) naming the call (step mounts).
 UniqueFd make_devpts_instance();
 
+// The mount namespace this process is in (invalid when neither way answers): by its pidfd
+// (PIDFD_GET_MNT_NAMESPACE, Linux 6.11: three calls, no path), else /proc's name of it.
+UniqueFd own_mount_namespace();
+
 }  // namespace oarbank

@@ -1,8 +1,10 @@
 #include "supervise/denial_listener.hpp"
 
 #include <fcntl.h>
+#include <linux/nsfs.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -69,13 +71,18 @@ std::string read_module_string(pid_t pid, std::uint64_t address) {
 
 bool seccomp_user_notification_available() { return seccomp_user_notif_available(); }
 
-ssize_t read_status_channel(int fd, char* buffer, std::size_t size, UniqueFd& listener) {
+ssize_t read_status_channel(int fd, char* buffer, std::size_t size,
+                            StatusChannelDescriptors& kept) {
   std::vector<UniqueFd> received;
   const ssize_t n = receive_with_descriptors(fd, buffer, size, received);
-  // Only the launcher writes here before the exec; still, keep nothing but a listener (the
-  // others close with `received`).
+  // Only the launcher writes here before the exec; still, keep nothing but a listener and a
+  // mount namespace (the others close with `received`).
   for (UniqueFd& owned : received) {
-    if (!listener.valid() && is_seccomp_listener(owned.get())) listener = std::move(owned);
+    if (!kept.listener.valid() && is_seccomp_listener(owned.get())) {
+      kept.listener = std::move(owned);
+    } else if (!kept.module_mounts.valid() && ::ioctl(owned.get(), NS_GET_NSTYPE) == CLONE_NEWNS) {
+      kept.module_mounts = std::move(owned);
+    }
   }
   return n;
 }

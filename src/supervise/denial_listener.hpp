@@ -22,10 +22,19 @@ namespace oarbank {
 // SECCOMP_GET_ACTION_AVAIL).
 bool seccomp_user_notification_available();
 
-// read(2) on the status channel (a unix stream socket), keeping a seccomp listener sent with
-// the bytes (SCM_RIGHTS): the first one received goes to `listener`, any other descriptor, or
-// one that is not a seccomp listener, is closed.
-ssize_t read_status_channel(int fd, char* buffer, std::size_t size, UniqueFd& listener);
+// What the launcher may send with its bytes on the status channel (SCM_RIGHTS).
+struct StatusChannelDescriptors {
+  UniqueFd listener;  // the module's seccomp listener (apply/seccomp_apply.cpp)
+  // The module's mount namespace, which sandbox-run's child sends when the run gives its
+  // namespaces back to the node's stock (namespace_stock.hpp): held here, the module's exit is
+  // not its last reference, so that exit does not wait for the namespace's teardown.
+  UniqueFd module_mounts;
+};
+
+// read(2) on the status channel (a unix stream socket), keeping what the launcher sent with the
+// bytes: the first seccomp listener and the first mount namespace received go to `kept`; any
+// other descriptor is closed.
+ssize_t read_status_channel(int fd, char* buffer, std::size_t size, StatusChannelDescriptors& kept);
 
 // How fast the listener answers (attack review): each refused call costs the supervisor, outside
 // the module's cgroup and so outside its cpu.max, about ten times what it costs the module

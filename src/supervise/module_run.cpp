@@ -33,6 +33,7 @@
 #include "supervise/terminal_front.hpp"
 #include "supervise/uid_registry.hpp"
 #include "supervise/writable_dirs.hpp"
+#include "sys/descriptor_passing.hpp"
 #include "sys/error.hpp"
 #include "sys/landlock_abi.hpp"
 #include "sys/text_file.hpp"
@@ -175,6 +176,13 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
     std::fprintf(stderr, "%s\n", line.c_str());
     report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
     ::_exit(exit_code_for(ErrorKind::StepFailed));
+  }
+  // Where the run gives its namespaces back to the stock, the mount namespace goes with them
+  // (NamespaceSet::mounts): sent now, before the exec, so that it is held elsewhere before the
+  // module can exit. Only a cost saved: without it the module's exit tears it down, as ever.
+  if (child->send_mounts) {
+    const UniqueFd mounts = own_mount_namespace();
+    if (mounts.valid()) (void)send_with_descriptor(status_fd, "mounts\n", mounts.get());
   }
   // The queues' Landlock rule, once the mounts are made: in its own mount namespace the
   // queues are mounted at /dev/mqueue and go with it (apply/ipc_namespace.hpp).
@@ -353,6 +361,8 @@ RunResult ModuleRun::run() {
   child_.ipc_fd = stock_ ? stock_->ipc.get() : -1;
   child_.mqueue_fd = stock_ ? stock_->mqueue.get() : -1;
   child_.devpts_fd = devpts_.get();
+  child_.send_mounts = own_mounts_ && stock_.has_value();
+  launch_.module_mounts = stock_ ? &stock_->mounts : nullptr;
   launch_.launcher = &launch_in_child;
   launch_.launcher_context = &child_;
   launch_.terminal = terminal_.get();

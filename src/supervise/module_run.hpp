@@ -145,6 +145,8 @@ class ModuleRun {
     int ipc_fd = -1;       // that namespace, made ahead by the stock (-1: unshare one)
     int mqueue_fd = -1;    // its mqueue file system, detached, made ahead by the stock
     int devpts_fd = -1;
+    // Sends its mount namespace to the supervisor once made (the run gives it to the stock).
+    bool send_mounts = false;
   } child_;
   std::optional<NamespaceSet> stock_;  // what the node's namespace stock handed this run
   bool own_mounts_ = false;  // issue 12: the module's own mount namespace (root, module_mounts)

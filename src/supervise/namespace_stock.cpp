@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -34,6 +35,16 @@ namespace oarbank {
 namespace {
 
 constexpr char kSetMessage[] = "set";
+// While runs take sets, the stock looks at its queues and givers every kBusyTick instead of
+// sleeping on them, so that neither a run's notices nor its exit wake it: waking a process that
+// sleeps on another CPU cost its waker about 20 us here (the reschedule IPI traps to the
+// hypervisor), and a run would pay three (its "took", its "back", and its exit, which its pidfd
+// signals). After kQuietAfter without a notice, with its queues full and nothing given back
+// still held, it sleeps on its queues again: the first run after a quiet spell wakes it.
+constexpr std::chrono::milliseconds kBusyTick{10};
+constexpr std::chrono::seconds kQuietAfter{1};
+// After a set could not be made, the next try.
+constexpr std::chrono::seconds kRetryAfter{1};
 constexpr std::size_t kSetDescriptors = 4;  // net, ipc, mqueue, devpts, in that order
 // The mqueue file system's magic (ipc/mqueue.c; not in Debian 12's <linux/magic.h>).
 constexpr long kMqueueMagic = 0x19800202;
@@ -152,8 +163,8 @@ std::optional<NamespaceSet> take_namespace_set(const std::string& state_dir, boo
     problem = "what it queued is not a set of " + std::to_string(kSetDescriptors) + " descriptors";
     return std::nullopt;
   }
-  NamespaceSet set{std::move(fds[0]), std::move(fds[1]), std::move(fds[2]), std::move(fds[3]),
-                   std::move(queue)};
+  NamespaceSet set{std::move(fds[0]), std::move(fds[1]), std::move(fds[2]),
+                   std::move(fds[3]), std::move(queue),  UniqueFd()};
   for (const std::string& found :
        {namespace_problem(set.net.get(), CLONE_NEWNET, "network"),
         namespace_problem(set.ipc.get(), CLONE_NEWIPC, "IPC"),
@@ -173,9 +184,9 @@ std::optional<NamespaceSet> take_namespace_set(const std::string& state_dir, boo
 }
 
 void give_back_namespace_set(NamespaceSet set) {
-  int fds[kSetDescriptors + 1];
+  int fds[kSetDescriptors + 2];
   std::size_t count = 0;
-  for (const UniqueFd* fd : {&set.net, &set.ipc, &set.mqueue, &set.devpts}) {
+  for (const UniqueFd* fd : {&set.net, &set.ipc, &set.mqueue, &set.devpts, &set.mounts}) {
     if (fd->valid()) fds[count++] = fd->get();
   }
   if (count == 0 || !set.notice.valid()) return;
@@ -315,15 +326,15 @@ class Stock {
 
   // Every notice waiting on `notice`: a set taken, or one given back (closed once its giver
   // has exited, its releases with it). A notice that is not root's is dropped, whatever it
-  // carries.
-  void read_notices(int notice) {
-    for (;;) {
+  // carries. Returns how many were read.
+  std::size_t read_notices(int notice) {
+    for (std::size_t read = 0;; ++read) {
       char text[64] = {};
       std::vector<UniqueFd> given;  // closed at the end of this turn, their releases with them
       ucred sender{};
       const ssize_t n =
           receive_with_descriptors(notice, text, sizeof text - 1, given, MSG_DONTWAIT, &sender);
-      if (n < 0) return;
+      if (n < 0) return read;
       if (sender.uid != 0) continue;
       const std::string_view what(text, static_cast<std::size_t>(n));
       if (what.starts_with("took ") && what.size() > 5) {
@@ -337,11 +348,34 @@ class Stock {
         UniqueFd giver = giver_pidfd(given, sender.pid);
         if (options_.verbose) {
           options_.say("given back by pid " + std::to_string(sender.pid) + ": " +
-                       std::to_string(given.size()) + " descriptors");
+                       std::to_string(given.size()) + " descriptors" + namespaces_named(given));
         }
         if (giver.valid()) given_back_.push_back(GivenBack{std::move(giver), std::move(given)});
       }
     }
+  }
+
+  // The namespaces among `given`, as /proc names them (" (ipc:[...] mnt:[...])"), for --verbose.
+  static std::string namespaces_named(const std::vector<UniqueFd>& given) {
+    std::string names;
+    for (const UniqueFd& fd : given) {
+      const char* kind = nullptr;
+      switch (::ioctl(fd.get(), NS_GET_NSTYPE)) {
+        case CLONE_NEWNET:
+          kind = "net";
+          break;
+        case CLONE_NEWIPC:
+          kind = "ipc";
+          break;
+        case CLONE_NEWNS:
+          kind = "mnt";
+          break;
+        default:
+          continue;
+      }
+      names += (names.empty() ? " (" : " ") + std::string(kind) + ":[" + inode_text(fd.get()) + "]";
+    }
+    return names.empty() ? names : names + ")";
   }
 
   // The giver's pidfd: the last descriptor it sent, where that is one (pidfd_send_signal's
@@ -359,19 +393,20 @@ class Stock {
     return UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   }
 
-  // The givers' pidfds, watched from `watched`'s end.
-  void watch_givers(std::vector<pollfd>& watched) const {
-    for (const auto& back : given_back_) watched.push_back({back.giver.get(), POLLIN, 0});
-  }
-  // The givers that exited (their pidfds from `first` on): what they gave back is closed now,
-  // its releases here.
-  void close_exited(const std::vector<pollfd>& watched, std::size_t first) {
-    for (std::size_t i = watched.size(); i-- > first;) {
-      if (watched[i].revents != 0) {
-        given_back_.erase(given_back_.begin() + static_cast<std::ptrdiff_t>(i - first));
+  // What the givers that exited gave back (their pidfds readable, asked without waiting) is
+  // closed now, its releases here.
+  void close_exited() {
+    if (given_back_.empty()) return;
+    std::vector<pollfd> givers;
+    for (const auto& back : given_back_) givers.push_back({back.giver.get(), POLLIN, 0});
+    if (::poll(givers.data(), givers.size(), 0) <= 0) return;
+    for (std::size_t i = givers.size(); i-- > 0;) {
+      if (givers[i].revents != 0) {
+        given_back_.erase(given_back_.begin() + static_cast<std::ptrdiff_t>(i));
       }
     }
   }
+  bool holds_given_back() const { return !given_back_.empty(); }
 
  private:
   // What a run gave back, until its process is gone (its pidfd readable).
@@ -409,25 +444,37 @@ int serve_namespace_stock(const StockOptions& options) {
   options.say("serving " + options.state_dir + " (" + std::to_string(options.sets_per_kind) +
               " sets of each kind queued)");
   if (options.ready) options.ready();
-  bool failed = false;  // the last make failed: wait a second before the next try
+  using Clock = std::chrono::steady_clock;
+  bool busy = false;  // looking every kBusyTick, not sleeping on the queues
+  Clock::time_point last_notice;
+  Clock::time_point next_try;  // after a set could not be made: not before then
   for (;;) {
-    const int kind = stock.short_kind();
-    std::vector<pollfd> watched{
-        {signals.get(), POLLIN, 0}, {stock.notices(0), POLLIN, 0}, {stock.notices(1), POLLIN, 0}};
-    stock.watch_givers(watched);
-    // Full: a notice wakes it (a set taken, one given back); a second at most, else.
-    const int timeout = kind < 0 || failed ? 1000 : 0;
+    std::vector<pollfd> watched{{signals.get(), POLLIN, 0}};
+    if (!busy) {
+      watched.push_back({stock.notices(0), POLLIN, 0});
+      watched.push_back({stock.notices(1), POLLIN, 0});
+    }
+    // Short: the next set at once. Full (or failing): the next tick when busy; else a notice
+    // wakes it, a second at most (the queues are recounted).
+    const bool making = stock.short_kind() >= 0 && Clock::now() >= next_try;
+    const int timeout = making ? 0 : busy ? static_cast<int>(kBusyTick.count()) : 1000;
     if (::poll(watched.data(), watched.size(), timeout) < 0 && errno != EINTR) {
       throw Error(ErrorKind::StepFailed, "poll: " + errno_text(errno));
     }
     if (watched[0].revents != 0) break;
-    stock.close_exited(watched, 3);
-    const bool noticed = watched[1].revents != 0 || watched[2].revents != 0;
-    for (int k = 0; k < 2; ++k) {
-      if (watched[1 + k].revents != 0) stock.read_notices(stock.notices(k));
+    const Clock::time_point now = Clock::now();
+    if (stock.read_notices(stock.notices(0)) + stock.read_notices(stock.notices(1)) > 0) {
+      busy = true;
+      last_notice = now;
     }
+    stock.close_exited();
     const int short_now = stock.short_kind();
-    if (short_now >= 0 && (!failed || !noticed)) failed = !stock.make_one(short_now);
+    if (short_now >= 0 && now >= next_try && !stock.make_one(short_now)) {
+      next_try = now + kRetryAfter;
+    }
+    if (busy && now - last_notice >= kQuietAfter && short_now < 0 && !stock.holds_given_back()) {
+      busy = false;
+    }
   }
   // Still under the lock: no other stock can have written the file meanwhile.
   ::unlink(file_path.c_str());

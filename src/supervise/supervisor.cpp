@@ -423,7 +423,7 @@ void Supervision::reap_module() {
 // when the module's exec closed it (close-on-exec).
 bool Supervision::await_exec() {
   StatusChannel channel_text;
-  UniqueFd listener;  // the module's seccomp listener, when the launcher sent one
+  StatusChannelDescriptors sent;  // what the launcher sent: its seccomp listener, its mounts
   for (;;) {
     pollfd fds[] = {{status_read_.get(), POLLIN, 0},
                     {signal_fd_.get(), POLLIN, 0},
@@ -438,7 +438,7 @@ bool Supervision::await_exec() {
     if (fds[3].revents != 0) on_control();
     if (fds[0].revents != 0) {
       char buffer[512];
-      ssize_t n = read_status_channel(status_read_.get(), buffer, sizeof buffer, listener);
+      ssize_t n = read_status_channel(status_read_.get(), buffer, sizeof buffer, sent);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       if (channel_text.text.size() < kMaxStatusBytes) {
@@ -447,8 +447,11 @@ bool Supervision::await_exec() {
     }
   }
   status_read_.reset();
-  if (listener.valid() && launch_.seccomp_listener != nullptr) {
-    launch_.seccomp_listener->start(std::move(listener));
+  if (sent.listener.valid() && launch_.seccomp_listener != nullptr) {
+    launch_.seccomp_listener->start(std::move(sent.listener));
+  }
+  if (sent.module_mounts.valid() && launch_.module_mounts != nullptr) {
+    *launch_.module_mounts = std::move(sent.module_mounts);
   }
 
   if (auto failure = channel_text.failure()) {

@@ -19,6 +19,7 @@
 #include "supervise/denial_listener.hpp"
 #include "supervise/exec_verification.hpp"
 #include "supervise/run_state.hpp"
+#include "sys/unique_fd.hpp"
 
 namespace oarbank {
 
@@ -44,6 +45,9 @@ struct SupervisedLaunch {
   // Issue 14: answers and records the filter's refusals when the launcher sends its listener
   // over the status channel (docs/denials.md); stopped once the module's processes are gone.
   SeccompListener* seccomp_listener = nullptr;
+  // Where the module's mount namespace goes when the launcher sends it (sandbox-run's child,
+  // when the run gives its namespaces back to the node's stock); null: closed at once.
+  UniqueFd* module_mounts = nullptr;
   // Called at the teardown, on every path once spawned, when every process of the module is
   // gone but before its first process is reaped: that zombie keeps its pid from being any
   // other process's meanwhile (the audit reader, which attributes Landlock's records by that

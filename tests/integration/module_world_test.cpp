@@ -329,6 +329,34 @@ TEST_F(ModuleWorld, ARunTakesItsNamespacesFromTheStockAndNoOtherRunGetsThem) {
   EXPECT_NE(stock_->log().find("given back by pid "), std::string::npos) << stock_->log();
 }
 
+// A run that took a set gives the stock its module's mount namespace too, which its child sent
+// to the supervisor before the exec: the module's exit is then not the namespace's last
+// reference, and the teardown (an RCU grace period, which that exit waited for) is the stock's.
+// The stock closes it once the run has exited: nothing is left of it.
+TEST_F(ModuleWorld, ARunGivesItsModulesMountNamespaceToTheStockWhichEndsIt) {
+  if (!stock_) start_stock();
+  RunResult r = run(base_policy(), {"spawn", "/bin/sh", "-c", "readlink /proc/self/ns/mnt"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  const std::string mnt = r.out.substr(0, r.out.find('\n'));
+  ASSERT_EQ(mnt.rfind("mnt:[", 0), 0U) << r.describe();
+  EXPECT_NE(mnt, own_namespace("mnt"));
+  // Its --verbose line: "given back by pid N: 3 descriptors (ipc:[...] mnt:[...])".
+  EXPECT_TRUE(eventually([&] {
+    std::istringstream log(stock_->log());
+    for (std::string line; std::getline(log, line);) {
+      if (line.find("given back by pid ") != std::string::npos &&
+          line.find(mnt) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  })) << stock_->log();
+  long stock = 0;
+  std::ifstream(state_dir + "/namespace-stock") >> stock;
+  EXPECT_TRUE(eventually([&] { return !holds_descriptor_of(stock, mnt); }, 10s)) << mnt;
+  EXPECT_TRUE(eventually([&] { return !namespace_in_use("mnt", mnt); }, 10s)) << mnt;
+}
+
 TEST_F(ModuleWorld, TwoRunsAtOnceTakeTwoSetsAndTheirQueuesAndSysVObjectsStayEachOnesOwn) {
   if (!stock_) start_stock();
   const std::string mq = "/" + unique_name("oarbank-stock-mq");

@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -107,9 +108,10 @@ TEST(StatusChannel, KeepsASeccompListenerAndDropsAnyOtherDescriptor) {
     UniqueFd a(pipe.fds[0]), b(pipe.fds[1]);
     for (int fd : {event.get(), a.get(), writer.get()}) {
       send_with_fd(writer.get(), "x", fd);
-      UniqueFd listener;
-      ASSERT_EQ(read_status_channel(reader.get(), buffer, sizeof buffer, listener), 1);
-      EXPECT_FALSE(listener.valid()) << fd;
+      StatusChannelDescriptors kept;
+      ASSERT_EQ(read_status_channel(reader.get(), buffer, sizeof buffer, kept), 1);
+      EXPECT_FALSE(kept.listener.valid()) << fd;
+      EXPECT_FALSE(kept.module_mounts.valid()) << fd;
     }
   }
   // A child installs an allow-all filter with a listener (its own process: the test's stays
@@ -129,14 +131,46 @@ TEST(StatusChannel, KeepsASeccompListenerAndDropsAnyOtherDescriptor) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  UniqueFd listener;
-  ASSERT_EQ(read_status_channel(reader.get(), buffer, sizeof buffer, listener), 9);
+  StatusChannelDescriptors kept;
+  ASSERT_EQ(read_status_channel(reader.get(), buffer, sizeof buffer, kept), 9);
+  UniqueFd& listener = kept.listener;
   EXPECT_TRUE(listener.valid());
   char name[64] = {};
   ASSERT_GT(::readlink(("/proc/self/fd/" + std::to_string(listener.get())).c_str(), name,
                        sizeof name - 1),
             0);
   EXPECT_STREQ(name, "anon_inode:seccomp notify");
+}
+
+// sandbox-run's child sends its mount namespace the same way when the run gives its namespaces
+// back to the node's stock (namespace_stock.hpp): a mount namespace is kept, another kind of
+// namespace is dropped.
+TEST(StatusChannel, KeepsAMountNamespaceAndDropsAnotherKindOfNamespace) {
+  int channel[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel), 0);
+  UniqueFd reader(channel[0]), writer(channel[1]);
+  char buffer[64];
+  for (const char* other : {"/proc/self/ns/net", "/proc/self/ns/ipc", "/proc/self/ns/uts"}) {
+    UniqueFd ns(::open(other, O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(ns.valid()) << other;
+    send_with_fd(writer.get(), "mounts\n", ns.get());
+    StatusChannelDescriptors kept;
+    ASSERT_EQ(read_status_channel(reader.get(), buffer, sizeof buffer, kept), 7);
+    EXPECT_FALSE(kept.module_mounts.valid()) << other;
+    EXPECT_FALSE(kept.listener.valid()) << other;
+  }
+  UniqueFd mounts(::open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(mounts.valid());
+  send_with_fd(writer.get(), "mounts\n", mounts.get());
+  StatusChannelDescriptors kept;
+  ASSERT_EQ(read_status_channel(reader.get(), buffer, sizeof buffer, kept), 7);
+  ASSERT_TRUE(kept.module_mounts.valid());
+  struct stat sent {
+  }, received{};
+  ASSERT_EQ(::fstat(mounts.get(), &sent), 0);
+  ASSERT_EQ(::fstat(kept.module_mounts.get(), &received), 0);
+  EXPECT_EQ(sent.st_ino, received.st_ino);
+  EXPECT_FALSE(kept.listener.valid());
 }
 
 }  // namespace
