@@ -4,7 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
+#include <string>
+#include <system_error>
 
 #include "cli/commands.hpp"
 #include "supervise/namespace_stock.hpp"
@@ -16,13 +19,17 @@ namespace oarbank::cli {
 
 int run_sandbox_stock(const StockArgs& args) {
   return run_guarded("sandbox-stock", "", [&] {
+    int sets = 0;
+    const char* end = args.sets.data() + args.sets.size();
+    if (auto [at, ec] = std::from_chars(args.sets.data(), end, sets);
+        ec != std::errc() || at != end || sets < 1 || sets > 64) {
+      throw Error(ErrorKind::Usage,
+                  "--sets " + args.sets + ": expected a whole number from 1 to 64");
+    }
     if (::geteuid() != 0) {
       throw Error(ErrorKind::Unenforceable,
                   "the namespace stock makes network and IPC namespaces, which only root can: "
                   "run it as root (a sandbox-run that is not root makes none)");
-    }
-    if (args.sets < 1 || args.sets > 64) {
-      throw Error(ErrorKind::Usage, "--sets " + std::to_string(args.sets) + ": from 1 to 64");
     }
     // Blocked before it serves: its signalfd alone reads them.
     sigset_t stops;
@@ -33,7 +40,7 @@ int run_sandbox_stock(const StockArgs& args) {
     open_state_dir(state_dir, true);  // root's, 0700, no link on the way: as sandbox-run's
     return serve_namespace_stock(
         StockOptions{.state_dir = state_dir,
-                     .sets_per_kind = static_cast<std::size_t>(args.sets),
+                     .sets_per_kind = static_cast<std::size_t>(sets),
                      .say =
                          [](const std::string& line) {
                            std::fprintf(stderr, "oarbank-agent sandbox-stock: %s\n", line.c_str());

@@ -27,7 +27,7 @@ struct CtlArgs {
 int run_sandbox_ctl(const CtlArgs& args);
 
 struct StockArgs {
-  int sets = 2;  // ready sets of each kind
+  std::string sets = "2";  // ready sets of each kind, as given (checked by run_sandbox_stock)
   bool verbose = false;
 };
 int run_sandbox_stock(const StockArgs& args);

@@ -780,6 +780,45 @@ TEST_F(ModuleWorld, TheStockStopsOnSigtermRemovesItsNamesAndServesADirectoryAlon
   stock_.reset();
 }
 
+// Bad input to the stock: one line that names what is wrong, the exit code of its kind, and
+// nothing served, made or left in the run state directory.
+TEST_F(ModuleWorld, TheStockRefusesBadInputOnOneLineAndLeavesNothing) {
+  if (stock_) GTEST_SKIP() << "a stock serves this directory already";
+  RunOptions o;
+  o.env = env();
+  o.timeout = 20s;
+  const std::string prefix = "oarbank-agent sandbox-stock: ";
+  for (const char* sets : {"0", "65", "x", "2x", "-1"}) {
+    RunResult r = run_command({OARBANK_AGENT_BINARY, "sandbox-stock", "--sets", sets}, o);
+    EXPECT_TRUE(r.exited(64)) << r.describe();
+    EXPECT_EQ(r.err, prefix + "--sets " + sets + ": expected a whole number from 1 to 64\n");
+  }
+  // A run state directory others may write (sandbox-run's own check of it).
+  const std::string open_dir = tree.path("open-state");
+  ASSERT_EQ(::mkdir(open_dir.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(open_dir.c_str(), 0777), 0);
+  RunOptions open_o = o;
+  for (auto& var : open_o.env) {
+    if (var.rfind("OARBANK_STATE_DIR=", 0) == 0) var = "OARBANK_STATE_DIR=" + open_dir;
+  }
+  RunResult r = run_command({OARBANK_AGENT_BINARY, "sandbox-stock"}, open_o);
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_EQ(r.err, prefix + "the run state directory " + open_dir + " cannot be trusted: " +
+                       open_dir + " is writable by others (mode 0777)\n");
+  EXPECT_TRUE(list_dir(open_dir).empty());
+  // Not root: it makes namespaces, which only root can.
+  if (exists("/usr/bin/setpriv")) {
+    r = run_command({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                     OARBANK_AGENT_BINARY, "sandbox-stock"},
+                    o);
+    EXPECT_TRUE(r.exited(70)) << r.describe();
+    EXPECT_EQ(r.err, prefix +
+                         "the namespace stock makes network and IPC namespaces, which only root "
+                         "can: run it as root (a sandbox-run that is not root makes none)\n");
+  }
+  EXPECT_FALSE(exists(state_dir + "/namespace-stock"));
+}
+
 // --- Its own network namespace ------------------------------------------------------------
 
 TEST_F(ModuleWorld, NetNoneHoldsOnlyLoopbackWhichNetlinkRouteListsAndCannotChange) {
