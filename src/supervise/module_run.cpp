@@ -575,7 +575,13 @@ void ModuleRun::take_stock() {
 void ModuleRun::make_devpts() {
   if (!own_mounts_) return;
   devpts_ = stock_ && stock_->devpts.valid() ? std::move(stock_->devpts) : make_devpts_instance();
-  held_.push(LaunchStep::Mounts, [this] { devpts_.reset(); });
+  // With the rest of the set where there is one (released after this): a devpts the child
+  // never attached (the run failed before) is a detached mount, whose release waits for an RCU
+  // grace period.
+  held_.push(LaunchStep::Mounts, [this] {
+    if (stock_) stock_->devpts = std::move(devpts_);
+    devpts_.reset();
+  });
 }
 
 // What the run makes the module's own: the namespaces as root (an egress module's only where
