@@ -803,8 +803,8 @@ TEST_F(ModuleWorld, TheStockRefusesBadInputOnOneLineAndLeavesNothing) {
   }
   RunResult r = run_command({OARBANK_AGENT_BINARY, "sandbox-stock"}, open_o);
   EXPECT_TRUE(r.exited(70)) << r.describe();
-  EXPECT_EQ(r.err, prefix + "the run state directory " + open_dir + " cannot be trusted: " +
-                       open_dir + " is writable by others (mode 0777)\n");
+  EXPECT_EQ(r.err, prefix + "the run state directory " + open_dir +
+                       " cannot be trusted: " + open_dir + " is writable by others (mode 0777)\n");
   EXPECT_TRUE(list_dir(open_dir).empty());
   // Not root: it makes namespaces, which only root can.
   if (exists("/usr/bin/setpriv")) {
