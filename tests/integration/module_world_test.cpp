@@ -357,6 +357,32 @@ TEST_F(ModuleWorld, ARunGivesItsModulesMountNamespaceToTheStockWhichEndsIt) {
   EXPECT_TRUE(eventually([&] { return !namespace_in_use("mnt", mnt); }, 10s)) << mnt;
 }
 
+// The stock's voluntary context switches (its wake-ups), from /proc/PID/status.
+long wake_ups(long pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stol(line.substr(24));
+  }
+  return -1;
+}
+
+// While runs come the stock looks at its queues every 10 ms rather than being woken by them;
+// a second after the last one it sleeps on its queues again: an idle stock wakes about once a
+// second (its queues recounted), not a hundred times.
+TEST_F(ModuleWorld, AStockNoRunTakesFromSleeps) {
+  if (!stock_) start_stock();
+  RunResult r = run(base_policy(), {"true"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  long stock = 0;
+  std::ifstream(state_dir + "/namespace-stock") >> stock;
+  std::this_thread::sleep_for(1500ms);
+  const long before = wake_ups(stock);
+  std::this_thread::sleep_for(1s);
+  const long after = wake_ups(stock);
+  ASSERT_GE(before, 0);
+  EXPECT_LE(after - before, 5) << "wake-ups in a second of an idle stock";
+}
+
 TEST_F(ModuleWorld, TwoRunsAtOnceTakeTwoSetsAndTheirQueuesAndSysVObjectsStayEachOnesOwn) {
   if (!stock_) start_stock();
   const std::string mq = "/" + unique_name("oarbank-stock-mq");
