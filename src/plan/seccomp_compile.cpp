@@ -11,6 +11,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "plan/seccomp_compact.hpp"
+
 namespace oarbank::seccomp {
 namespace {
 
@@ -101,6 +103,10 @@ std::vector<sock_filter> allowlist_prefix(Refusal refusal) {
 }  // namespace
 
 std::vector<sock_filter> compile(const FilterVariant& variant, Refusal refusal) {
+  return compile_rules(compact_rules(rules_for(variant)), refusal);
+}
+
+std::vector<sock_filter> compile_rules(const std::vector<Rule>& rules, Refusal refusal) {
   std::unique_ptr<void, CtxDeleter> ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) throw std::runtime_error("seccomp_init failed");
   // A syscall from another ABI of this CPU (int 0x80 from a 64-bit process) kills the process:
@@ -112,7 +118,7 @@ std::vector<sock_filter> compile(const FilterVariant& variant, Refusal refusal) 
       seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2) != 0) {
     throw std::runtime_error("seccomp_attr_set failed");
   }
-  for (const auto& rule : rules_for(variant)) {
+  for (const auto& rule : rules) {
     int nr = syscall_number(rule);
     if (nr < 0) {
       throw std::runtime_error(fmt::format("libseccomp does not know syscall {}", rule.syscall));

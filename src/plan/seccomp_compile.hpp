@@ -26,7 +26,12 @@ inline bool notified(int errno_value) { return errno_value != ENOSYS; }
 // neither knows it.
 int syscall_number(const Rule& rule);
 
-// Throws std::runtime_error naming the rule libseccomp refused.
+// The variant's rules (compacted: seccomp_compact.hpp) as one program. Throws
+// std::runtime_error naming the rule libseccomp refused.
 std::vector<sock_filter> compile(const FilterVariant& variant, Refusal refusal = Refusal::Errno);
+
+// The given rules as one program, as they are (tests compare it with compile()).
+std::vector<sock_filter> compile_rules(const std::vector<Rule>& rules,
+                                       Refusal refusal = Refusal::Errno);
 
 }  // namespace oarbank::seccomp

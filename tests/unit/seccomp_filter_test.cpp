@@ -15,6 +15,7 @@
 #include <set>
 
 #include "apply/seccomp_programs.hpp"
+#include "plan/seccomp_compact.hpp"
 #include "plan/seccomp_compile.hpp"
 #include "plan/seccomp_eval.hpp"
 #include "plan/seccomp_rules.hpp"
@@ -344,6 +345,116 @@ TEST(SeccompPrograms, UnixDatagramPairsOnlyWithTheBrokerGrant) {
       EXPECT_EQ(run(p, SYS_socketpair, {AF_UNIX, type, 0, 0}),
                 variant.unix_sockets ? kAllow : refused(EPROTONOSUPPORT))
           << type;
+    }
+  }
+}
+
+// --- The compacted rules (plan/seccomp_compact.hpp) -------------------------------------------
+
+TEST(SeccompCompact, NotInASetBecomesItsBlocks) {
+  std::vector<Rule> rules;
+  refuse_unless_in(rules, "socketpair", 0, {AF_UNIX}, 45, EAFNOSUPPORT, {}, "why");
+  ASSERT_EQ(rules.size(), 46U);
+  const auto compact = compact_rules(rules);
+  ASSERT_EQ(compact.size(), 2U);
+  EXPECT_EQ(compact[0].args, (std::vector<ArgCheck>{{0, Compare::Equal, 0, 0}}));
+  EXPECT_EQ(compact[1].args, (std::vector<ArgCheck>{{0, Compare::Greater, 1, 0}}));
+  EXPECT_EQ(compact[1].why, "why");
+
+  // Under a low-bits mask: {0, 2..4, 6..15} of 0xf is {0}, {2,3}, {4}, {6,7}, {8..15}.
+  std::vector<Rule> types;
+  for (std::uint64_t t = 0; t <= 15; ++t) {
+    if (t == 1 || t == 5) continue;
+    types.push_back(Rule{"socketpair",
+                         -1,
+                         EPROTONOSUPPORT,
+                         {{0, Compare::Equal, AF_UNIX, 0}, {1, Compare::MaskedEqual, t, 0xf}},
+                         "why"});
+  }
+  const auto blocks = compact_rules(types);
+  ASSERT_EQ(blocks.size(), 5U);
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> want{
+      {0, 0xf}, {2, 0xe}, {4, 0xf}, {6, 0xe}, {8, 0x8}};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(blocks[i].args.size(), 2U);
+    EXPECT_EQ(blocks[i].args[0], (ArgCheck{0, Compare::Equal, AF_UNIX, 0}));
+    EXPECT_EQ(blocks[i].args[1], (ArgCheck{1, Compare::MaskedEqual, want[i].first, want[i].second}))
+        << i;
+  }
+
+  // Nothing allowed below the threshold: the argument no longer matters.
+  std::vector<Rule> all;
+  refuse_unless_in(all, "socket", 2, {}, 31, EPROTONOSUPPORT, {{0, Compare::Equal, AF_NETLINK, 0}},
+                   "why");
+  const auto whole = compact_rules(all);
+  ASSERT_EQ(whole.size(), 1U);
+  EXPECT_EQ(whole[0].args, (std::vector<ArgCheck>{{0, Compare::Equal, AF_NETLINK, 0}}));
+
+  // A single bit's mask (the set-id mode rules) and lone rules stay as they are.
+  std::vector<Rule> modes{Rule{"chmod", -1, EPERM, {{1, Compare::MaskedEqual, 04000, 04000}}, "w"},
+                          Rule{"chmod", -1, EPERM, {{1, Compare::MaskedEqual, 02000, 02000}}, "w"},
+                          Rule{"listen", -1, EPERM, {}, "w"}};
+  const auto kept = compact_rules(modes);
+  ASSERT_EQ(kept.size(), 3U);
+  EXPECT_EQ(kept[0].args, modes[0].args);
+  EXPECT_EQ(kept[1].args, modes[1].args);
+}
+
+// The compacted program of every variant answers every probe exactly as the table's own rules
+// compiled one by one do: each rule's syscall, each argument alone over small values, the
+// values around the masks and thresholds and high-bit garbage, and the first argument paired
+// with each other one (socketpair's family and type, netlink's protocol).
+TEST(SeccompCompact, CompactedProgramsAnswerEveryProbeAsTheTableDoes) {
+  std::vector<std::uint64_t> probes;
+  for (std::uint64_t v = 0; v <= 70; ++v) probes.push_back(v);
+  for (std::uint64_t v :
+       {0xffULL,        0x100ULL,       0x101ULL,       0x4b00ULL,      0x5401ULL,
+        0x5412ULL,      0x541cULL,      0x541dULL,      0x5422ULL,      0x5423ULL,
+        0x5437ULL,      0x5600ULL,      0x7fffffffULL,  0x80000000ULL,  0xffffffffULL,
+        0x100000000ULL, 0x100000001ULL, 0x10000000aULL, 0x100000010ULL, ~0ULL,
+        ~0ULL - 1}) {
+    probes.push_back(v);
+  }
+  const std::vector<std::uint64_t> firsts{0,        AF_UNIX,    AF_INET,
+                                          AF_INET6, AF_NETLINK, 0x100000001ULL};
+  for (int i = 0; i < kVariantCount; ++i) {
+    const FilterVariant variant = variant_from_index(i);
+    const auto table = rules_for(variant);
+    std::set<int> numbers;
+    for (const auto& rule : table) numbers.insert(syscall_number(rule));
+    for (auto refusal : {Refusal::Errno, Refusal::Notify}) {
+      const auto compact = compile(variant, refusal);
+      const auto plain = compile_rules(table, refusal);
+      EXPECT_LT(compact.size(), plain.size()) << variant.name();
+      auto agree = [&](int nr, const std::array<std::uint64_t, 6>& args) {
+        seccomp_data data{};
+        data.nr = nr;
+        data.arch = AUDIT_ARCH_X86_64;
+        for (std::size_t a = 0; a < 6; ++a) data.args[a] = args[a];
+        return seccomp::evaluate(compact.data(), compact.size(), data) ==
+               seccomp::evaluate(plain.data(), plain.size(), data);
+      };
+      for (int nr : numbers) {
+        for (std::size_t a = 0; a < 6; ++a) {
+          for (std::uint64_t v : probes) {
+            std::array<std::uint64_t, 6> args{};
+            args[a] = v;
+            ASSERT_TRUE(agree(nr, args))
+                << variant.name() << " nr " << nr << " arg" << a << " " << v;
+          }
+        }
+        for (std::uint64_t first : firsts) {
+          for (std::size_t a = 1; a < 6; ++a) {
+            for (std::uint64_t v : probes) {
+              std::array<std::uint64_t, 6> args{};
+              args[0] = first;
+              args[a] = v;
+              ASSERT_TRUE(agree(nr, args))
+                  << variant.name() << " nr " << nr << " arg0 " << first << " arg" << a << " " << v;
+            }
+          }
+        }
+      }
     }
   }
 }
