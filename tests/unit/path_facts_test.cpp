@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -47,6 +48,7 @@ class PathFactsTree : public ::testing::Test {
     std::filesystem::create_directory_symlink("../" + root_.substr(root_.rfind('/') + 1) + "/real",
                                               root_ + "/dotted");
     std::filesystem::create_directory_symlink("missing", root_ + "/dangling");
+    std::filesystem::create_symlink("real/file", root_ + "/filelink");
   }
   void TearDown() override { std::filesystem::remove_all(root_); }
   std::string root_;
@@ -82,6 +84,26 @@ TEST_F(PathFactsTree, EveryKindOfLinkIsResolvedToWhereItLeads) {
   EXPECT_EQ(paths.kind(root_ + "/chain/file"), PathKind::File);
   EXPECT_EQ(paths.canonical(root_ + "/chain/file"), root_ + "/real/file");
   EXPECT_EQ(paths.kind(root_ + "/dangling"), PathKind::Missing);
+}
+
+// The descriptor a link's rule is made on is the inode the link leads to, a directory or a
+// file, whichever way it was opened.
+TEST_F(PathFactsTree, ALinksDescriptorIsTheInodeItLeadsTo) {
+  OpenedPaths paths;
+  struct stat real_dir {
+  }, real_file{};
+  ASSERT_EQ(::stat((root_ + "/real").c_str(), &real_dir), 0);
+  ASSERT_EQ(::stat((root_ + "/real/file").c_str(), &real_file), 0);
+  for (const char* name : {"/link", "/absolute", "/chain", "/dotted", "/filelink"}) {
+    const bool file = std::string(name) == "/filelink";
+    EXPECT_EQ(paths.kind(root_ + name), file ? PathKind::File : PathKind::Directory) << name;
+    EXPECT_EQ(paths.canonical(root_ + name), root_ + (file ? "/real/file" : "/real")) << name;
+    struct stat opened {};
+    ASSERT_EQ(::fstat(paths.fd(root_ + name), &opened), 0) << name;
+    const struct stat& want = file ? real_file : real_dir;
+    EXPECT_EQ(opened.st_dev, want.st_dev) << name;
+    EXPECT_EQ(opened.st_ino, want.st_ino) << name;
+  }
 }
 
 // The base system's links, where they are links (Debian 12: /lib -> usr/lib): the rule's
