@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -39,10 +40,15 @@ constexpr char kSetMessage[] = "set";
 // sleeping on them, so that neither a run's notices nor its exit wake it: waking a process that
 // sleeps on another CPU cost its waker about 20 us here (the reschedule IPI traps to the
 // hypervisor), and a run would pay three (its "took", its "back", and its exit, which its pidfd
-// signals). After kQuietAfter without a notice, with its queues full and nothing given back
-// still held, it sleeps on its queues again: the first run after a quiet spell wakes it.
+// signals). After kQuietAfter without a notice it sleeps on its queues and on the pidfds of the
+// runs whose sets it still holds (a run that never exits, or a set it cannot make, must not keep
+// it ticking): the first run after a quiet spell wakes it.
 constexpr std::chrono::milliseconds kBusyTick{10};
 constexpr std::chrono::seconds kQuietAfter{1};
+// Given-back sets held at most, each until its run has exited; a set given back beyond them is
+// closed at once (that run's exit then pays the teardown). The stock's open-file limit is raised
+// to its hard limit at start: each held set is about five descriptors.
+constexpr std::size_t kMostHeld = 1024;
 // After a set could not be made, the next try.
 constexpr std::chrono::seconds kRetryAfter{1};
 constexpr std::size_t kSetDescriptors = 4;  // net, ipc, mqueue, devpts, in that order
@@ -350,7 +356,9 @@ class Stock {
           options_.say("given back by pid " + std::to_string(sender.pid) + ": " +
                        std::to_string(given.size()) + " descriptors" + namespaces_named(given));
         }
-        if (giver.valid()) given_back_.push_back(GivenBack{std::move(giver), std::move(given)});
+        if (giver.valid() && given_back_.size() < kMostHeld) {
+          given_back_.push_back(GivenBack{std::move(giver), std::move(given)});
+        }
       }
     }
   }
@@ -406,7 +414,10 @@ class Stock {
       }
     }
   }
-  bool holds_given_back() const { return !given_back_.empty(); }
+  // The pidfds of the runs whose sets are held: a quiet stock sleeps on them too.
+  void watch_givers(std::vector<pollfd>& watched) const {
+    for (const auto& back : given_back_) watched.push_back({back.giver.get(), POLLIN, 0});
+  }
 
  private:
   // What a run gave back, until its process is gone (its pidfd readable).
@@ -435,6 +446,11 @@ int serve_namespace_stock(const StockOptions& options) {
     throw Error(ErrorKind::Busy, "another namespace stock serves " + options.state_dir +
                                      " (it holds the directory's lock)");
   }
+  // Each held set is descriptors (kMostHeld); the soft limit up to the hard one.
+  if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
   Stock stock(options);
   // Full before it is named: the first runs find sets.
   for (int kind = stock.short_kind(); kind >= 0; kind = stock.short_kind()) {
@@ -453,9 +469,11 @@ int serve_namespace_stock(const StockOptions& options) {
     if (!busy) {
       watched.push_back({stock.notices(0), POLLIN, 0});
       watched.push_back({stock.notices(1), POLLIN, 0});
+      stock.watch_givers(watched);
     }
-    // Short: the next set at once. Full (or failing): the next tick when busy; else a notice
-    // wakes it, a second at most (the queues are recounted).
+    // Short: the next set at once (after a failure, at next_try). Full: the next tick when
+    // busy; else a notice or a giver's exit wakes it, a second at most (the queues are
+    // recounted).
     const bool making = stock.short_kind() >= 0 && Clock::now() >= next_try;
     const int timeout = making ? 0 : busy ? static_cast<int>(kBusyTick.count()) : 1000;
     if (::poll(watched.data(), watched.size(), timeout) < 0 && errno != EINTR) {
@@ -472,9 +490,7 @@ int serve_namespace_stock(const StockOptions& options) {
     if (short_now >= 0 && now >= next_try && !stock.make_one(short_now)) {
       next_try = now + kRetryAfter;
     }
-    if (busy && now - last_notice >= kQuietAfter && short_now < 0 && !stock.holds_given_back()) {
-      busy = false;
-    }
+    if (busy && now - last_notice >= kQuietAfter) busy = false;
   }
   // Still under the lock: no other stock can have written the file meanwhile.
   ::unlink(file_path.c_str());

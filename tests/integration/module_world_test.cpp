@@ -383,6 +383,42 @@ TEST_F(ModuleWorld, AStockNoRunTakesFromSleeps) {
   EXPECT_LE(after - before, 5) << "wake-ups in a second of an idle stock";
 }
 
+// A set given back by a run that has not exited (a run blocked on its --result file, or
+// stopped) is held until it exits; meanwhile the stock still goes quiet a second after the
+// last notice, sleeping on that run's pidfd. Here this test is the run: it takes a set by
+// hand, gives it back, and lives on.
+TEST_F(ModuleWorld, AStockHoldingALiveRunsSetSleeps) {
+  if (!stock_) start_stock();
+  std::istringstream address(read_file(state_dir + "/namespace-stock"));
+  long pid = 0;
+  long down_fd = -1;
+  address >> pid >> down_fd;
+  ASSERT_GT(pid, 0);
+  const UniqueFd stock(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  ASSERT_TRUE(stock.valid());
+  const UniqueFd queue(static_cast<int>(::syscall(SYS_pidfd_getfd, stock.get(), down_fd, 0)));
+  ASSERT_TRUE(queue.valid());
+  char message[16];
+  std::vector<UniqueFd> set;
+  ASSERT_GT(receive_with_descriptors(queue.get(), message, sizeof message, set, MSG_DONTWAIT), 0);
+  ASSERT_FALSE(set.empty());
+  std::vector<int> back;
+  for (const UniqueFd& fd : set) back.push_back(fd.get());
+  const UniqueFd self(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+  back.push_back(self.get());
+  ASSERT_EQ(send_with_descriptors(queue.get(), "back", back), 0);
+  EXPECT_TRUE(eventually([&] {
+    return stock_->log().find("given back by pid " + std::to_string(::getpid())) !=
+           std::string::npos;
+  })) << stock_->log();
+  std::this_thread::sleep_for(1500ms);
+  const long before = wake_ups(pid);
+  std::this_thread::sleep_for(1s);
+  const long after = wake_ups(pid);
+  ASSERT_GE(before, 0);
+  EXPECT_LE(after - before, 5) << "wake-ups in a second of a stock holding a live run's set";
+}
+
 TEST_F(ModuleWorld, TwoRunsAtOnceTakeTwoSetsAndTheirQueuesAndSysVObjectsStayEachOnesOwn) {
   if (!stock_) start_stock();
   const std::string mq = "/" + unique_name("oarbank-stock-mq");
