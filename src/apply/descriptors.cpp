@@ -71,4 +71,17 @@ bool close_on_exec_except(const std::vector<int>& keep, StepError& error) {
   return true;
 }
 
+void close_all_but(std::vector<int> keep) {
+  std::sort(keep.begin(), keep.end());
+  unsigned int from = 3;
+  for (int fd : keep) {
+    if (fd < 3) continue;
+    if (static_cast<unsigned int>(fd) > from) {
+      ::syscall(SYS_close_range, from, static_cast<unsigned int>(fd) - 1, 0U);
+    }
+    from = static_cast<unsigned int>(fd) + 1;
+  }
+  ::syscall(SYS_close_range, from, ~0U, 0U);
+}
+
 }  // namespace oarbank

@@ -18,4 +18,9 @@ bool descriptor_is_open(int fd);
 // Marks every descriptor from 3 up close-on-exec, except `keep` (cleared close-on-exec).
 bool close_on_exec_except(const std::vector<int>& keep, StepError& error);
 
+// Closes every descriptor but 0, 1, 2 and `keep` (close_range, Linux 5.9; on an older kernel
+// nothing is closed). For a helper process forked from the supervisor (the egress relay, the
+// terminal front) that must hold none of the run's files.
+void close_all_but(std::vector<int> keep);
+
 }  // namespace oarbank

@@ -15,6 +15,7 @@
 #include <iterator>
 #include <vector>
 
+#include "apply/descriptors.hpp"
 #include "apply/module_network.hpp"
 #include "apply/prepared_exec.hpp"
 #include "apply/relay_loop.hpp"
@@ -39,19 +40,6 @@ struct ReadyMessage {
 constexpr const char* kRelaySteps[] = {"", "setns back to the node's namespace",
                                        "dropping root (setgroups, setresgid, setresuid)",
                                        "prctl(PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE)"};
-
-// Closes every descriptor but 0, 1, 2 and `keep` (the launcher's own files, the module's
-// --keep-fd descriptors, sandbox-run's status channel: none is the relay's business).
-void close_all_but(std::vector<int> keep) {
-  std::sort(keep.begin(), keep.end());
-  unsigned int from = 3;
-  for (int fd : keep) {
-    if (static_cast<unsigned int>(fd) > from)
-      ::close_range(from, static_cast<unsigned int>(fd) - 1, 0);
-    from = static_cast<unsigned int>(fd) + 1;
-  }
-  ::close_range(from, ~0U, 0);
-}
 
 // The relay process: never returns.
 [[noreturn]] void relay_main(const RelaySettings& settings, const RelayTarget& target, int listener,

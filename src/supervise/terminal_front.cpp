@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <string>
 
+#include "apply/descriptors.hpp"
 #include "supervise/operator_lines.hpp"
 #include "sys/error.hpp"
 
@@ -358,6 +359,9 @@ SupervisorTerminal split_front(const OperatorTerminal& terminal, int devpts_fd) 
       [[maybe_unused]] auto n = ::write(2, line.data(), line.size());
       ::_exit(exit_code_for(ErrorKind::StepFailed));
     }
+    // Nothing else of the run stays open here (the supervisor's leaf, the stock's set and its
+    // devpts): the supervisor's close is then the last, as the stock's give-back relies on.
+    close_all_but({pty.master.get(), front_end.get(), signals});
     Front(terminal, pty.master.get(), front_end.get(), signals, supervisor).run();
   }
   ::sigprocmask(SIG_SETMASK, &original, nullptr);
