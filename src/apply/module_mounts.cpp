@@ -194,8 +194,8 @@ bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared,
   return retake_rules(launch_plan.landlock, prepared.ruleset.get(), error);
 }
 
-UniqueFd own_mount_namespace() {
-  const UniqueFd self(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+UniqueFd own_mount_namespace(bool by_pidfd) {
+  const UniqueFd self(by_pidfd ? static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)) : -1);
   if (self.valid()) {
     UniqueFd ns(::ioctl(self.get(), PIDFD_GET_MNT_NAMESPACE, 0));
     if (ns.valid()) return ns;  // ENOTTY before 6.11

@@ -39,7 +39,8 @@ bool make_module_mounts(const Plan& plan, const PreparedLaunch& prepared, int de
 UniqueFd make_devpts_instance();
 
 // The mount namespace this process is in (invalid when neither way answers): by its pidfd
-// (PIDFD_GET_MNT_NAMESPACE, Linux 6.11: three calls, no path), else /proc's name of it.
-UniqueFd own_mount_namespace();
+// (PIDFD_GET_MNT_NAMESPACE, Linux 6.11: three calls, no path), else /proc's name of it, the
+// only way on 6.2 to 6.10. `by_pidfd` false: /proc's alone (tests take each way on any kernel).
+UniqueFd own_mount_namespace(bool by_pidfd = true);
 
 }  // namespace oarbank
