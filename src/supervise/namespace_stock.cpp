@@ -252,6 +252,24 @@ void write_stock_address(const std::string& path, const StockAddress& address) {
   }
 }
 
+// The stock's file, removed however serving ends (a throw from its loop included), while the
+// directory's lock is still held (declared after it): no other stock can have written the file
+// meanwhile.
+class NamedAddress {
+ public:
+  explicit NamedAddress(std::string path) : path_(std::move(path)) {}
+  NamedAddress(const NamedAddress&) = delete;
+  NamedAddress& operator=(const NamedAddress&) = delete;
+  ~NamedAddress() { remove(); }
+  void remove() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+    path_.clear();
+  }
+
+ private:
+  std::string path_;
+};
+
 class Stock {
  public:
   explicit Stock(const StockOptions& options) : options_(options) {
@@ -457,6 +475,7 @@ int serve_namespace_stock(const StockOptions& options) {
     if (!stock.make_one(kind)) break;
   }
   write_stock_address(file_path, stock.address());
+  NamedAddress named(file_path);
   options.say("serving " + options.state_dir + " (" + std::to_string(options.sets_per_kind) +
               " sets of each kind queued)");
   if (options.ready) options.ready();
@@ -492,8 +511,7 @@ int serve_namespace_stock(const StockOptions& options) {
     }
     if (busy && now - last_notice >= kQuietAfter) busy = false;
   }
-  // Still under the lock: no other stock can have written the file meanwhile.
-  ::unlink(file_path.c_str());
+  named.remove();
   options.say("stopped");
   return 0;
 }
