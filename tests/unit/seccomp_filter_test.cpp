@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "apply/seccomp_programs.hpp"
@@ -401,9 +402,10 @@ TEST(SeccompCompact, NotInASetBecomesItsBlocks) {
 }
 
 // The compacted program of every variant answers every probe exactly as the table's own rules
-// compiled one by one do: each rule's syscall, each argument alone over small values, the
-// values around the masks and thresholds and high-bit garbage, and the first argument paired
-// with each other one (socketpair's family and type, netlink's protocol).
+// compiled one by one do. For each syscall whose rules the compaction rewrote: each argument
+// alone over small values, the values around the masks and thresholds and high-bit garbage, and
+// the first argument paired with each other one (socketpair's family and type, netlink's
+// protocol). Every other rule's syscall: each argument alone over a few values.
 TEST(SeccompCompact, CompactedProgramsAnswerEveryProbeAsTheTableDoes) {
   std::vector<std::uint64_t> probes;
   for (std::uint64_t v = 0; v <= 70; ++v) probes.push_back(v);
@@ -417,11 +419,21 @@ TEST(SeccompCompact, CompactedProgramsAnswerEveryProbeAsTheTableDoes) {
   }
   const std::vector<std::uint64_t> firsts{0,        AF_UNIX,    AF_INET,
                                           AF_INET6, AF_NETLINK, 0x100000001ULL};
+  const std::vector<std::uint64_t> few{0, 1, 2, 0x5401, 0x100000001ULL, ~0ULL};
   for (int i = 0; i < kVariantCount; ++i) {
     const FilterVariant variant = variant_from_index(i);
     const auto table = rules_for(variant);
     std::set<int> numbers;
     for (const auto& rule : table) numbers.insert(syscall_number(rule));
+    // The syscalls whose rules compact_rules wrote otherwise.
+    std::map<int, std::vector<std::vector<ArgCheck>>> before, after;
+    for (const auto& rule : table) before[syscall_number(rule)].push_back(rule.args);
+    for (const auto& rule : compact_rules(table)) after[syscall_number(rule)].push_back(rule.args);
+    std::set<int> rewritten;
+    for (int nr : numbers) {
+      if (before[nr] != after[nr]) rewritten.insert(nr);
+    }
+    EXPECT_FALSE(rewritten.empty()) << variant.name();
     for (auto refusal : {Refusal::Errno, Refusal::Notify}) {
       const auto compact = compile(variant, refusal);
       const auto plain = compile_rules(table, refusal);
@@ -435,14 +447,16 @@ TEST(SeccompCompact, CompactedProgramsAnswerEveryProbeAsTheTableDoes) {
                seccomp::evaluate(plain.data(), plain.size(), data);
       };
       for (int nr : numbers) {
+        const bool whole_grid = rewritten.count(nr) != 0;
         for (std::size_t a = 0; a < 6; ++a) {
-          for (std::uint64_t v : probes) {
+          for (std::uint64_t v : whole_grid ? probes : few) {
             std::array<std::uint64_t, 6> args{};
             args[a] = v;
             ASSERT_TRUE(agree(nr, args))
                 << variant.name() << " nr " << nr << " arg" << a << " " << v;
           }
         }
+        if (!whole_grid) continue;
         for (std::uint64_t first : firsts) {
           for (std::size_t a = 1; a < 6; ++a) {
             for (std::uint64_t v : probes) {
