@@ -71,33 +71,6 @@ std::string resolved_through_last_link(const struct stat& opened, const std::str
   return joined;
 }
 
-// A plain path whose last component is a symbolic link to a plain path (/lib -> usr/lib,
-// /bin -> usr/bin on Debian 12): the link's target opened through no link at all, when the
-// path itself leads to that very inode (stat, which follows links). Five calls for such a
-// path: the refused RESOLVE_NO_SYMLINKS open, readlink, this open, its fstat and the stat,
-// where opening through the link and then checking the target took seven (issue 11: the
-// launch opens five such paths for a small policy). Anything else: an invalid descriptor,
-// and the caller goes the general way.
-UniqueFd open_through_last_link(const std::string& path, struct stat& opened,
-                                std::string& canonical) {
-  if (path == "/") return UniqueFd();
-  char target[4096];
-  const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
-  if (n <= 0) return UniqueFd();  // EINVAL: the link is in a directory above
-  std::string text(target, static_cast<std::size_t>(n));
-  std::string joined =
-      text.front() == '/' ? std::move(text) : path.substr(0, path.rfind('/')) + "/" + text;
-  if (!is_plain_absolute_path(joined)) return UniqueFd();
-  UniqueFd fd(open_path(joined, RESOLVE_NO_SYMLINKS));
-  struct stat through {};
-  if (!fd.valid() || ::fstat(fd.get(), &opened) != 0 || ::stat(path.c_str(), &through) != 0 ||
-      through.st_dev != opened.st_dev || through.st_ino != opened.st_ino) {
-    return UniqueFd();
-  }
-  canonical = std::move(joined);
-  return fd;
-}
-
 }  // namespace
 
 bool is_plain_absolute_path(std::string_view path) {
@@ -127,18 +100,7 @@ PathKind OpenedPaths::kind(const std::string& path) const {
   bool through_no_link = false;
   if (is_plain_absolute_path(path)) {
     entry.fd.reset(open_path(path, RESOLVE_NO_SYMLINKS));
-    const int open_errno = errno;
     through_no_link = entry.fd.valid();
-    if (!through_no_link && open_errno == ELOOP) {
-      struct stat opened {};
-      if (UniqueFd fd = open_through_last_link(path, opened, entry.canonical); fd.valid()) {
-        entry.fd = std::move(fd);
-        entry.kind = S_ISDIR(opened.st_mode) ? PathKind::Directory : PathKind::File;
-        const PathKind result = entry.kind;
-        entries_.emplace(path, std::move(entry));
-        return result;
-      }
-    }
   }
   if (!entry.fd.valid()) entry.fd.reset(open_path(path, RESOLVE_NO_MAGICLINKS));
   struct stat st {};

@@ -86,6 +86,19 @@ TEST_F(PathFactsTree, EveryKindOfLinkIsResolvedToWhereItLeads) {
   EXPECT_EQ(paths.kind(root_ + "/dangling"), PathKind::Missing);
 }
 
+// A policy path that reaches /proc's magic links through a link of its own (`d -> /proc/self`,
+// then `d/cwd`, `d/root`) opens nothing: the rule would land on another process's directory,
+// or on /, without the path naming either. (A faster way for links tried in session 10 took
+// them through `stat`, which follows magic links; an attack review found it.)
+TEST_F(PathFactsTree, AMagicLinkBehindALinkOpensNothing) {
+  std::filesystem::create_directory_symlink("/proc/self", root_ + "/self");
+  OpenedPaths paths;
+  for (const char* name : {"/self/cwd", "/self/root", "/self/exe"}) {
+    EXPECT_EQ(paths.kind(root_ + name), PathKind::Missing) << name;
+    EXPECT_LT(paths.fd(root_ + name), 0) << name;
+  }
+}
+
 // The descriptor a link's rule is made on is the inode the link leads to, a directory or a
 // file, whichever way it was opened.
 TEST_F(PathFactsTree, ALinksDescriptorIsTheInodeItLeadsTo) {
