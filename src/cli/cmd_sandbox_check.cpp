@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "config/node_config.hpp"
 #include "plan/plan.hpp"
+#include "policy/paths.hpp"
 #include "probe/path_facts.hpp"
 #include "probe/probe.hpp"
 #include "supervise/uid_registry.hpp"
@@ -95,7 +96,16 @@ int run_sandbox_check(const CheckArgs& options) {
       root_list += (root_list.empty() ? "" : ", ") + root;
     }
     for (const auto& [pointer, path] : policy_paths(policy)) {
-      if (paths.kind(path) != PathKind::Missing) continue;
+      if (paths.kind(path) != PathKind::Missing) {
+        // As the launch refuses it: a link leading to / or a kernel tree (plan/plan.cpp).
+        if (std::string problem =
+                forbidden_destination_problem(pointer, path, paths.canonical(path));
+            !problem.empty()) {
+          print_error(kCommand, problem);
+          ++missing;
+        }
+        continue;
+      }
       const bool writable_path =
           pointer == "/work" || pointer == "/temp" || pointer.starts_with("/data/");
       if (writable_path) {

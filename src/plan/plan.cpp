@@ -6,6 +6,7 @@
 
 #include "plan/landlock_rights.hpp"
 #include "plan/mechanism.hpp"
+#include "policy/paths.hpp"
 #include "sys/error.hpp"
 #include "sys/landlock_abi.hpp"
 
@@ -48,6 +49,12 @@ class RuleBuilder {
     if (kind == PathKind::Missing) {
       throw Error(ErrorKind::Unenforceable,
                   fmt::format("policy {}: {} does not exist on this node", pointer, path));
+    }
+    // The parser refused these paths as written; a link on this node can lead there too (the
+    // module's own bundle may hold `rootlink -> /`): Landlock's rule is on the inode it leads to.
+    if (std::string problem = forbidden_destination_problem(pointer, path, paths_.canonical(path));
+        !problem.empty()) {
+      throw Error(ErrorKind::Unenforceable, problem);
     }
     add(path, kind, access, why);
   }

@@ -56,4 +56,23 @@ std::optional<std::string> normalize_policy_path(std::string_view path, std::str
   return out;
 }
 
+std::string forbidden_policy_path_problem(const std::string& path) {
+  if (path == "/") return "must not be the root directory";
+  for (const char* kernel_tree : {"/proc", "/sys", "/dev"}) {
+    const std::string tree = kernel_tree;
+    if (path == tree || path.starts_with(tree + "/")) {
+      return "must not be in " + tree + " (the kernel's own tree)";
+    }
+  }
+  return "";
+}
+
+std::string forbidden_destination_problem(const std::string& pointer, const std::string& path,
+                                          const std::string& leads_to) {
+  const std::string problem = forbidden_policy_path_problem(leads_to);
+  if (problem.empty()) return "";
+  return "policy " + pointer + ": " + path + " leads to " + leads_to +
+         " on this node, and a policy path " + problem;
+}
+
 }  // namespace oarbank

@@ -11,4 +11,16 @@ namespace oarbank {
 // dropped. Returns nullopt and sets `problem` when invalid.
 std::optional<std::string> normalize_policy_path(std::string_view path, std::string& problem);
 
+// Why a normalized path is none a policy may name: the whole file system, or the kernel's own
+// trees (/proc, /sys, /dev: devices come through devices.gpu alone); these would make the
+// sandbox's rules moot. Asked of the path as written (the parser) and of where it leads on
+// this node (the plan: a link can lead there). Empty when it may.
+std::string forbidden_policy_path_problem(const std::string& path);
+
+// The line for a policy path (at JSON Pointer `pointer`) that leads, on this node, where no
+// policy path may: "policy /runtime/0: /srv/mod/root leads to / on this node, and a policy path
+// must not be the root directory". Empty when `leads_to` may be named.
+std::string forbidden_destination_problem(const std::string& pointer, const std::string& path,
+                                          const std::string& leads_to);
+
 }  // namespace oarbank

@@ -59,14 +59,9 @@ std::string get_path(const json& value, const std::string& pointer) {
   std::string problem;
   auto path = normalize_policy_path(value.get_ref<const std::string&>(), problem);
   if (!path) fail(pointer, problem);
-  // The whole file system, or the kernel's own trees: a policy is the module author's, and
-  // these would make the sandbox's rules moot (devices come through devices.gpu alone).
-  if (*path == "/") fail(pointer, "must not be the root directory");
-  for (const char* kernel_tree : {"/proc", "/sys", "/dev"}) {
-    const std::string tree = kernel_tree;
-    if (*path == tree || path->starts_with(tree + "/")) {
-      fail(pointer, "must not be in " + tree + " (the kernel's own tree)");
-    }
+  // A policy is the module author's: not the whole file system, nor the kernel's trees.
+  if (std::string forbidden = forbidden_policy_path_problem(*path); !forbidden.empty()) {
+    fail(pointer, forbidden);
   }
   return *path;
 }

@@ -9,6 +9,7 @@
 
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "launcher_exit.hpp"
@@ -352,6 +353,29 @@ TEST_F(Unenforceable, MissingPolicyPathIsNamed) {
     SCOPED_TRACE(c.pointer);
     RunResult r = launch(with(base_policy(), c.key, c.value), {"write", marker()});
     expect_launcher_failure(r, 70, {"policy " + c.pointer + ": " + missing + " does not exist"});
+  }
+  expect_nothing_ran();
+}
+
+// The parser refuses "/" and the kernel's trees as written; a link on the node leads there as
+// well (a module's own bundle may ship `root -> /`): refused by where it leads, by the launch
+// and by sandbox-check alike, naming the path, where it leads and why.
+TEST_F(Unenforceable, APolicyPathLeadingToTheRootOrAKernelTreeIsRefused) {
+  for (const auto& [name, target, why] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"root", "/", "must not be the root directory"},
+           {"kernel", "/sys/kernel", "must not be in /sys (the kernel's own tree)"}}) {
+    const std::string link = tree.path(name);
+    ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0) << link;
+    const std::string line = "policy /runtime/0: " + link + " leads to " + target +
+                             " on this node, and a policy path " + why;
+    RunResult r = launch(with(base_policy(), "runtime", {link}), {"write", marker()});
+    expect_launcher_failure(r, 70, {line});
+    const std::string policy =
+        tree.write_json(name + ".json", with(base_policy(), "runtime", {link}));
+    RunResult check = agent({"sandbox-check", "--config=" + config_path, policy});
+    EXPECT_TRUE(check.exited(70)) << check.describe();
+    EXPECT_NE(check.err.find(line), std::string::npos) << check.describe();
   }
   expect_nothing_ran();
 }

@@ -190,6 +190,36 @@ TEST(PlanRefusals, MissingPolicyPathIsNamedWithItsPointer) {
   }
 }
 
+// The parser refuses "/" and the kernel's trees as written; a link on the node (in the module's
+// own bundle) leading there is refused by where it leads, naming both.
+TEST(PlanRefusals, APolicyPathThatLeadsToTheRootOrAKernelTreeIsRefused) {
+  for (const auto& [leads_to, problem] : std::vector<std::pair<std::string, std::string>>{
+           {"/", "must not be the root directory"},
+           {"/dev", "must not be in /dev (the kernel's own tree)"},
+           {"/sys/kernel", "must not be in /sys (the kernel's own tree)"}}) {
+    FakePaths paths;
+    paths.kinds_["/srv/mod/rootlink"] = PathKind::Directory;
+    paths.links_["/srv/mod/rootlink"] = leads_to;
+    const Policy policy =
+        parse_policy(R"({"bundle": "/srv/mod", "runtime": ["/srv/mod/rootlink"]})");
+    try {
+      (void)make_plan(policy, features_with_abi(7), NodeConfig{}, paths, request());
+      FAIL() << "expected a refusal for " << leads_to;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Unenforceable);
+      EXPECT_EQ(std::string(e.what()), "policy /runtime/0: /srv/mod/rootlink leads to " + leads_to +
+                                           " on this node, and a policy path " + problem);
+    }
+  }
+  // Where a link leads elsewhere, it is a rule like any other.
+  FakePaths paths;
+  paths.kinds_["/srv/mod/lib"] = PathKind::Directory;
+  paths.links_["/srv/mod/lib"] = "/opt/python";
+  EXPECT_NO_THROW(
+      (void)make_plan(parse_policy(R"({"bundle": "/srv/mod", "runtime": ["/srv/mod/lib"]})"),
+                      features_with_abi(7), NodeConfig{}, paths, request()));
+}
+
 TEST(PlanRefusals, GpuComputeWithoutDeviceNodes) {
   FakePaths paths;
   KernelFeatures features = features_with_abi(7);
