@@ -128,9 +128,11 @@ std::vector<Rule> compact_rules(const std::vector<Rule>& rules) {
     if (!keys[i]) continue;
     const ArgCheck& last = rules[i].args.back();
     if (last.op == Compare::Greater) {
-      // "Greater than" joins only whole-64-bit groups; a second threshold is left alone.
+      // "Greater than" joins only whole-64-bit groups; a second threshold, or one that refuses
+      // nothing ("greater than" the largest value: its interval would start past the top), is
+      // left alone.
       Group& group = groups[*keys[i]];
-      if (keys[i]->mask != kAllBits || group.above) {
+      if (keys[i]->mask != kAllBits || group.above || last.value == kAllBits) {
         keys[i].reset();
         continue;
       }

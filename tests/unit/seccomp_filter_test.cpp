@@ -391,6 +391,18 @@ TEST(SeccompCompact, NotInASetBecomesItsBlocks) {
   ASSERT_EQ(whole.size(), 1U);
   EXPECT_EQ(whole[0].args, (std::vector<ArgCheck>{{0, Compare::Equal, AF_NETLINK, 0}}));
 
+  // "Greater than" the largest value refuses nothing: it joins no group (its interval would
+  // start past the top and wrap to "everything").
+  std::vector<Rule> never{Rule{"bind", -1, EPERM, {{1, Compare::Equal, 5, 0}}, "w"},
+                          Rule{"bind", -1, EPERM, {{1, Compare::Equal, 6, 0}}, "w"},
+                          Rule{"bind", -1, EPERM, {{1, Compare::Equal, 7, 0}}, "w"},
+                          Rule{"bind", -1, EPERM, {{1, Compare::Greater, ~0ULL, 0}}, "w"}};
+  const auto bounded = compact_rules(never);
+  ASSERT_EQ(bounded.size(), 3U);
+  for (const auto& rule : bounded) EXPECT_FALSE(rule.args.empty());
+  EXPECT_EQ(bounded[0].args, (std::vector<ArgCheck>{{1, Compare::Equal, 5, 0}}));
+  EXPECT_EQ(bounded[1].args, (std::vector<ArgCheck>{{1, Compare::MaskedEqual, 6, ~1ULL}}));
+
   // A single bit's mask (the set-id mode rules) and lone rules stay as they are.
   std::vector<Rule> modes{Rule{"chmod", -1, EPERM, {{1, Compare::MaskedEqual, 04000, 04000}}, "w"},
                           Rule{"chmod", -1, EPERM, {{1, Compare::MaskedEqual, 02000, 02000}}, "w"},
@@ -434,6 +446,19 @@ TEST(SeccompCompact, CompactedProgramsAnswerEveryProbeAsTheTableDoes) {
       if (before[nr] != after[nr]) rewritten.insert(nr);
     }
     EXPECT_FALSE(rewritten.empty()) << variant.name();
+    // And, for those, every value their rules compare (the ioctl commands too) and its
+    // neighbours, each also with high bits set: the edges of every block.
+    std::map<int, std::vector<std::uint64_t>> edges;
+    for (const auto& rule : table) {
+      const int nr = syscall_number(rule);
+      if (rewritten.count(nr) == 0 || rule.args.empty()) continue;
+      const std::uint64_t v = rule.args.back().value;
+      for (std::uint64_t near : {v - 1, v, v + 1}) {
+        for (std::uint64_t high : {0ULL, 1ULL << 32, 0xffffffff00000000ULL}) {
+          edges[nr].push_back(near | high);
+        }
+      }
+    }
     for (auto refusal : {Refusal::Errno, Refusal::Notify}) {
       const auto compact = compile(variant, refusal);
       const auto plain = compile_rules(table, refusal);
@@ -448,8 +473,10 @@ TEST(SeccompCompact, CompactedProgramsAnswerEveryProbeAsTheTableDoes) {
       };
       for (int nr : numbers) {
         const bool whole_grid = rewritten.count(nr) != 0;
+        std::vector<std::uint64_t> values = whole_grid ? probes : few;
+        values.insert(values.end(), edges[nr].begin(), edges[nr].end());
         for (std::size_t a = 0; a < 6; ++a) {
-          for (std::uint64_t v : whole_grid ? probes : few) {
+          for (std::uint64_t v : values) {
             std::array<std::uint64_t, 6> args{};
             args[a] = v;
             ASSERT_TRUE(agree(nr, args))
@@ -459,7 +486,7 @@ TEST(SeccompCompact, CompactedProgramsAnswerEveryProbeAsTheTableDoes) {
         if (!whole_grid) continue;
         for (std::uint64_t first : firsts) {
           for (std::size_t a = 1; a < 6; ++a) {
-            for (std::uint64_t v : probes) {
+            for (std::uint64_t v : values) {
               std::array<std::uint64_t, 6> args{};
               args[0] = first;
               args[a] = v;
