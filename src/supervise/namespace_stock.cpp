@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -46,9 +47,21 @@ constexpr char kSetMessage[] = "set";
 constexpr std::chrono::milliseconds kBusyTick{10};
 constexpr std::chrono::seconds kQuietAfter{1};
 // Given-back sets held at most, each until its run has exited; a set given back beyond them is
-// closed at once (that run's exit then pays the teardown). The stock's open-file limit is raised
-// to its hard limit at start: each held set is about five descriptors.
+// closed at once (that run's exit then pays the teardown). Fewer where the open-file limit
+// (raised to its hard limit at start) has no room for them: a held set is up to six
+// descriptors and its giver's pidfd, counted as eight, beside a reserve for the stock's own
+// (its queues, the sets it is making).
 constexpr std::size_t kMostHeld = 1024;
+constexpr std::size_t kFilesPerHeldSet = 8;
+constexpr std::size_t kFilesReserved = 64;
+
+std::size_t most_held_sets() {
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY) return kMostHeld;
+  const auto limit = static_cast<std::size_t>(files.rlim_cur);
+  if (limit <= kFilesReserved) return 0;
+  return std::min(kMostHeld, (limit - kFilesReserved) / kFilesPerHeldSet);
+}
 // After a set could not be made, the next try.
 constexpr std::chrono::seconds kRetryAfter{1};
 constexpr std::size_t kSetDescriptors = 4;  // net, ipc, mqueue, devpts, in that order
@@ -370,13 +383,15 @@ class Stock {
         // Closed once the giver has exited: closed now, the stock could be the first to let
         // go, and the giver's own close the last, with the waits it was meant to be spared.
         UniqueFd giver = giver_pidfd(given, sender.pid);
+        const bool held = giver.valid() && given_back_.size() < most_held_;
         if (options_.verbose) {
           options_.say("given back by pid " + std::to_string(sender.pid) + ": " +
-                       std::to_string(given.size()) + " descriptors" + namespaces_named(given));
+                       std::to_string(given.size()) + " descriptors" + namespaces_named(given) +
+                       (held ? ""
+                             : ", closed at once (" + std::to_string(given_back_.size()) +
+                                   " sets held, at most " + std::to_string(most_held_) + ")"));
         }
-        if (giver.valid() && given_back_.size() < kMostHeld) {
-          given_back_.push_back(GivenBack{std::move(giver), std::move(given)});
-        }
+        if (held) given_back_.push_back(GivenBack{std::move(giver), std::move(given)});
       }
     }
   }
@@ -444,6 +459,7 @@ class Stock {
     std::vector<UniqueFd> fds;
   };
   std::vector<GivenBack> given_back_;
+  const std::size_t most_held_ = most_held_sets();  // after serve_namespace_stock's setrlimit
   const StockOptions& options_;
   UniqueFd queue_[2];       // the stock's end of each kind's pair: [0] loopback down, [1] up
   UniqueFd queued_end_[2];  // the end takers read (pidfd_getfd), never read here
@@ -464,7 +480,7 @@ int serve_namespace_stock(const StockOptions& options) {
     throw Error(ErrorKind::Busy, "another namespace stock serves " + options.state_dir +
                                      " (it holds the directory's lock)");
   }
-  // Each held set is descriptors (kMostHeld); the soft limit up to the hard one.
+  // Each held set is descriptors (most_held_sets); the soft limit up to the hard one.
   if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
     files.rlim_cur = files.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &files);

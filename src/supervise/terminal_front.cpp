@@ -360,7 +360,8 @@ SupervisorTerminal split_front(const OperatorTerminal& terminal, int devpts_fd) 
       ::_exit(exit_code_for(ErrorKind::StepFailed));
     }
     // Nothing else of the run stays open here (the supervisor's leaf, the stock's set and its
-    // devpts): the supervisor's close is then the last, as the stock's give-back relies on.
+    // devpts): the supervisor's close is then the last, as the stock's give-back relies on
+    // (close_range, Linux 5.9: below the launcher's floor, Landlock ABI 3, Linux 6.2).
     close_all_but({pty.master.get(), front_end.get(), signals});
     Front(terminal, pty.master.get(), front_end.get(), signals, supervisor).run();
   }

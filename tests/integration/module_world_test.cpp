@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -423,6 +424,37 @@ TEST_F(ModuleWorld, AStockHoldingALiveRunsSetSleeps) {
   })) << stock_->log();
   EXPECT_LE(wake_ups_in_a_quiet_second(pid), 5)
       << "wake-ups in a second of a stock holding a live run's set";
+}
+
+// The stock holds no more given-back sets than its open-file limit has room for (eight
+// descriptors a set beside 64 of its own): under a hard limit of 96, four; the fifth is closed
+// at once, and its --verbose line says so. This test is the giver of all five (one set it took,
+// given back five times over by copies of its descriptors), alive throughout.
+TEST_F(ModuleWorld, AStockHoldsNoMoreSetsThanItsFileLimitHasRoomFor) {
+  if (stock_) GTEST_SKIP() << "a stock started with its own limit serves this directory already";
+  const rlimit low{96, 96};
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);  // inherited by the stock started below
+  start_stock();
+  long pid = 0;
+  const UniqueFd queue = take_stock_queue(state_dir, pid);
+  ASSERT_TRUE(queue.valid());
+  char message[16];
+  std::vector<UniqueFd> set;
+  ASSERT_GT(receive_with_descriptors(queue.get(), message, sizeof message, set, MSG_DONTWAIT), 0);
+  const UniqueFd self(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+  std::vector<int> back;
+  for (const UniqueFd& fd : set) back.push_back(fd.get());
+  back.push_back(self.get());
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(send_with_descriptors(queue.get(), "back", back), 0);
+  EXPECT_TRUE(eventually([&] {
+    return stock_->log().find(", closed at once (4 sets held, at most 4)") != std::string::npos;
+  })) << stock_->log();
+  std::size_t given = 0;
+  for (std::size_t at = 0; (at = stock_->log().find("given back by pid", at)) != std::string::npos;
+       ++at) {
+    ++given;
+  }
+  EXPECT_EQ(given, 5U) << stock_->log();
 }
 
 TEST_F(ModuleWorld, TwoRunsAtOnceTakeTwoSetsAndTheirQueuesAndSysVObjectsStayEachOnesOwn) {
