@@ -369,6 +369,26 @@ UniqueFd take_stock_queue(const std::string& state_dir, long& pid) {
   return UniqueFd(static_cast<int>(::syscall(SYS_pidfd_getfd, stock.get(), down_fd, 0)));
 }
 
+// One set taken from a stock's queue as a run takes it, and what a run sends back with "back":
+// the set's descriptors, then this process's pidfd (the giver the stock watches).
+class SetTakenByHand {
+ public:
+  explicit SetTakenByHand(int queue) {
+    char message[16];
+    if (receive_with_descriptors(queue, message, sizeof message, fds_, MSG_DONTWAIT) <= 0) return;
+    for (const UniqueFd& fd : fds_) back_.push_back(fd.get());
+    self_.reset(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+    back_.push_back(self_.get());
+  }
+  [[nodiscard]] bool taken() const { return !fds_.empty() && self_.valid(); }
+  [[nodiscard]] const std::vector<int>& back() const { return back_; }
+
+ private:
+  std::vector<UniqueFd> fds_;
+  UniqueFd self_;
+  std::vector<int> back_;
+};
+
 // The stock's voluntary context switches (its wake-ups), from /proc/PID/status.
 long wake_ups(long pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
@@ -409,15 +429,9 @@ TEST_F(ModuleWorld, AStockHoldingALiveRunsSetSleeps) {
   long pid = 0;
   const UniqueFd queue = take_stock_queue(state_dir, pid);
   ASSERT_TRUE(queue.valid());
-  char message[16];
-  std::vector<UniqueFd> set;
-  ASSERT_GT(receive_with_descriptors(queue.get(), message, sizeof message, set, MSG_DONTWAIT), 0);
-  ASSERT_FALSE(set.empty());
-  std::vector<int> back;
-  for (const UniqueFd& fd : set) back.push_back(fd.get());
-  const UniqueFd self(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
-  back.push_back(self.get());
-  ASSERT_EQ(send_with_descriptors(queue.get(), "back", back), 0);
+  const SetTakenByHand set(queue.get());
+  ASSERT_TRUE(set.taken());
+  ASSERT_EQ(send_with_descriptors(queue.get(), "back", set.back()), 0);
   EXPECT_TRUE(eventually([&] {
     return stock_->log().find("given back by pid " + std::to_string(::getpid())) !=
            std::string::npos;
@@ -438,14 +452,9 @@ TEST_F(ModuleWorld, AStockHoldsNoMoreSetsThanItsFileLimitHasRoomFor) {
   long pid = 0;
   const UniqueFd queue = take_stock_queue(state_dir, pid);
   ASSERT_TRUE(queue.valid());
-  char message[16];
-  std::vector<UniqueFd> set;
-  ASSERT_GT(receive_with_descriptors(queue.get(), message, sizeof message, set, MSG_DONTWAIT), 0);
-  const UniqueFd self(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
-  std::vector<int> back;
-  for (const UniqueFd& fd : set) back.push_back(fd.get());
-  back.push_back(self.get());
-  for (int i = 0; i < 5; ++i) ASSERT_EQ(send_with_descriptors(queue.get(), "back", back), 0);
+  const SetTakenByHand set(queue.get());
+  ASSERT_TRUE(set.taken());
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(send_with_descriptors(queue.get(), "back", set.back()), 0);
   EXPECT_TRUE(eventually([&] {
     return stock_->log().find(", closed at once (4 sets held, at most 4)") != std::string::npos;
   })) << stock_->log();
