@@ -246,6 +246,15 @@ std::string read_if_there(const std::string& path) { return exists(path) ? read_
 
 bool process_exists(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
 
+bool process_running(pid_t pid) {
+  if (!process_exists(pid)) return false;
+  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(stat_file, stat);
+  const std::size_t name_end = stat.rfind(')');  // the state follows "(comm) "
+  return name_end == std::string::npos || name_end + 2 >= stat.size() || stat[name_end + 2] != 'Z';
+}
+
 void copy_file(const std::string& from, const std::string& to, mode_t mode) {
   write_file(to, read_file(from), mode);
 }

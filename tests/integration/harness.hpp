@@ -30,6 +30,9 @@ inline const std::string kAgent = OARBANK_AGENT_BINARY;
 
 // A process with this pid exists (a zombie too), whoever owns it.
 bool process_exists(pid_t pid);
+// ... and has not ended: not a zombie. An orphan's zombie waits for the init that adopted it,
+// which on this machine reaps a second or two late.
+bool process_running(pid_t pid);
 
 // Polls `predicate` every 5 ms until it holds or `timeout` passes; its last answer.
 template <typename Predicate>
