@@ -7,7 +7,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 
 namespace oarbank::seccomp {
@@ -26,23 +25,15 @@ struct GroupKey {
   std::vector<ArgCheck> prefix;  // the checks before the varying one, in order
   unsigned arg = 0;
   std::uint64_t mask = kAllBits;  // kAllBits: Equal and Greater; else MaskedEqual's mask
-  friend bool operator<(const GroupKey& a, const GroupKey& b) {
-    auto tie = [](const GroupKey& k) {
-      return std::tie(k.syscall, k.number, k.errno_value, k.arg, k.mask);
-    };
-    if (tie(a) != tie(b)) return tie(a) < tie(b);
-    return std::lexicographical_compare(a.prefix.begin(), a.prefix.end(), b.prefix.begin(),
-                                        b.prefix.end(), [](const ArgCheck& x, const ArgCheck& y) {
-                                          return std::tie(x.arg, x.op, x.value, x.mask) <
-                                                 std::tie(y.arg, y.op, y.value, y.mask);
-                                        });
-  }
+  friend auto operator<=>(const GroupKey&, const GroupKey&) = default;
 };
 
 struct Group {
   std::vector<std::uint64_t> values;   // refused values (under the mask)
   std::optional<std::uint64_t> above;  // refused: every value greater than this
   std::vector<std::size_t> members;    // indices of the rules it replaces
+  bool decided = false;                // at its first rule
+  bool compacted = false;              // its blocks replaced its rules
 };
 
 // The rule's group, when its last check can join one.
@@ -144,23 +135,25 @@ std::vector<Rule> compact_rules(const std::vector<Rule>& rules) {
       group.members.push_back(i);
     }
   }
+  // Each group is decided at its first rule: its blocks there, where they are fewer than its
+  // rules (then its other rules go); else every rule as it is.
   std::vector<Rule> out;
-  std::vector<bool> done(rules.size(), false);
   for (std::size_t i = 0; i < rules.size(); ++i) {
-    if (done[i]) continue;
     if (!keys[i]) {
       out.push_back(rules[i]);
       continue;
     }
-    const Group& group = groups.at(*keys[i]);
-    std::vector<Rule> blocks = blocks_of(rules[i], *keys[i], group);
-    if (blocks.size() < group.members.size()) {
-      for (auto& rule : blocks) out.push_back(std::move(rule));
-      for (std::size_t member : group.members) done[member] = true;
-    } else {
-      out.push_back(rules[i]);
-      done[i] = true;
+    Group& group = groups.at(*keys[i]);
+    if (!group.decided) {
+      group.decided = true;
+      std::vector<Rule> blocks = blocks_of(rules[i], *keys[i], group);
+      if (blocks.size() < group.members.size()) {
+        for (auto& rule : blocks) out.push_back(std::move(rule));
+        group.compacted = true;
+        continue;
+      }
     }
+    if (!group.compacted) out.push_back(rules[i]);
   }
   return out;
 }

@@ -60,7 +60,7 @@ struct ArgCheck {
   Compare op = Compare::Equal;
   std::uint64_t value = 0;
   std::uint64_t mask = 0;  // MaskedEqual only: (arg & mask) == value
-  friend bool operator==(const ArgCheck&, const ArgCheck&) = default;
+  friend auto operator<=>(const ArgCheck&, const ArgCheck&) = default;
 };
 
 struct Rule {
