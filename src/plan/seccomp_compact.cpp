@@ -25,6 +25,7 @@ struct GroupKey {
   std::vector<ArgCheck> prefix;  // the checks before the varying one, in order
   unsigned arg = 0;
   std::uint64_t mask = kAllBits;  // kAllBits: Equal and Greater; else MaskedEqual's mask
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 sees a literal 0 in the defaulted <=>.
   friend auto operator<=>(const GroupKey&, const GroupKey&) = default;
 };
 

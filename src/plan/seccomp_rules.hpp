@@ -60,6 +60,7 @@ struct ArgCheck {
   Compare op = Compare::Equal;
   std::uint64_t value = 0;
   std::uint64_t mask = 0;  // MaskedEqual only: (arg & mask) == value
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 sees a literal 0 in the defaulted <=>.
   friend auto operator<=>(const ArgCheck&, const ArgCheck&) = default;
 };
 
