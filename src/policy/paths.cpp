@@ -67,6 +67,15 @@ std::string forbidden_policy_path_problem(const std::string& path) {
   return "";
 }
 
+std::string writable_policy_path_problem(const std::string& path) {
+  if (path.size() > 1 && path.find('/', 1) == std::string::npos) {
+    return "must not be a whole top-level directory (" + path +
+           "): the module writes everything below it, other users' and the node's directories "
+           "too; name a directory of the module's own below it";
+  }
+  return "";
+}
+
 std::string forbidden_destination_problem(const std::string& pointer, const std::string& path,
                                           const std::string& leads_to) {
   const std::string problem = forbidden_policy_path_problem(leads_to);

@@ -17,6 +17,13 @@ std::optional<std::string> normalize_policy_path(std::string_view path, std::str
 // this node (the plan: a link can lead there). Empty when it may.
 std::string forbidden_policy_path_problem(const std::string& path);
 
+// Why a normalized path may not be written (work, data, temp) when it may be named: a whole
+// top-level directory (/var, /home, /srv, /tmp). A writable grant covers the tree below it,
+// and a top-level directory holds other users' and the node's directories, some writable by
+// everyone (/var/tmp, a user's open directory): the module would plant files there that
+// outlive its run (attack review, session 11). Empty when it may.
+std::string writable_policy_path_problem(const std::string& path);
+
 // The line for a policy path (at JSON Pointer `pointer`) that leads, on this node, where no
 // policy path may: "policy /runtime/0: /srv/mod/root leads to / on this node, and a policy path
 // must not be the root directory". Empty when `leads_to` may be named.

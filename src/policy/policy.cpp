@@ -66,6 +66,16 @@ std::string get_path(const json& value, const std::string& pointer) {
   return *path;
 }
 
+// work, data and temp: the module writes the whole tree below, so never a top-level directory
+// (policy/paths.hpp, writable_policy_path_problem).
+std::string get_writable_path(const json& value, const std::string& pointer) {
+  std::string path = get_path(value, pointer);
+  if (std::string problem = writable_policy_path_problem(path); !problem.empty()) {
+    fail(pointer, problem);
+  }
+  return path;
+}
+
 std::vector<std::string> get_path_list(const json& value, const std::string& pointer) {
   require_type(value, json::value_t::array, "a list of absolute paths", pointer);
   std::vector<std::string> out;
@@ -180,10 +190,18 @@ Policy policy_from_json(const json& document) {
     policy.runtime = get_path_list(*it, "/runtime");
   if (auto it = document.find("tools"); it != document.end())
     policy.tools = get_path_list(*it, "/tools");
-  if (auto it = document.find("work"); it != document.end()) policy.work = get_path(*it, "/work");
-  if (auto it = document.find("data"); it != document.end())
-    policy.data = get_path_list(*it, "/data");
-  if (auto it = document.find("temp"); it != document.end()) policy.temp = get_path(*it, "/temp");
+  if (auto it = document.find("work"); it != document.end()) {
+    policy.work = get_writable_path(*it, "/work");
+  }
+  if (auto it = document.find("data"); it != document.end()) {
+    require_type(*it, json::value_t::array, "a list of absolute paths", "/data");
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      policy.data.push_back(get_writable_path((*it)[i], json_pointer_append("/data", i)));
+    }
+  }
+  if (auto it = document.find("temp"); it != document.end()) {
+    policy.temp = get_writable_path(*it, "/temp");
+  }
   if (auto it = document.find("exec_writable"); it != document.end()) {
     policy.exec_writable = get_bool(*it, "/exec_writable");
   }

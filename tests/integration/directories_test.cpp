@@ -235,19 +235,14 @@ TEST_F(Directories, TmpIsFineAsAStickyParentButNotAsAWritableDirectory) {
   ASSERT_EQ(::stat(made.path().c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, module_uid());
   EXPECT_EQ(st.st_mode & 07777, 0700U);
-  // /tmp itself is everyone's: no module's work directory. (The node's configuration and run
-  // state out of /tmp for this one, as on a node: a work of /tmp containing them would be
-  // refused by sandbox-run first, for that.)
-  const std::string node_files = "/run/" + unique_name("dirs-node");
-  make_dir(node_files, 0755, 0);
-  const std::string tree_config = config_path;
-  config_path = node_files + "/agent.json";
-  write_file(config_path, read_file(tree_config));
-  state_dir = node_files + "/state";
-  expect_refused_by_both(with_work("/tmp"), mine.path() + "/tmp-out",
-                         {"/tmp is writable by group or others (owner uid 0, mode 1777)"});
-  config_path = tree_config;
-  remove_tree(node_files);
+  // /tmp itself is everyone's: no module's work directory. A whole top-level directory is
+  // an invalid policy (64) since session 11's attack review, before any directory is looked
+  // at (it had been refused with 70 by the directory rule: /tmp is writable by others).
+  const std::string marker = mine.path() + "/tmp-out";
+  const std::string why = "/work: must not be a whole top-level directory (/tmp)";
+  expect_launcher_failure(launch(with_work("/tmp"), {"write", marker}), 64, {why});
+  expect_run_refused(run({}, with_work("/tmp"), {"write", marker}), 64, {why});
+  EXPECT_FALSE(exists(marker));
 }
 
 TEST_F(Directories, AnUnprivilegedLaunchersModuleUserIsTheCaller) {

@@ -180,13 +180,13 @@ TEST(PlanRefusals, NoSeccompMeansNothingRuns) {
 TEST(PlanRefusals, MissingPolicyPathIsNamedWithItsPointer) {
   FakePaths paths;
   const Policy policy =
-      parse_policy(R"({"bundle": "/srv/mod", "data": ["/datasets/a", "/nowhere"]})");
+      parse_policy(R"({"bundle": "/srv/mod", "data": ["/datasets/a", "/srv/nowhere"]})");
   try {
     (void)make_plan(policy, features_with_abi(7), NodeConfig{}, paths, request());
     FAIL() << "expected a refusal";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Unenforceable);
-    EXPECT_EQ(std::string(e.what()), "policy /data/1: /nowhere does not exist on this node");
+    EXPECT_EQ(std::string(e.what()), "policy /data/1: /srv/nowhere does not exist on this node");
   }
 }
 

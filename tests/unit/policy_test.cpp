@@ -110,9 +110,9 @@ TEST(Policy, EveryAlternativeValue) {
 
 // Non-ASCII that is no control character stays a path (the C1 controls are refused, below).
 TEST(Policy, NonAsciiPathsThatAreNoControlsParse) {
-  const Policy p = parse_policy(R"({"bundle": "/srv/caf\u00e9", "work": "/w\u00a0x"})");
+  const Policy p = parse_policy(R"({"bundle": "/srv/caf\u00e9", "work": "/srv/w\u00a0x"})");
   EXPECT_EQ(p.bundle, "/srv/caf\xc3\xa9");
-  EXPECT_EQ(*p.work, "/w\xc2\xa0x");
+  EXPECT_EQ(*p.work, "/srv/w\xc2\xa0x");
 }
 
 TEST(Policy, MemoryForms) {
@@ -162,10 +162,10 @@ TEST(Policy, RoundTripThroughCanonicalJson) {
       R"({"bundle": "/m"})",
       R"({"bundle": "/srv/m/", "exec_writable": true, "broker": true, "net": "egress-any",
           "devices": {"gpu": "compute"}, "ipc_isolation": "best-effort",
-          "reservations": {"cpu": 0.3333333333333333, "memory": 12345}, "data": ["/d1", "/d2"]})",
+          "reservations": {"cpu": 0.3333333333333333, "memory": 12345}, "data": ["/srv/d1", "/srv/d2"]})",
       R"({"bundle": "/m", "net": "egress-allowlist", "reservations": {"cpu": 2},
           "egress": ["Example.com.:1", "[::FFFF:192.0.2.1]:65535", "10.0.0.1:8080", "*.a-b.c:443"]})",
-      R"({"bundle": "/m", "work": "/w", "temp": "/t", "reservations": {"memory": "3Gi"}})",
+      R"({"bundle": "/m", "work": "/srv/w", "temp": "/srv/t", "reservations": {"memory": "3Gi"}})",
   };
   for (const auto& text : documents) {
     SCOPED_TRACE(text);
@@ -403,12 +403,12 @@ std::vector<InvalidCase> invalid_cases() {
       {"BundleTrailingDoubleSlash", R"({"bundle": "/srv/m//"})", "/bundle", "empty component"},
       {"WorkNulEscape", with(R"("work": "/w\u0000x")"), "/work", "control character"},
       {"TempNewlineEscape", with(R"("temp": "/t\nx")"), "/temp", "control character"},
-      {"DataDelEscape", with(R"("data": ["/d", "/d\u007f"])"), "/data/1", "control character"},
+      {"DataDelEscape", with(R"("data": ["/srv/d", "/d\u007f"])"), "/data/1", "control character"},
       // C1 controls (attack review): U+009B is CSI, U+0085 NEL; U+00A0 and "é" are not.
       {"WorkC1Csi", with(R"("work": "/w\u009b2J")"), "/work", "control character"},
       {"DataC1Nel", with(R"("data": ["/d\u0085x"])"), "/data/0", "control character"},
       {"RuntimeEmptyString", with(R"("runtime": [""])"), "/runtime/0", "must not be empty"},
-      {"DataRelative", with(R"("data": ["/ok", "datasets"])"), "/data/1",
+      {"DataRelative", with(R"("data": ["/srv/ok", "datasets"])"), "/data/1",
        "must be an absolute path"},
       {"WorkEmpty", with(R"("work": "")"), "/work", "must not be empty"},
       {"TempRelative", with(R"("temp": "tmp")"), "/temp", "must be an absolute path"},
@@ -620,6 +620,11 @@ TEST(PolicyPaths, TheRootAndTheKernelsTreesAreRefused) {
       {R"({"bundle": "/m", "runtime": ["/dev"]})", "/runtime/0: must not be in /dev"},
       {R"({"bundle": "/m", "work": "/sys/fs/cgroup"})", "/work: must not be in /sys"},
       {R"({"bundle": "/m", "tools": ["/dev/nvidia0"]})", "/tools/0: must not be in /dev"},
+      // Session 11's attack review: a writable grant covers the whole tree below it, and a
+      // top-level directory holds other users' and the node's (/var/tmp is everyone's).
+      {R"({"bundle": "/m", "data": ["/var"]})", "/data/0: must not be a whole top-level directory"},
+      {R"({"bundle": "/m", "work": "/home"})", "/work: must not be a whole top-level directory"},
+      {R"({"bundle": "/m", "temp": "/tmp"})", "/temp: must not be a whole top-level directory"},
   };
   for (const auto& [text, expected] : cases) {
     try {
@@ -630,7 +635,10 @@ TEST(PolicyPaths, TheRootAndTheKernelsTreesAreRefused) {
     }
   }
   EXPECT_NO_THROW(
-      (void)parse_policy(R"({"bundle": "/m", "data": ["/procedures", "/device", "/system"]})"));
+      (void)parse_policy(R"({"bundle": "/m", "runtime": ["/procedures", "/device", "/system"]})"));
+  // Read-only keys may name a top-level directory; writable ones one below it.
+  EXPECT_NO_THROW((void)parse_policy(
+      R"({"bundle": "/m", "runtime": ["/opt"], "work": "/srv/job", "data": ["/var/lib/job"]})"));
 }
 
 }  // namespace
