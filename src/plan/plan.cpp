@@ -254,8 +254,8 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     plan.identity = IdentityPlan{true, config.module_uid, config.module_gid};
     plan.identity.source = request.user_source;
     // A uid of its own (with or without the rest of its world): its new files and directories
-    // are its alone (0600, 0700), so no other module's user can read, list or inotify-watch
-    // them (IdentityPlan::umask). The shared module_user keeps the caller's umask.
+    // are its alone (0600, 0700), so no other module's user can read or list them
+    // (IdentityPlan::umask). The shared module_user keeps the caller's umask.
     if (request.user_source == ModuleUserSource::Own ||
         request.user_source == ModuleUserSource::OwnLeasedAtRun) {
       plan.identity.umask = 077;

@@ -64,8 +64,8 @@ struct IdentityPlan {
   std::uint32_t uid = 0;
   std::uint32_t gid = 0;
   // Issue 12's review: under a uid of the module's own (source Own) the launcher sets the
-  // umask to 077 before the exec, so what the module creates is its alone (inotify, which
-  // Landlock does not govern, is allowed there: a watch needs read on the directory). -1:
+  // umask to 077 before the exec, so what the module creates is its alone (no other module's
+  // user can read or list it). -1:
   // the umask the launcher was started with (the shared module_user: nothing changes).
   int umask = -1;
   // Attack review: where the filter lets the module set its own processes' scheduling

@@ -297,15 +297,14 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                          "acts on another process of the module user (only who 0, itself)"});
   }
   // inotify and fanotify report the names of files created, opened and read in any directory
-  // the module user may read, which Landlock does not govern: other modules' work directories.
-  // With a uid of its own, the module user cannot read another module's directories, and a
-  // watch needs read permission on what it watches: inotify is allowed (Node's fs.watch throws
-  // on ENOSYS). fanotify needs CAP_SYS_ADMIN anyway; refused in every variant.
-  if (!variant.own_user) {
-    add(rules, {"inotify_init", "inotify_init1"}, ENOSYS,
-        "watches report activity in directories Landlock would not let the module list; ENOSYS "
-        "makes file watchers fall back to polling");
-  }
+  // the module user may read, which Landlock does not govern (no Landlock ABI up to 7 checks
+  // inotify_add_watch): under a uid of its own too, /tmp, /usr/bin, /home and another module's
+  // root-owned 0755 input directories are readable by every uid (session 11's attack review
+  // watched all four from inside; issue 12 had allowed inotify under a uid of its own). Refused
+  // in every variant; fanotify needs CAP_SYS_ADMIN anyway.
+  add(rules, {"inotify_init", "inotify_init1"}, ENOSYS,
+      "watches report activity in directories Landlock would not let the module list; ENOSYS "
+      "makes file watchers fall back to polling (Node: fs.watchFile, not fs.watch)");
   add(rules, {"fanotify_init"}, EPERM, "as inotify, for whole mounts");
   // Leaving the process group (and session) escapes a container that is a process group only,
   // and a new session may read an inherited terminal without job control. With a cgroup leaf

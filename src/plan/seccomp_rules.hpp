@@ -25,8 +25,7 @@ struct FilterVariant {
   // are the module's alone, and NETLINK_ROUTE sees only its own loopback.
   bool own_namespaces = false;
   // A uid no other module or process has (issue 12's uid registry leases one): the kernel's
-  // same-user checks confine prlimit64, sched_*, setpriority and ioprio_set by pid, and inotify's
-  // reach, to it.
+  // same-user checks confine prlimit64, sched_*, setpriority and ioprio_set by pid to it.
   bool own_user = false;
   // A cgroup leaf as its container and no terminal but its own: leaving its process group
   // (setsid, setpgid) no longer escapes teardown, and TIOCSCTTY and TIOCSPGRP (a shell's job

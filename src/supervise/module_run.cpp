@@ -511,12 +511,12 @@ void ModuleRun::make_directories() {
   auto created =
       make_writable_dirs(writable, request_.config.writable_roots, module_uid_, module_gid_, root_);
   // Issue 12's review: a directory of its own uid that others may read or search is accepted,
-  // and named (writable_dirs.hpp): inotify and a listing reach it from another module's user.
+  // and named (writable_dirs.hpp): a listing reaches it from another module's user.
   if (own_user_) {
     for (const auto& open : own_dirs_open_to_others(writable, module_uid_, module_gid_)) {
       request_.say("note: " + open +
                    " belongs to this module's own user and other users may read or search it "
-                   "(list it, inotify-watch it): chmod go-rwx it to keep it the module's alone");
+                   "(list it): chmod go-rwx it to keep it the module's alone");
     }
   }
   if (created.empty()) return;
