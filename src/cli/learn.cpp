@@ -152,8 +152,9 @@ int run_learn(const RunArgs& options) {
       std::vector<std::string> argv{"oarbank-agent", "sandbox-run", "--result", result_file};
       if (options.exec.config_path)
         argv.insert(argv.end(), {"--config", *options.exec.config_path});
-      if (options.id)
-        argv.insert(argv.end(), {"--id", *options.id + "-learn-" + std::to_string(round)});
+      // Every trial under the module's own id: its uid (module_users), and so the owner of
+      // the directories a trial makes, is the one the next trial and the real run check.
+      if (options.id) argv.insert(argv.end(), {"--id", *options.id});
       if (options.timeout) argv.insert(argv.end(), {"--timeout", std::to_string(*options.timeout)});
       argv.insert(argv.end(), {"--kill-after", std::to_string(options.kill_after)});
       if (options.proxy_log) argv.insert(argv.end(), {"--proxy-log", *options.proxy_log});

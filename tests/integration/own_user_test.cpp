@@ -640,6 +640,40 @@ TEST_F(OwnUser, ExplainShowsTheWorldTheRunMakes) {
 // Without --id the run's id is generated, never run again: it leases nothing (the registry
 // would only grow, and the directory it made would refuse the next run) and runs as
 // module_user.
+// sandbox-run --learn with --id: every trial runs under that id, so under its leased uid, and
+// a directory the first trial made (its work, the uid's) is the next trial's to use. (Each
+// trial had an id of its own, ID-learn-N, before: a uid of its own, and the second trial was
+// refused the first one's work directory with 70.)
+TEST_F(OwnUser, LearnRunsEveryTrialUnderTheModulesOwnId) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string c = config(true, kUncapped);
+  const std::string x = unique_name("learn-x");
+  const std::string policy_file =
+      tree.write_json("learn-x.json", policy_with_work(tree.path("learn/work")));
+  RunOptions o;
+  o.env = env();
+  o.timeout = 60s;
+  RunResult r = run_command(
+      {OARBANK_AGENT_BINARY, "sandbox-run", "--config", c, "--id", x, "--learn", "3", policy_file,
+       "--", tree.probe(), "batch", "socket", "unix", "stream", ",", "ids"},
+      o);
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_NE(r.out.find(" 2 run(s); 1 change(s) to " + policy_file + ":\n"), std::string::npos)
+      << r.out << r.err;
+  EXPECT_NE(r.out.find("\"broker\": (unset) -> true"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("did not start"), std::string::npos) << r.err;
+  // One lease, the id's own, and its uid owns the work directory the first trial made.
+  std::vector<std::string> leases;
+  for (const auto& name : list_dir(tree.path("registry"))) {
+    if (name.ends_with(".lease")) leases.push_back(name);
+  }
+  EXPECT_EQ(leases, std::vector<std::string>{x + ".lease"});
+  const auto lease = nlohmann::json::parse(read_file(tree.path("registry/" + x + ".lease")));
+  struct stat st {};
+  ASSERT_EQ(::stat(tree.path("learn/work").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, lease["uid"].get<std::uint32_t>());
+}
+
 TEST_F(OwnUser, AGeneratedIdRunsAsModuleUserAndLeasesNothing) {
   if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
   const std::string c = config(true, kUncapped);
