@@ -176,9 +176,21 @@ Denial seccomp_denial(const seccomp::FilterVariant& variant, const SeccompCall& 
   const auto& a = call.args;
   if (call.syscall == "socket" && err == EAFNOSUPPORT) {
     if (a[0] == AF_UNIX && !variant.unix_sockets) {
-      d.allowed_by = "add \"broker\": true (unix sockets are the broker grant)";
+      d.allowed_by =
+          "add \"broker\": true (unix sockets are the broker grant: connecting to the node's "
+          "broker; a module never listens)";
       d.grant = {{"key", "broker"}, {"set", true}};
-      d.reason = "unix sockets: not granted";
+      // glibc's user and host lookups try nscd's socket first and go on without it: a
+      // program that worked needs no grant for this refusal.
+      d.reason =
+          "unix sockets: not granted (user and host lookups try nscd's socket and carry on "
+          "without it)";
+    } else if ((a[0] == AF_INET || a[0] == AF_INET6) && !variant.inet &&
+               (a[1] & 0xf) != SOCK_STREAM) {
+      // egress-allowlist allows stream sockets only: no policy grants UDP (DNS) or raw ones.
+      d.reason =
+          "IPv4 and IPv6 sockets: net is none, and no policy allows datagram or raw ones (a "
+          "module has no DNS: it names hosts to the agent's proxy, which resolves them)";
     } else if ((a[0] == AF_INET || a[0] == AF_INET6) && !variant.inet) {
       d.allowed_by =
           "set \"net\": \"egress-allowlist\" and list the destinations in \"egress\" (the module "

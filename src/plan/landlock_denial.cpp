@@ -33,6 +33,17 @@ std::string parent_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// `blockers` is audit's comma-separated list of the rights that refused the access.
+bool has_blocker(std::string_view blockers, std::string_view right) {
+  while (!blockers.empty()) {
+    const auto comma = blockers.find(',');
+    if (blockers.substr(0, comma) == right) return true;
+    if (comma == std::string_view::npos) break;
+    blockers.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 bool under(const std::string& path, const std::string& dir) {
   return path == dir || (path.size() > dir.size() && path.starts_with(dir) &&
                          (dir.ends_with('/') || path[dir.size()] == '/'));
@@ -43,18 +54,26 @@ bool under(const std::string& path, const std::string& dir) {
 // directory (a writable /tmp, /home or /var is every user's, not one module's data), and
 // whatever is, contains or lies inside the base system or the kernel's and the node's own
 // trees (/proc/PID/..., /dev/shm, /run: the run state directory lives there). Empty: grantable.
+// The system's trees are named before the top-level rule, so that /dev/tty says /dev is never
+// a module's rather than "name one below it" (the parser refuses every /dev path); /tmp and
+// /var/tmp name what a module has instead: its "temp", which is its TMPDIR.
 std::string not_grantable(const std::string& dir) {
   const std::string path = normalize_path(dir);
   if (path == "/") return "the root directory is never a module's";
-  if (path.find('/', 1) == std::string::npos) {
-    return "a whole top-level directory (" + path + ") is never proposed; name one below it";
-  }
   static const char* const kSystem[] = {"/usr", "/lib",  "/lib32", "/lib64", "/bin",  "/sbin",
                                         "/etc", "/proc", "/sys",   "/dev",   "/boot", "/run"};
   for (const char* system : kSystem) {
     if (paths_overlap(path, system)) {
       return std::string("the node's own ") + system + " is never a module's to add";
     }
+  }
+  if (path == "/tmp" || path == "/var/tmp") {
+    return path +
+           " is every user's and never proposed; a module's temporary files go in the "
+           "policy's \"temp\" (the module's TMPDIR): set it";
+  }
+  if (path.find('/', 1) == std::string::npos) {
+    return "a whole top-level directory (" + path + ") is never proposed; name one below it";
   }
   return "";
 }
@@ -138,7 +157,9 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
     const bool creates_or_removes = blockers.find("make_") != std::string::npos ||
                                     blockers.find("remove_") != std::string::npos ||
                                     blockers.find("refer") != std::string::npos;
-    if (blockers == "fs.execute") {
+    // An execve is refused execute and, on Linux 6.15 and later, read_file with it (the
+    // kernel opens the file to read it): "fs.execute,fs.read_file" is an execution too.
+    if (has_blocker(blockers, "fs.execute")) {
       bool writable = false;
       for (const auto& dir : context.writable) writable = writable || under(path, dir);
       if (writable && !context.exec_writable) {
@@ -162,7 +183,12 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
                           "when the module writes there too",
                       {{"key", "runtime"}, {"add", dir}});
     } else if (blockers.starts_with("fs.ioctl_dev")) {
-      d.reason = "ioctl on a device the policy does not grant";
+      // Landlock ABI 5: no policy element grants device ioctls, the base system's devices
+      // included, so isatty() on a /dev/null the module opened is answered EACCES, not ENOTTY
+      // (programs take both as "not a terminal").
+      d.reason =
+          "ioctl on a device the module opened: Landlock refuses device ioctls to every module "
+          "(isatty() on /dev/null is answered EACCES instead of ENOTTY, to the same effect)";
     } else {
       const std::string dir = creates_or_removes ? path : parent_of(path);
       d.reason = "write under " + dir + ": not granted";
@@ -170,16 +196,24 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
                       {{"key", "data"}, {"add", dir}});
     }
   } else if (d.mechanism == "landlock-net") {
-    const std::string address = access.field("daddr");
-    const std::string port =
-        access.field("dest").empty() ? access.field("src") : access.field("dest");
+    // A connect names its destination (daddr, dest); a bind its own address (saddr, src),
+    // and lsm_audit leaves out a port 0 (any free port) and an address it has none for.
+    const bool connect = blockers == "net.connect_tcp";
+    const std::string address = access.field(connect ? "daddr" : "saddr");
+    std::string port = access.field(connect ? "dest" : "src");
+    if (port.empty()) port = connect ? "?" : "0";
     d.object = address.empty()                          ? "port " + port
                : address.find(':') != std::string::npos ? "[" + address + "]:" + port
                                                         : address + ":" + port;
-    if (blockers == "net.connect_tcp") {
+    if (connect) {
       d.reason =
           "direct TCP connections: a module reaches other hosts only through the agent's "
           "proxy (name the destination in \"egress\" and connect through https_proxy)";
+      // The proxy refuses these whatever the allowlist says (docs/proxy.md).
+      if (address.starts_with("127.") || address == "::1" || address.starts_with("169.254.") ||
+          address.starts_with("fe80:")) {
+        d.reason += "; loopback and link-local addresses are never reachable, not even there";
+      }
     } else {
       d.reason = "binding a TCP port: never allowed for a module";
     }

@@ -199,7 +199,8 @@ void socket_rules(const seccomp::FilterVariant& variant, std::vector<seccomp::Ru
                -1,
                EPROTONOSUPPORT,
                {{0, Compare::Equal, family, 0}, {1, Compare::MaskedEqual, type, kSockTypeMask}},
-               "egress-allowlist: stream sockets only (Landlock governs TCP alone)"});
+               "egress-allowlist: stream sockets only (Landlock governs TCP alone; no DNS: the "
+               "module names hosts to the agent's proxy, which resolves them)"});
     }
     // SOCK_STREAM with IPPROTO_SCTP or IPPROTO_MPTCP is not TCP to Landlock either.
     refuse_unless_in(rules, "socket", 2, {0, IPPROTO_TCP}, IPPROTO_TCP, EPROTONOSUPPORT,

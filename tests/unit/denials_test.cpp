@@ -142,6 +142,15 @@ TEST(DenialAdvice, SocketFamiliesNameThePolicyElement) {
   EXPECT_NE(udp.reason.find("stream sockets only"), std::string::npos);
   auto pair = seccomp_denial(none, {"socketpair", {AF_UNIX, SOCK_DGRAM, 0}, ""}, EPROTONOSUPPORT);
   EXPECT_NE(pair.allowed_by.find("broker"), std::string::npos);
+  // A datagram socket under net none: egress-allowlist would refuse it too, so no grant; the
+  // reason says how a module reaches hosts instead. The broker's advice says it never listens.
+  auto dns =
+      seccomp_denial(none, {"socket", {AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0}, ""}, EAFNOSUPPORT);
+  EXPECT_TRUE(dns.allowed_by.empty());
+  EXPECT_TRUE(dns.grant.is_null());
+  EXPECT_NE(dns.reason.find("a module has no DNS"), std::string::npos) << dns.reason;
+  EXPECT_NE(unix_socket.allowed_by.find("a module never listens"), std::string::npos);
+  EXPECT_NE(unix_socket.reason.find("nscd"), std::string::npos);
 }
 
 TEST(DenialAdvice, OtherRefusalsGiveTheRulesReason) {
@@ -374,6 +383,49 @@ TEST(LandlockAudit, AdviceNamesThePolicyElement) {
                               nullptr, context);
   EXPECT_TRUE(bind.allowed_by.empty());
   EXPECT_EQ(bind.object, "port 80");
+}
+
+// What real programs met (session 11's run of ordinary programs inside): on Linux 6.15 and
+// later an execve is refused "fs.execute,fs.read_file", an execution, never advice to write
+// there; a bind names its own address and port 0; a connect to loopback says the proxy will
+// not reach it either; /dev/tty names /dev, /tmp the policy's temp; a device ioctl says that no
+// policy grants one.
+TEST(LandlockAudit, WhatRealProgramsMetIsNamedAsItIs) {
+  const LandlockAdviceContext context{{"/srv/work"}, false};
+  auto advice = [&](const std::string& fields) {
+    return landlock_denial(record(1423, "audit(1:1): domain=a " + fields), nullptr, context);
+  };
+  const Denial exec = advice("blockers=fs.execute,fs.read_file path=\"/srv/x/bin/tool\"");
+  EXPECT_EQ(exec.reason, "execute /srv/x/bin/tool: not granted");
+  EXPECT_EQ(exec.grant, nlohmann::json({{"key", "tools"}, {"add", "/srv/x/bin/tool"}}));
+  const Denial exec_written = advice("blockers=fs.execute,fs.read_file path=\"/srv/work/a.out\"");
+  EXPECT_EQ(exec_written.grant, nlohmann::json({{"key", "exec_writable"}, {"set", true}}));
+  const Denial bind_any = advice("blockers=net.bind_tcp saddr=127.0.0.1");
+  EXPECT_EQ(bind_any.object, "127.0.0.1:0");
+  EXPECT_EQ(advice("blockers=net.bind_tcp").object, "port 0");
+  const Denial loopback = advice("blockers=net.connect_tcp daddr=127.0.0.1 dest=8080");
+  EXPECT_EQ(loopback.object, "127.0.0.1:8080");
+  EXPECT_NE(loopback.reason.find("loopback and link-local addresses are never reachable"),
+            std::string::npos)
+      << loopback.reason;
+  EXPECT_EQ(advice("blockers=net.connect_tcp daddr=192.0.2.1 dest=443").reason.find("loopback"),
+            std::string::npos);
+  const Denial tty = advice("blockers=fs.write_file,fs.read_file path=\"/dev/tty\"");
+  EXPECT_TRUE(tty.grant.is_null());
+  EXPECT_NE(tty.reason.find("the node's own /dev is never a module's"), std::string::npos)
+      << tty.reason;
+  for (const std::string dir : {"/tmp", "/var/tmp"}) {
+    // A file made is refused on its directory: lsm_audit names the directory.
+    const Denial tmp = advice("blockers=fs.make_reg path=\"" + dir + "\"");
+    EXPECT_TRUE(tmp.grant.is_null()) << dir;
+    EXPECT_NE(tmp.reason.find("never proposed; a module's temporary files go in the policy's "
+                              "\"temp\""),
+              std::string::npos)
+        << tmp.reason;
+  }
+  const Denial ioctl = advice("blockers=fs.ioctl_dev path=\"/dev/null\"");
+  EXPECT_TRUE(ioctl.grant.is_null());
+  EXPECT_NE(ioctl.reason.find("refuses device ioctls to every module"), std::string::npos);
 }
 
 // Attack review: the paths --learn would propose are the ones a hostile module chose to be
