@@ -300,11 +300,26 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
   // the module user may read, which Landlock does not govern (no Landlock ABI up to 7 checks
   // inotify_add_watch): under a uid of its own too, /tmp, /usr/bin, /home and another module's
   // root-owned 0755 input directories are readable by every uid (session 11's attack review
-  // watched all four from inside; issue 12 had allowed inotify under a uid of its own). Refused
-  // in every variant; fanotify needs CAP_SYS_ADMIN anyway.
-  add(rules, {"inotify_init", "inotify_init1"}, ENOSYS,
-      "watches report activity in directories Landlock would not let the module list; ENOSYS "
-      "makes file watchers fall back to polling (Node: fs.watchFile, not fs.watch)");
+  // watched all four from inside; issue 12 had allowed inotify under a uid of its own, with
+  // the kernel's read check as the only bound). fanotify needs CAP_SYS_ADMIN anyway.
+  //
+  // Under +own-user a module makes its own inotify instances (charged to its own uid's limits),
+  // and every inotify_add_watch is refused EPERM, which sandbox-run's notifying program hands
+  // to the supervisor: it resolves the path as the module would and adds the watch only where
+  // the module's own uid owns what it leads to (supervise/inotify_watch.hpp). Without the
+  // supervisor's listener (the errno program) every watch stays refused.
+  if (!variant.own_user) {
+    add(rules, {"inotify_init", "inotify_init1"}, ENOSYS,
+        "watches report activity in directories Landlock would not let the module list; ENOSYS "
+        "makes file watchers fall back to polling (Node: fs.watchFile, not fs.watch)");
+  }
+  // Refused wherever the supervisor does not add it (an instance handed in by the caller
+  // would otherwise watch anything the uid may read).
+  add(rules, {"inotify_add_watch"}, EPERM,
+      variant.own_user ? "a watch is the supervisor's to add: only on what the module's own uid "
+                         "owns (its work, data and temp, and what it made)"
+                       : "watches report activity in directories Landlock would not let the "
+                         "module list");
   add(rules, {"fanotify_init"}, EPERM, "as inotify, for whole mounts");
   // Leaving the process group (and session) escapes a container that is a process group only,
   // and a new session may read an inherited terminal without job control. With a cgroup leaf

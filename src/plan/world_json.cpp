@@ -83,8 +83,8 @@ json explain_world(const Plan& plan, const Policy& policy, const KernelFeatures&
   }
   if (v.own_user) {
     adds["+own-user"] =
-        "prlimit64, sched_*, setpriority and ioprio_set on its own processes by pid (its own "
-        "uid)";
+        "prlimit64, sched_*, setpriority and ioprio_set on its own processes by pid; inotify, "
+        "its watches added by the supervisor on what its uid owns (its own uid)";
   }
   if (v.own_group) {
     adds["+own-group"] =

@@ -21,6 +21,7 @@
 #include "plan/denial_advice.hpp"
 #include "plan/seccomp_eval.hpp"
 #include "probe/audit_state.hpp"
+#include "supervise/inotify_watch.hpp"
 #include "sys/descriptor_passing.hpp"
 
 namespace oarbank {
@@ -85,6 +86,38 @@ ssize_t read_status_channel(int fd, char* buffer, std::size_t size,
     }
   }
   return n;
+}
+
+// +own-user: the module's inotify_add_watch, added here or refused (inotify_watch.hpp); only
+// a refusal for ownership (EACCES) is a denial: the other errors are the module's own (no
+// such file, a descriptor that is no instance), as the kernel would have answered them.
+void SeccompListener::answer_watch(const seccomp_notif& request) {
+  const auto tid = static_cast<pid_t>(request.pid);
+  const WatchAnswer answer = add_watch_for_module(
+      tid, request.data, ModuleUser{module_uid_, module_gid_}, listener_.get(), request.id);
+  if (answer.error == ESRCH) return;  // the caller is gone: nothing to answer
+  seccomp_notif_resp response;
+  std::memset(&response, 0, sizeof response);
+  response.id = request.id;
+  response.error = -answer.error;
+  response.val = answer.error == 0 ? answer.value : 0;
+  response.flags = 0;  // never SECCOMP_USER_NOTIF_FLAG_CONTINUE
+  ::ioctl(listener_.get(), SECCOMP_IOCTL_NOTIF_SEND, &response);
+  if (answer.error != EACCES && answer.error != EPERM) return;
+  Denial denial;
+  denial.mechanism = "seccomp";
+  denial.operation = "inotify_add_watch";
+  denial.object = answer.path;
+  denial.error = seccomp::errno_name(answer.error);
+  denial.reason =
+      answer.error == EPERM
+          ? "inotify watches are the supervisor's to add, under a uid of the module's own only"
+          : "an inotify watch only on what the module's own uid owns (its work, data and temp, "
+            "and what it made): Landlock does not govern watches, and every uid may read /tmp "
+            "or another module's input";
+  denial.pid = tid;
+  denial.executable = link_target("/proc/" + std::to_string(tid) + "/exe");
+  table_.add(denial);
 }
 
 bool SeccompListener::start(UniqueFd listener) noexcept {
@@ -167,6 +200,11 @@ void SeccompListener::serve() {
       // ENOENT: the caller was killed (or its wait interrupted) before this took it.
       if (errno == ENOENT || errno == EINTR) continue;
       listening = false;
+      continue;
+    }
+    if (request.data.nr == __NR_inotify_add_watch && variant_.own_user) {
+      answer_watch(request);
+      pause = pace.answered(std::chrono::steady_clock::now());
       continue;
     }
     // The errno sandbox-exec's filter answers for this very call. Anything else (which the

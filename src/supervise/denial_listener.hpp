@@ -6,6 +6,7 @@
 // still a refusal.
 #pragma once
 
+#include <linux/seccomp.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -76,6 +77,13 @@ class SeccompListener {
   // waiting_fd() and calls on_ready() when it is readable; a refused call waits for its answer
   // in the kernel meanwhile (it is never let through). False when no listener was given.
   bool start(UniqueFd listener) noexcept;
+  // The module's own uid and gid (+own-user), before the first call is answered:
+  // inotify_add_watch is then added here for what that uid owns (inotify_watch.hpp). -1 (the
+  // default): refused.
+  void set_module_user(std::int64_t uid, std::int64_t gid) noexcept {
+    module_uid_ = uid;
+    module_gid_ = gid;
+  }
   // The listener while no thread answers it yet (for the supervisor's poll), else -1.
   [[nodiscard]] int waiting_fd() const {
     return thread_.joinable() || !watching_ ? -1 : listener_.get();
@@ -95,7 +103,10 @@ class SeccompListener {
   [[nodiscard]] bool served() const { return served_; }
 
  private:
+  void answer_watch(const seccomp_notif& request);
   void serve();
+  std::int64_t module_uid_ = -1;
+  std::int64_t module_gid_ = -1;
   bool watching_ = false;  // listener_ is polled by the supervisor (no thread yet)
 
   seccomp::FilterVariant variant_;

@@ -374,8 +374,10 @@ RunResult ModuleRun::run() {
       prepared_->plan.identity.change && prepared_->plan.identity.source == ModuleUserSource::Own
           ? static_cast<std::int64_t>(prepared_->plan.identity.uid)
           : -1;
-  launch_.after_spawn = [this, own_uid, then = std::move(launch_.after_spawn)](pid_t module_pid) {
-    denials_->spawned(module_pid, own_uid);
+  const std::int64_t own_gid = own_uid >= 0 ? prepared_->plan.identity.gid : -1;
+  launch_.after_spawn = [this, own_uid, own_gid,
+                         then = std::move(launch_.after_spawn)](pid_t module_pid) {
+    denials_->spawned(module_pid, own_uid, own_gid);
     if (then) then(module_pid);
   };
   // The audit reader stops while the module's first process is still unreaped (its pid held).

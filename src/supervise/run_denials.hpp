@@ -24,7 +24,9 @@ class RunDenials {
   void prepare(Plan& plan, const std::string& denial_audit);
   // After the spawn, with the module's first process (the one that restricts itself) and, where
   // the module has a uid of its own, that uid (-1 where it is shared).
-  void spawned(pid_t module_pid, std::int64_t module_uid = -1) noexcept {
+  void spawned(pid_t module_pid, std::int64_t module_uid = -1,
+               std::int64_t module_gid = -1) noexcept {
+    seccomp_.set_module_user(module_uid, module_gid);
     audit_.start(module_pid, module_uid);
   }
   // After the run (the module's processes are gone): the last records read.

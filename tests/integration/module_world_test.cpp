@@ -1161,12 +1161,14 @@ TEST_F(ModuleWorld, GnuTimeoutAndStartNewSessionWorkAndTheModuleGoesOn) {
   }
 }
 
-// --- Its own user: its own processes by pid; no inotify ------------------------------------
+// --- Its own user: its own processes by pid, inotify on what it owns -----------------------
 
-// Under a uid of its own, its own processes by pid. Not inotify (session 11's attack review:
-// a watch is not Landlock's, and /tmp is every uid's to watch): refused with ENOSYS, as in
-// every variant; Node's fs.watch throws it, and fs.watchFile (polling) works.
-TEST_F(ModuleWorld, ItsOwnProcessesByPidWithAUidOfItsOwnButNoInotify) {
+// Under a uid of its own: its own processes by pid, and inotify watches that the supervisor
+// adds on what the module's uid owns (supervise/inotify_watch.hpp). Not on /tmp, nor through
+// a link of its own to /tmp, nor on /usr/bin (session 11's attack review watched /tmp,
+// /usr/bin and another module's input from inside while the kernel's read check was the only
+// bound): EACCES, and a denial that says why. Node's fs.watch works in its work directory.
+TEST_F(ModuleWorld, ItsOwnProcessesByPidAndInotifyOnWhatItOwns) {
   // A node that leases each module id a uid of its own (module_users), a range of this test's
   // own and a registry in its tree; the policy's one writable directory made for that uid.
   auto node = node_config();
@@ -1195,9 +1197,38 @@ TEST_F(ModuleWorld, ItsOwnProcessesByPidWithAUidOfItsOwnButNoInotify) {
     remove_tree(work);
     GTEST_SKIP() << "needs the per-module users of issue 12 (module_users): " << status;
   }
-  EXPECT_EQ(
-      run_own({"batch", "own-pid-ops", ",", "inotify-watch", work, ",", "inotify-watch", "/tmp"}),
-      "ok\nerrno ENOSYS\nerrno ENOSYS\n");
+  EXPECT_EQ(run_own({"batch", "own-pid-ops", ",", "inotify-sees", work, ",", "symlink", "/tmp",
+                     work + "/to-tmp", ",", "inotify-watch", "/tmp", ",", "inotify-watch",
+                     work + "/to-tmp", ",", "inotify-watch", "/usr/bin"}),
+            "ok\nevent inotify-made\nok\nerrno EACCES\nerrno EACCES\nerrno EACCES\n");
+  // The path is resolved with the module's own uid's permissions: where it cannot search, a
+  // file that is there and one that is not both answer EACCES (root's search rights would make
+  // ENOENT an oracle); in its own work, a missing file is ENOENT.
+  const std::string secret = tree.path("inotify-secret");
+  ASSERT_EQ(::mkdir(secret.c_str(), 0700), 0);
+  write_file(secret + "/there", "x");
+  EXPECT_EQ(run_own({"batch", "inotify-watch", secret + "/there", ",", "inotify-watch",
+                     secret + "/absent", ",", "inotify-watch", work + "/absent"}),
+            "errno EACCES\nerrno EACCES\nerrno ENOENT\n");
+  {
+    // The refusal is recorded with its reason.
+    RunOptions o;
+    o.env = env();
+    o.env.push_back("OARBANK_USER_REGISTRY=" + tree.path("registry"));
+    o.timeout = 30s;
+    const std::string result = tree.path("inotify-result.json");
+    RunResult r = run_command(
+        run_argv(policy, {tree.probe(), "inotify-watch", "/tmp"}, id, config, {"--result", result}),
+        o);
+    EXPECT_TRUE(r.exited(0)) << r.describe();
+    const auto denials =
+        nlohmann::json::parse(read_file(result)).value("denials", nlohmann::json::array());
+    ASSERT_EQ(denials.size(), 1U) << denials.dump();
+    EXPECT_EQ(denials[0]["operation"], "inotify_add_watch");
+    EXPECT_EQ(denials[0]["object"], "/tmp");
+    EXPECT_NE(denials[0]["reason"].get<std::string>().find("what the module's own uid owns"),
+              std::string::npos);
+  }
   // Another uid's process (this test's, root's): the kernel's same-user checks refuse.
   EXPECT_EQ(run_own({"batch", "prlimit", std::to_string(::getpid()), ",", "sched_setaffinity",
                      std::to_string(::getpid()), ",", "prlimit-read", "1"}),
@@ -1215,10 +1246,8 @@ TEST_F(ModuleWorld, ItsOwnProcessesByPidWithAUidOfItsOwnButNoInotify) {
   }
   if (have_program("/usr/bin/node")) {
     EXPECT_EQ(run_own({"spawn", "/usr/bin/node", "-e",
-                       "const fs = require('fs');\n"
-                       "try { fs.watch('.'); } catch (e) { console.log(e.code); }\n"
-                       "fs.watchFile('.', () => {}); fs.unwatchFile('.'); console.log('polled')"}),
-              "ENOSYS\npolled\nexit 0\n");
+                       "const w = require('fs').watch('.'); w.close(); console.log('watched')"}),
+              "watched\nexit 0\n");
   }
   remove_tree(work);
 }

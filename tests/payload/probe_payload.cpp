@@ -702,6 +702,23 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     if (fd < 0) return report(-1);
     return report(inotify_add_watch(fd, a[0].c_str(), IN_CREATE));
   }
+  // inotify on DIR, then a file made in it: prints "event NAME" when the watch reported it
+  // (the watch the supervisor adds under +own-user lands on this very instance).
+  if (cmd == "inotify-sees" && need(1)) {
+    int fd = inotify_init1(IN_CLOEXEC);
+    if (fd < 0) return report(-1);
+    if (inotify_add_watch(fd, a[0].c_str(), IN_CREATE) < 0) return report(-1);
+    const std::string made = a[0] + "/inotify-made";
+    int file = open(made.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (file < 0) return report(-1);
+    close(file);
+    alignas(inotify_event) char buffer[4096];
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < static_cast<ssize_t>(sizeof(inotify_event))) return report(-1);
+    const auto* event = reinterpret_cast<const inotify_event*>(buffer);
+    std::printf("event %s\n", event->len > 0 ? event->name : "");
+    return 0;
+  }
   // A pty from /dev/ptmx: master opened, unlocked, its slave opened.
   if (cmd == "openpty") {
     int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
