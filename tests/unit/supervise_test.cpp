@@ -81,6 +81,15 @@ TEST(ExecVerification, EachMissingStepIsNamedByItsField) {
   }
 }
 
+// Seccomp 3 (SECCOMP_MODE_DEAD): a filter's kill is under way, so a filter was applied; the
+// module dies of SIGSYS, and the run says so rather than "verification failed".
+TEST(ExecVerification, AModuleTheFilterIsKillingPasses) {
+  const ExecExpectation root_launch{65534, 65534, true};
+  EXPECT_EQ(exec_verification_problem(
+                parse_proc_status(with_line(kSandboxedStatus, "Seccomp", "3")), root_launch),
+            std::nullopt);
+}
+
 TEST(ExecVerification, TheLaunchersFilterMustStackOnWhatSandboxRunInherited) {
   ExecExpectation in_a_container{65534, 65534, true};
   in_a_container.inherited_seccomp_filters = 1;
