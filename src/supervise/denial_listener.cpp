@@ -93,8 +93,14 @@ ssize_t read_status_channel(int fd, char* buffer, std::size_t size,
 // such file, a descriptor that is no instance), as the kernel would have answered them.
 void SeccompListener::answer_watch(const seccomp_notif& request) {
   const auto tid = static_cast<pid_t>(request.pid);
-  const WatchAnswer answer = add_watch_for_module(
-      tid, request.data, ModuleUser{module_uid_, module_gid_}, listener_.get(), request.id);
+  WatchAnswer answer;
+  if (watches_ >= kMaxWatches) {
+    answer.error = ENOSPC;
+  } else {
+    answer = add_watch_for_module(tid, request.data, ModuleUser{module_uid_, module_gid_},
+                                  listener_.get(), request.id);
+  }
+  if (answer.error == 0) ++watches_;
   if (answer.error == ESRCH) return;  // the caller is gone: nothing to answer
   seccomp_notif_resp response;
   std::memset(&response, 0, sizeof response);

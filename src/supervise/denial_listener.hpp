@@ -107,6 +107,10 @@ class SeccompListener {
   void serve();
   std::int64_t module_uid_ = -1;
   std::int64_t module_gid_ = -1;
+  // The inotify marks the supervisor adds are charged to its own memory cgroup, not the
+  // module's leaf: at most this many per run (then ENOSPC, as the kernel's own limit answers).
+  static constexpr std::uint32_t kMaxWatches = 8192;
+  std::uint32_t watches_ = 0;
   bool watching_ = false;  // listener_ is polled by the supervisor (no thread yet)
 
   seccomp::FilterVariant variant_;

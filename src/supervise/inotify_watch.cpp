@@ -1,7 +1,9 @@
 #include "supervise/inotify_watch.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <sys/fsuid.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
@@ -13,13 +15,18 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
+#include <system_error>
+#include <thread>
 
 #include "sys/text_file.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace oarbank {
 namespace {
+
+// pidfd_open's flag for a thread's own pidfd (Linux 6.9; O_EXCL's value): an older kernel
+// answers EINVAL, and the process's pidfd serves.
+constexpr unsigned kPidfdThread = O_EXCL;
 
 bool still_waiting(int listener, std::uint64_t id) {
   return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
@@ -48,44 +55,65 @@ pid_t thread_group_of(pid_t tid) {
   return static_cast<pid_t>(std::atol(status.c_str() + at + 7));
 }
 
-// This thread's file-system credentials as the module's, for a scope: setfsuid and setfsgid
-// act on the calling thread alone, and so does the raw setgroups system call (glibc's wrapper
-// would change every thread). Leaving fsuid 0 drops the capabilities that bypass file
-// permissions from the thread's effective set; coming back to 0 restores them.
-class AsModule {
- public:
-  AsModule(uid_t uid, gid_t gid) {
-    const int count = ::getgroups(0, nullptr);
-    if (count < 0) return;
-    groups_.resize(static_cast<std::size_t>(count));
-    if (::getgroups(count, groups_.data()) != count) return;
-    if (::syscall(SYS_setgroups, 0, nullptr) != 0) return;
-    groups_dropped_ = true;
-    previous_gid_ = static_cast<gid_t>(::setfsgid(gid));
-    previous_uid_ = static_cast<uid_t>(::setfsuid(uid));
+// The path resolved as the module resolves it, by a thread of its own that then ends: its
+// file-system context unshared (unshare(CLONE_FS): root and working directory its own), chrooted
+// to the module's root and in the module's working directory, with the module's uid and gid as
+// its file-system credentials, no supplementary groups and no effective capabilities (capset
+// and setfsuid act on the calling thread alone; so does the raw setgroups system call, which
+// glibc's wrapper would make every thread's). So an absolute link resolves inside the module's
+// root and ".." stops there, a path the module may not search answers EACCES whether or not
+// something is there, and /proc's hidepid hides from it what it hides from the module
+// (CAP_SYS_PTRACE would have passed). None of it outlives the thread.
+struct Resolved {
+  int fd = -1;
+  int error = 0;
+  struct stat st {};  // its fstat, made with the module's credentials too: /proc's getattr
+                      // is where hidepid=invisible hides a process (ENOENT)
+};
+
+Resolved resolve_as_module(int root, int cwd, const std::string& path, const open_how& how,
+                           uid_t uid, gid_t gid) {
+  Resolved out;
+  auto resolve = [&] {
+    if (::unshare(CLONE_FS) != 0 || ::fchdir(root) != 0 || ::chroot(".") != 0 ||
+        ::fchdir(cwd) != 0 || ::syscall(SYS_setgroups, 0, nullptr) != 0) {
+      out.error = errno;
+      return;
+    }
+    ::setfsgid(gid);
+    ::setfsuid(uid);
     // setfsuid answers the previous id whatever happened: asked again (an invalid id changes
     // nothing), each must now be the module's.
-    active_ = static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) == uid &&
-              static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) == gid;
-  }
-  ~AsModule() {
-    if (groups_dropped_) {
-      ::setfsuid(previous_uid_);
-      ::setfsgid(previous_gid_);
-      ::syscall(SYS_setgroups, groups_.size(), groups_.data());
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct caps[2] = {};
+    if (static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) != uid ||
+        static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) != gid ||
+        ::syscall(SYS_capget, &header, caps) != 0) {
+      out.error = EPERM;
+      return;
     }
+    caps[0].effective = caps[1].effective = 0;
+    if (::syscall(SYS_capset, &header, caps) != 0) {
+      out.error = EPERM;
+      return;
+    }
+    out.fd = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how));
+    if (out.fd < 0) {
+      out.error = errno;
+    } else if (::fstat(out.fd, &out.st) != 0) {
+      out.error = errno;
+      ::close(out.fd);
+      out.fd = -1;
+    }
+  };
+  try {
+    std::thread(resolve).join();
+  } catch (const std::system_error&) {
+    out.error = EAGAIN;  // no thread: as the kernel answers when it is short of resources
   }
-  AsModule(const AsModule&) = delete;
-  AsModule& operator=(const AsModule&) = delete;
-  [[nodiscard]] bool active() const { return active_; }
-
- private:
-  std::vector<gid_t> groups_;
-  bool groups_dropped_ = false;
-  bool active_ = false;
-  uid_t previous_uid_ = 0;
-  gid_t previous_gid_ = 0;
-};
+  if (out.fd < 0 && out.error == 0) out.error = EPERM;
+  return out;
+}
 
 }  // namespace
 
@@ -104,15 +132,20 @@ WatchAnswer add_watch_for_module(pid_t tid, const seccomp_data& data, const Modu
   }
   const auto mask = static_cast<std::uint32_t>(data.args[2]);
   // The caller's instance, root and working directory, each taken, then the caller checked to
-  // be still waiting: a thread killed meanwhile could have had its number reused.
-  const pid_t tgid = thread_group_of(tid);
-  UniqueFd pidfd(tgid > 0 ? static_cast<int>(::syscall(SYS_pidfd_open, tgid, 0)) : -1);
+  // be still waiting: a thread killed meanwhile could have had its number reused. The thread's
+  // own pidfd where the kernel has them (PIDFD_THREAD, Linux 6.9): its process's main thread
+  // may have exited, and with it the descriptor table a pidfd of the process would reach.
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread)));
+  if (!pidfd.valid()) {
+    const pid_t tgid = thread_group_of(tid);
+    if (tgid > 0) pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, tgid, 0)));
+  }
   UniqueFd instance(pidfd.valid() ? static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(),
                                                                static_cast<int>(data.args[0]), 0))
                                   : -1);
-  const bool absolute = answer.path.front() == '/';
-  UniqueFd base(::open(("/proc/" + std::to_string(tid) + (absolute ? "/root" : "/cwd")).c_str(),
-                       O_PATH | O_DIRECTORY | O_CLOEXEC));
+  const std::string proc = "/proc/" + std::to_string(tid);
+  UniqueFd root(::open((proc + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd cwd(::open((proc + "/cwd").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!still_waiting(listener, id)) {
     answer.error = ESRCH;  // nobody to answer
     return answer;
@@ -128,45 +161,36 @@ WatchAnswer add_watch_for_module(pid_t tid, const seccomp_data& data, const Modu
     answer.error = EINVAL;  // as the kernel answers for a descriptor that is no instance
     return answer;
   }
-  if (!base.valid()) {
+  if (!root.valid() || !cwd.valid()) {
     answer.error = ENOENT;
     return answer;
   }
-  // As the module resolves it: an absolute path from its own root (its mount namespace), with
-  // absolute links kept inside that root; a relative one from its working directory. Never
-  // through /proc's magic links, which would reach this process's files.
+  // Never through /proc's magic links (the module's own /proc is hidepid, and the thread's
+  // /proc/self is this process).
   open_how how{};
   how.flags = O_PATH | O_CLOEXEC;
   if ((mask & IN_DONT_FOLLOW) != 0) how.flags |= O_NOFOLLOW;
   if ((mask & IN_ONLYDIR) != 0) how.flags |= O_DIRECTORY;
-  how.resolve = RESOLVE_NO_MAGICLINKS | (absolute ? RESOLVE_IN_ROOT : 0);
-  UniqueFd target;
-  {
-    const AsModule as_module(static_cast<uid_t>(user.uid), static_cast<gid_t>(user.gid));
-    if (!as_module.active()) {
-      answer.error = EPERM;
-      return answer;
-    }
-    target.reset(static_cast<int>(
-        ::syscall(SYS_openat2, base.get(), answer.path.c_str(), &how, sizeof how)));
-    if (!target.valid()) answer.error = errno;
-  }
-  if (!target.valid()) return answer;
-  // Only what the module's own uid owns: no other module or user has that uid (the
-  // registry's lease), so nothing watched there is anyone else's activity.
-  struct stat st {};
-  if (::fstat(target.get(), &st) != 0) {
-    answer.error = errno;
+  how.resolve = RESOLVE_NO_MAGICLINKS;
+  const Resolved resolved =
+      resolve_as_module(root.get(), cwd.get(), answer.path, how, static_cast<uid_t>(user.uid),
+                        static_cast<gid_t>(user.gid));
+  UniqueFd target(resolved.fd);
+  if (!target.valid()) {
+    answer.error = resolved.error;
     return answer;
   }
-  if (static_cast<std::int64_t>(st.st_uid) != module_uid) {
+  // Only what the module's own uid owns: no other module or user has that uid (the
+  // registry's lease), so what is watched is the module's own (which root, an operator, or a
+  // module whose policy names that directory may still open).
+  if (static_cast<std::int64_t>(resolved.st.st_uid) != module_uid) {
     answer.error = EACCES;
     return answer;
   }
   // Through this process's descriptor of the very inode checked; IN_DONT_FOLLOW was applied
   // above, and would here stop at /proc's link instead.
-  const std::string resolved = "/proc/self/fd/" + std::to_string(target.get());
-  const int wd = ::inotify_add_watch(instance.get(), resolved.c_str(), mask & ~IN_DONT_FOLLOW);
+  const std::string through = "/proc/self/fd/" + std::to_string(target.get());
+  const int wd = ::inotify_add_watch(instance.get(), through.c_str(), mask & ~IN_DONT_FOLLOW);
   if (wd < 0) {
     answer.error = errno;
     return answer;

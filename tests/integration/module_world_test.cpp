@@ -1201,6 +1201,16 @@ TEST_F(ModuleWorld, ItsOwnProcessesByPidAndInotifyOnWhatItOwns) {
                      work + "/to-tmp", ",", "inotify-watch", "/tmp", ",", "inotify-watch",
                      work + "/to-tmp", ",", "inotify-watch", "/usr/bin"}),
             "ok\nevent inotify-made\nok\nerrno EACCES\nerrno EACCES\nerrno EACCES\n");
+  // Resolved in the module's own world: a relative link of its own to /dev/shm leads to its
+  // own /dev/shm, not the node's (where this test puts a file), and /proc is its own (hidepid:
+  // pid 1 is not there for it); through the node's they were an oracle and a watch on the
+  // node's /proc/PID of its own processes (session 11's review).
+  const std::string node_shm = "/dev/shm/" + unique_name("oarbank-inotify");
+  write_file(node_shm, "x");
+  EXPECT_EQ(run_own({"batch", "symlink", "/dev/shm", work + "/lshm", ",", "inotify-watch",
+                     "lshm/" + node_shm.substr(9), ",", "inotify-watch", "/proc/1"}),
+            "ok\nerrno ENOENT\nerrno ENOENT\n");
+  ::unlink(node_shm.c_str());
   // The path is resolved with the module's own uid's permissions: where it cannot search, a
   // file that is there and one that is not both answer EACCES (root's search rights would make
   // ENOENT an oracle); in its own work, a missing file is ENOENT.
