@@ -94,11 +94,13 @@ ssize_t read_status_channel(int fd, char* buffer, std::size_t size,
 void SeccompListener::answer_watch(const seccomp_notif& request) {
   const auto tid = static_cast<pid_t>(request.pid);
   WatchAnswer answer;
-  if (watches_ >= kMaxWatches) {
+  if (watches_ >= kMaxWatches || watch_tries_ >= kMaxWatchTries) {
     answer.error = ENOSPC;
   } else {
-    answer = add_watch_for_module(tid, request.data, ModuleUser{module_uid_, module_gid_},
-                                  listener_.get(), request.id);
+    ++watch_tries_;
+    answer =
+        add_watch_for_module(tid, request.data, ModuleUser{module_uid_, module_gid_, module_leaf_},
+                             listener_.get(), request.id);
   }
   if (answer.error == 0) ++watches_;
   if (answer.error == ESRCH) return;  // the caller is gone: nothing to answer

@@ -80,9 +80,10 @@ class SeccompListener {
   // The module's own uid and gid (+own-user), before the first call is answered:
   // inotify_add_watch is then added here for what that uid owns (inotify_watch.hpp). -1 (the
   // default): refused.
-  void set_module_user(std::int64_t uid, std::int64_t gid) noexcept {
+  void set_module_user(std::int64_t uid, std::int64_t gid, int leaf) noexcept {
     module_uid_ = uid;
     module_gid_ = gid;
+    module_leaf_ = leaf;
   }
   // The listener while no thread answers it yet (for the supervisor's poll), else -1.
   [[nodiscard]] int waiting_fd() const {
@@ -107,10 +108,15 @@ class SeccompListener {
   void serve();
   std::int64_t module_uid_ = -1;
   std::int64_t module_gid_ = -1;
+  int module_leaf_ = -1;  // the module's cgroup leaf: where a watch's path is resolved
   // The inotify marks the supervisor adds are charged to its own memory cgroup, not the
   // module's leaf: at most this many per run (then ENOSPC, as the kernel's own limit answers).
   static constexpr std::uint32_t kMaxWatches = 8192;
   std::uint32_t watches_ = 0;
+  // And at most this many tries a run, added or not: each is a child process the supervisor
+  // waits for (in the module's leaf, where there is one).
+  static constexpr std::uint32_t kMaxWatchTries = 65536;
+  std::uint32_t watch_tries_ = 0;
   bool watching_ = false;  // listener_ is polled by the supervisor (no thread yet)
 
   seccomp::FilterVariant variant_;

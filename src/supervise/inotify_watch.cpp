@@ -3,23 +3,31 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/openat2.h>
+#include <linux/sched.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/fsuid.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <system_error>
-#include <thread>
 
 #include "sys/text_file.hpp"
 #include "sys/unique_fd.hpp"
+
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL  // Linux 5.7
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3  // Linux 5.4
+#endif
 
 namespace oarbank {
 namespace {
@@ -55,15 +63,17 @@ pid_t thread_group_of(pid_t tid) {
   return static_cast<pid_t>(std::atol(status.c_str() + at + 7));
 }
 
-// The path resolved as the module resolves it, by a thread of its own that then ends: its
-// file-system context unshared (unshare(CLONE_FS): root and working directory its own), chrooted
-// to the module's root and in the module's working directory, with the module's uid and gid as
-// its file-system credentials, no supplementary groups and no effective capabilities (capset
-// and setfsuid act on the calling thread alone; so does the raw setgroups system call, which
-// glibc's wrapper would make every thread's). So an absolute link resolves inside the module's
-// root and ".." stops there, a path the module may not search answers EACCES whether or not
-// something is there, and /proc's hidepid hides from it what it hides from the module
-// (CAP_SYS_PTRACE would have passed). None of it outlives the thread.
+// The path resolved as the module resolves it, by a child process of its own that then exits
+// (a process, not a thread: procfs shows a thread its own thread group whatever hidepid says,
+// and this one's would be the supervisor's; session 11's second review). The child shares the
+// supervisor's descriptor table (CLONE_FILES: what it opens is the supervisor's to use) and
+// nothing else: chrooted to the module's root and in the module's working directory, so an
+// absolute link resolves inside that root and ".." stops there; the module's uid and gid as
+// its file-system credentials, no supplementary groups and no effective capabilities, so a
+// path the module may not search answers EACCES whether or not something is there, and
+// /proc's hidepid hides what it hides from the module (CAP_SYS_PTRACE would pass it). It runs
+// in the module's cgroup leaf (CLONE_INTO_CGROUP), where there is one: a path made to be slow
+// to walk costs the module's CPU, not the node's.
 struct Resolved {
   int fd = -1;
   int error = 0;
@@ -71,48 +81,88 @@ struct Resolved {
                       // is where hidepid=invisible hides a process (ENOENT)
 };
 
-Resolved resolve_as_module(int root, int cwd, const std::string& path, const open_how& how,
-                           uid_t uid, gid_t gid) {
+// In the child: raw system calls only (it is a fork of a threaded process), its answer written
+// to `report`, then _exit.
+[[noreturn]] void resolve_in_child(int report, int root, int cwd, const char* path,
+                                   const open_how& how, uid_t uid, gid_t gid) {
   Resolved out;
-  auto resolve = [&] {
-    if (::unshare(CLONE_FS) != 0 || ::fchdir(root) != 0 || ::chroot(".") != 0 ||
-        ::fchdir(cwd) != 0 || ::syscall(SYS_setgroups, 0, nullptr) != 0) {
-      out.error = errno;
-      return;
-    }
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct caps[2] = {};
+  if (::fchdir(root) != 0 || ::chroot(".") != 0 || ::fchdir(cwd) != 0 ||
+      ::syscall(SYS_setgroups, 0, nullptr) != 0) {
+    out.error = errno;
+  } else {
     ::setfsgid(gid);
     ::setfsuid(uid);
     // setfsuid answers the previous id whatever happened: asked again (an invalid id changes
     // nothing), each must now be the module's.
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct caps[2] = {};
     if (static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) != uid ||
         static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) != gid ||
         ::syscall(SYS_capget, &header, caps) != 0) {
       out.error = EPERM;
-      return;
+    } else {
+      caps[0].effective = caps[1].effective = 0;
+      if (::syscall(SYS_capset, &header, caps) != 0) {
+        out.error = EPERM;
+      } else {
+        out.fd = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
+        if (out.fd < 0) {
+          out.error = errno;
+        } else if (::fstat(out.fd, &out.st) != 0) {
+          out.error = errno;
+          ::close(out.fd);
+          out.fd = -1;
+        }
+      }
     }
-    caps[0].effective = caps[1].effective = 0;
-    if (::syscall(SYS_capset, &header, caps) != 0) {
-      out.error = EPERM;
-      return;
-    }
-    out.fd = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how));
-    if (out.fd < 0) {
-      out.error = errno;
-    } else if (::fstat(out.fd, &out.st) != 0) {
-      out.error = errno;
-      ::close(out.fd);
-      out.fd = -1;
-    }
-  };
-  try {
-    std::thread(resolve).join();
-  } catch (const std::system_error&) {
-    out.error = EAGAIN;  // no thread: as the kernel answers when it is short of resources
   }
-  if (out.fd < 0 && out.error == 0) out.error = EPERM;
-  return out;
+  const bool sent = ::write(report, &out, sizeof out) == static_cast<ssize_t>(sizeof out);
+  ::_exit(sent ? 0 : 1);
+}
+
+Resolved resolve_as_module(int root, int cwd, const std::string& path, const open_how& how,
+                           uid_t uid, gid_t gid, int leaf) {
+  Resolved out;
+  int ends[2];
+  if (::pipe2(ends, O_CLOEXEC) != 0) {
+    out.error = errno;
+    return out;
+  }
+  UniqueFd read_end(ends[0]);
+  UniqueFd write_end(ends[1]);
+  int pidfd = -1;
+  clone_args args{};
+  args.flags = CLONE_FILES | CLONE_PIDFD | (leaf >= 0 ? CLONE_INTO_CGROUP : 0);
+  args.pidfd = reinterpret_cast<std::uintptr_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  args.cgroup = leaf >= 0 ? static_cast<std::uint64_t>(leaf) : 0;
+  const long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) {
+    resolve_in_child(write_end.get(), root, cwd, path.c_str(), how, uid, gid);
+  }
+  if (pid < 0) {
+    out.error = errno == EBUSY || errno == ENOENT ? EAGAIN : errno;  // the leaf is gone
+    return out;
+  }
+  UniqueFd child(pidfd);
+  siginfo_t info{};
+  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(child.get()), &info,
+                  WEXITED) < 0 &&
+         errno == EINTR) {
+  }
+  // The descriptor table is shared with the child (CLONE_FILES): the write end is closed only
+  // once it has exited (the number would otherwise be free for its own open), and before the
+  // read, which then ends whatever it wrote.
+  write_end.reset();
+  Resolved got;
+  ssize_t n = 0;
+  while ((n = ::read(read_end.get(), &got, sizeof got)) < 0 && errno == EINTR) {
+  }
+  if (n != static_cast<ssize_t>(sizeof got)) {
+    out.error = EAGAIN;  // killed (the container's teardown) or out of resources
+    return out;
+  }
+  return got;
 }
 
 }  // namespace
@@ -166,7 +216,7 @@ WatchAnswer add_watch_for_module(pid_t tid, const seccomp_data& data, const Modu
     return answer;
   }
   // Never through /proc's magic links (the module's own /proc is hidepid, and the thread's
-  // /proc/self is this process).
+  // /proc/self is the resolving child).
   open_how how{};
   how.flags = O_PATH | O_CLOEXEC;
   if ((mask & IN_DONT_FOLLOW) != 0) how.flags |= O_NOFOLLOW;
@@ -174,7 +224,7 @@ WatchAnswer add_watch_for_module(pid_t tid, const seccomp_data& data, const Modu
   how.resolve = RESOLVE_NO_MAGICLINKS;
   const Resolved resolved =
       resolve_as_module(root.get(), cwd.get(), answer.path, how, static_cast<uid_t>(user.uid),
-                        static_cast<gid_t>(user.gid));
+                        static_cast<gid_t>(user.gid), user.leaf);
   UniqueFd target(resolved.fd);
   if (!target.valid()) {
     answer.error = resolved.error;

@@ -31,13 +31,15 @@ struct WatchAnswer {
 struct ModuleUser {
   std::int64_t uid = -1;  // -1: the module has no uid of its own; every watch refused EPERM
   std::int64_t gid = -1;
+  int leaf = -1;  // the module's cgroup leaf, where the resolving child runs; -1: none
 };
 
 // inotify_add_watch(args[0], args[1], args[2]) of thread `tid` (the notification's pid), for a
-// module of its own `user`. The path is resolved with the module's uid and gid as the
-// file-system credentials of the calling thread (setfsuid, setfsgid, no supplementary groups),
-// so that it searches only what the module may search: root's own search rights would make
-// the answer (ENOENT or EACCES) an oracle for what exists where the module cannot look.
+// module of its own `user`. The path is resolved by a short-lived child process chrooted to the
+// module's root, with the module's uid and gid as its file-system credentials and no
+// capabilities (inotify_watch.cpp, resolve_as_module), so that it searches only what the module
+// may search: root's own search rights would make the answer (ENOENT or EACCES) an oracle for
+// what exists where the module cannot look.
 // `listener` and `id` check, after every descriptor of the caller is taken, that the caller
 // still waits: then the caller's root, working directory and instance are the ones it made
 // the call with.

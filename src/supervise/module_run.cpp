@@ -377,7 +377,7 @@ RunResult ModuleRun::run() {
   const std::int64_t own_gid = own_uid >= 0 ? prepared_->plan.identity.gid : -1;
   launch_.after_spawn = [this, own_uid, own_gid,
                          then = std::move(launch_.after_spawn)](pid_t module_pid) {
-    denials_->spawned(module_pid, own_uid, own_gid);
+    denials_->spawned(module_pid, own_uid, own_gid, launch_.leaf ? launch_.leaf->dir_fd() : -1);
     if (then) then(module_pid);
   };
   // The audit reader stops while the module's first process is still unreaped (its pid held).

@@ -24,9 +24,10 @@ class RunDenials {
   void prepare(Plan& plan, const std::string& denial_audit);
   // After the spawn, with the module's first process (the one that restricts itself) and, where
   // the module has a uid of its own, that uid (-1 where it is shared).
-  void spawned(pid_t module_pid, std::int64_t module_uid = -1,
-               std::int64_t module_gid = -1) noexcept {
-    seccomp_.set_module_user(module_uid, module_gid);
+  // `module_leaf`: its cgroup leaf's directory (-1: none).
+  void spawned(pid_t module_pid, std::int64_t module_uid = -1, std::int64_t module_gid = -1,
+               int module_leaf = -1) noexcept {
+    seccomp_.set_module_user(module_uid, module_gid, module_leaf);
     audit_.start(module_pid, module_uid);
   }
   // After the run (the module's processes are gone): the last records read.
