@@ -146,8 +146,8 @@ Resolved resolve_as_module(int root, int cwd, const std::string& path, const ope
   }
   UniqueFd child(pidfd);
   siginfo_t info{};
-  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(child.get()), &info,
-                  WEXITED) < 0 &&
+  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(child.get()), &info, WEXITED) <
+             0 &&
          errno == EINTR) {
   }
   // The descriptor table is shared with the child (CLONE_FILES): the write end is closed only
