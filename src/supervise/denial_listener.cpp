@@ -98,9 +98,9 @@ void SeccompListener::answer_watch(const seccomp_notif& request) {
     answer.error = ENOSPC;
   } else {
     ++watch_tries_;
-    answer =
-        add_watch_for_module(tid, request.data, ModuleUser{module_uid_, module_gid_, module_leaf_},
-                             listener_.get(), request.id);
+    answer = add_watch_for_module(tid, request.data,
+                                  ModuleUser{module_uid_, module_gid_, module_leaf_.get()},
+                                  listener_.get(), request.id);
   }
   if (answer.error == 0) ++watches_;
   if (answer.error == ESRCH) return;  // the caller is gone: nothing to answer

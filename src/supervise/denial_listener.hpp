@@ -6,6 +6,7 @@
 // still a refusal.
 #pragma once
 
+#include <fcntl.h>
 #include <linux/seccomp.h>
 #include <sys/types.h>
 
@@ -80,10 +81,11 @@ class SeccompListener {
   // The module's own uid and gid (+own-user), before the first call is answered:
   // inotify_add_watch is then added here for what that uid owns (inotify_watch.hpp). -1 (the
   // default): refused.
+  // The leaf's descriptor is copied: the teardown closes the leaf's own before this stops.
   void set_module_user(std::int64_t uid, std::int64_t gid, int leaf) noexcept {
     module_uid_ = uid;
     module_gid_ = gid;
-    module_leaf_ = leaf;
+    module_leaf_.reset(leaf >= 0 ? ::fcntl(leaf, F_DUPFD_CLOEXEC, 3) : -1);
   }
   // The listener while no thread answers it yet (for the supervisor's poll), else -1.
   [[nodiscard]] int waiting_fd() const {
@@ -108,7 +110,7 @@ class SeccompListener {
   void serve();
   std::int64_t module_uid_ = -1;
   std::int64_t module_gid_ = -1;
-  int module_leaf_ = -1;  // the module's cgroup leaf: where a watch's path is resolved
+  UniqueFd module_leaf_;  // the module's cgroup leaf: where a watch's path is resolved
   // The inotify marks the supervisor adds are charged to its own memory cgroup, not the
   // module's leaf: at most this many per run (then ENOSPC, as the kernel's own limit answers).
   static constexpr std::uint32_t kMaxWatches = 8192;

@@ -9,6 +9,7 @@
 #include <sys/fsuid.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -18,7 +19,11 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <span>
+#include <string_view>
+#include <vector>
 
+#include "sys/descriptor_passing.hpp"
 #include "sys/text_file.hpp"
 #include "sys/unique_fd.hpp"
 
@@ -65,15 +70,16 @@ pid_t thread_group_of(pid_t tid) {
 
 // The path resolved as the module resolves it, by a child process of its own that then exits
 // (a process, not a thread: procfs shows a thread its own thread group whatever hidepid says,
-// and this one's would be the supervisor's; session 11's second review). The child shares the
-// supervisor's descriptor table (CLONE_FILES: what it opens is the supervisor's to use) and
-// nothing else: chrooted to the module's root and in the module's working directory, so an
-// absolute link resolves inside that root and ".." stops there; the module's uid and gid as
-// its file-system credentials, no supplementary groups and no effective capabilities, so a
-// path the module may not search answers EACCES whether or not something is there, and
-// /proc's hidepid hides what it hides from the module (CAP_SYS_PTRACE would pass it). It runs
-// in the module's cgroup leaf (CLONE_INTO_CGROUP), where there is one: a path made to be slow
-// to walk costs the module's CPU, not the node's.
+// and this one's would be the supervisor's; session 11's second review). It shares nothing with
+// the supervisor but what it is given: it closes every descriptor but its report socket (its
+// /proc/self/fd is what a module's path may reach: a shared table showed the supervisor's;
+// the third review), is chrooted to the module's root and in the module's working directory,
+// so an absolute link resolves inside that root and ".." stops there; the module's uid and gid
+// are its file-system credentials, with no supplementary groups and no effective capabilities,
+// so a path the module may not search answers EACCES whether or not something is there, and
+// /proc's hidepid hides what it hides from the module (CAP_SYS_PTRACE would pass it). It runs in
+// the module's cgroup leaf (CLONE_INTO_CGROUP), where there is one: a path made to be slow to
+// walk costs the module's CPU, not the node's. What it opened comes back by SCM_RIGHTS.
 struct Resolved {
   int fd = -1;
   int error = 0;
@@ -81,14 +87,16 @@ struct Resolved {
                       // is where hidepid=invisible hides a process (ENOENT)
 };
 
-// In the child: raw system calls only (it is a fork of a threaded process), its answer written
-// to `report`, then _exit.
+// In the child: system calls only (it is a fork of a threaded process), its answer sent on
+// `report` with what it opened, then _exit.
 [[noreturn]] void resolve_in_child(int report, int root, int cwd, const char* path,
                                    const open_how& how, uid_t uid, gid_t gid) {
   Resolved out;
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct caps[2] = {};
   if (::fchdir(root) != 0 || ::chroot(".") != 0 || ::fchdir(cwd) != 0 ||
+      (report > 0 && ::syscall(SYS_close_range, 0U, static_cast<unsigned>(report) - 1, 0U) != 0) ||
+      ::syscall(SYS_close_range, static_cast<unsigned>(report) + 1, ~0U, 0U) != 0 ||
       ::syscall(SYS_setgroups, 0, nullptr) != 0) {
     out.error = errno;
   } else {
@@ -110,57 +118,68 @@ struct Resolved {
           out.error = errno;
         } else if (::fstat(out.fd, &out.st) != 0) {
           out.error = errno;
-          ::close(out.fd);
-          out.fd = -1;
+          out.fd = -1;  // the process's exit closes it
         }
       }
     }
   }
-  const bool sent = ::write(report, &out, sizeof out) == static_cast<ssize_t>(sizeof out);
-  ::_exit(sent ? 0 : 1);
+  const int opened[1] = {out.fd};
+  const std::string_view bytes(reinterpret_cast<const char*>(&out), sizeof out);
+  const int err = send_with_descriptors(
+      report, bytes, out.fd >= 0 ? std::span<const int>(opened) : std::span<const int>(), nullptr,
+      0);
+  ::_exit(err == 0 ? 0 : 1);
 }
 
 Resolved resolve_as_module(int root, int cwd, const std::string& path, const open_how& how,
                            uid_t uid, gid_t gid, int leaf) {
   Resolved out;
   int ends[2];
-  if (::pipe2(ends, O_CLOEXEC) != 0) {
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) {
     out.error = errno;
     return out;
   }
-  UniqueFd read_end(ends[0]);
-  UniqueFd write_end(ends[1]);
+  UniqueFd mine(ends[0]);
+  UniqueFd theirs(ends[1]);
   int pidfd = -1;
   clone_args args{};
-  args.flags = CLONE_FILES | CLONE_PIDFD | (leaf >= 0 ? CLONE_INTO_CGROUP : 0);
+  args.flags = CLONE_PIDFD | (leaf >= 0 ? CLONE_INTO_CGROUP : 0);
   args.pidfd = reinterpret_cast<std::uintptr_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   args.cgroup = leaf >= 0 ? static_cast<std::uint64_t>(leaf) : 0;
   const long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0) {
-    resolve_in_child(write_end.get(), root, cwd, path.c_str(), how, uid, gid);
+    resolve_in_child(theirs.get(), root, cwd, path.c_str(), how, uid, gid);
   }
   if (pid < 0) {
     out.error = errno == EBUSY || errno == ENOENT ? EAGAIN : errno;  // the leaf is gone
     return out;
   }
   UniqueFd child(pidfd);
+  theirs.reset();  // the child's own copy is its end: the receive ends when it exits
+  Resolved got;
+  std::vector<UniqueFd> received;
+  ssize_t n = 0;
+  while ((n = receive_with_descriptors(mine.get(), reinterpret_cast<char*>(&got), sizeof got,
+                                       received, 0)) < 0 &&
+         errno == EINTR) {
+  }
   siginfo_t info{};
   while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(child.get()), &info, WEXITED) <
              0 &&
          errno == EINTR) {
   }
-  // The descriptor table is shared with the child (CLONE_FILES): the write end is closed only
-  // once it has exited (the number would otherwise be free for its own open), and before the
-  // read, which then ends whatever it wrote.
-  write_end.reset();
-  Resolved got;
-  ssize_t n = 0;
-  while ((n = ::read(read_end.get(), &got, sizeof got)) < 0 && errno == EINTR) {
-  }
   if (n != static_cast<ssize_t>(sizeof got)) {
     out.error = EAGAIN;  // killed (the container's teardown) or out of resources
     return out;
+  }
+  got.fd = -1;
+  if (got.error == 0) {
+    if (received.size() != 1) {
+      got.error = EAGAIN;
+      return got;
+    }
+    got.fd = received.front().release();
   }
   return got;
 }
