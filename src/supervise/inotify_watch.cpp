@@ -115,7 +115,10 @@ struct Resolved {
       } else {
         out.fd = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
         if (out.fd < 0) {
-          out.error = errno;
+          // This child is a fork of the supervisor: its /proc/self/map_files/START-END answers
+          // EPERM for a mapping that is there (no CAP_CHECKPOINT_RESTORE) and ENOENT for one
+          // that is not, the supervisor's memory layout. EPERM is said as ENOENT.
+          out.error = errno == EPERM ? ENOENT : errno;
         } else if (::fstat(out.fd, &out.st) != 0) {
           out.error = errno;
           out.fd = -1;  // the process's exit closes it
