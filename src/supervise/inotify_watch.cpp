@@ -89,41 +89,47 @@ struct Resolved {
 
 // In the child: system calls only (it is a fork of a threaded process), its answer sent on
 // `report` with what it opened, then _exit.
-[[noreturn]] void resolve_in_child(int report, int root, int cwd, const char* path,
-                                   const open_how& how, uid_t uid, gid_t gid) {
-  Resolved out;
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct caps[2] = {};
+// The child's view and credentials, the module's: its root and working directory, no
+// descriptor but `report`, its fsuid and fsgid, no groups, no effective capabilities. 0, or
+// the errno that stopped it.
+int become_module_view(int report, int root, int cwd, uid_t uid, gid_t gid) {
   if (::fchdir(root) != 0 || ::chroot(".") != 0 || ::fchdir(cwd) != 0 ||
       (report > 0 && ::syscall(SYS_close_range, 0U, static_cast<unsigned>(report) - 1, 0U) != 0) ||
       ::syscall(SYS_close_range, static_cast<unsigned>(report) + 1, ~0U, 0U) != 0 ||
       ::syscall(SYS_setgroups, 0, nullptr) != 0) {
-    out.error = errno;
-  } else {
-    ::setfsgid(gid);
-    ::setfsuid(uid);
-    // setfsuid answers the previous id whatever happened: asked again (an invalid id changes
-    // nothing), each must now be the module's.
-    if (static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) != uid ||
-        static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) != gid ||
-        ::syscall(SYS_capget, &header, caps) != 0) {
-      out.error = EPERM;
-    } else {
-      caps[0].effective = caps[1].effective = 0;
-      if (::syscall(SYS_capset, &header, caps) != 0) {
-        out.error = EPERM;
-      } else {
-        out.fd = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
-        if (out.fd < 0) {
-          // This child is a fork of the supervisor: its /proc/self/map_files/START-END answers
-          // EPERM for a mapping that is there (no CAP_CHECKPOINT_RESTORE) and ENOENT for one
-          // that is not, the supervisor's memory layout. EPERM is said as ENOENT.
-          out.error = errno == EPERM ? ENOENT : errno;
-        } else if (::fstat(out.fd, &out.st) != 0) {
-          out.error = errno;
-          out.fd = -1;  // the process's exit closes it
-        }
-      }
+    return errno;
+  }
+  ::setfsgid(gid);
+  ::setfsuid(uid);
+  // setfsuid answers the previous id whatever happened: asked again (an invalid id changes
+  // nothing), each must now be the module's.
+  if (static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) != uid ||
+      static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) != gid) {
+    return EPERM;
+  }
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct caps[2] = {};
+  if (::syscall(SYS_capget, &header, caps) != 0) return EPERM;
+  caps[0].effective = caps[1].effective = 0;
+  return ::syscall(SYS_capset, &header, caps) == 0 ? 0 : EPERM;
+}
+
+// In the child: system calls only (it is a fork of a threaded process), its answer sent on
+// `report` with what it opened, then _exit.
+[[noreturn]] void resolve_in_child(int report, int root, int cwd, const char* path,
+                                   const open_how& how, uid_t uid, gid_t gid) {
+  Resolved out;
+  out.error = become_module_view(report, root, cwd, uid, gid);
+  if (out.error == 0) {
+    out.fd = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
+    if (out.fd < 0) {
+      // This child is a fork of the supervisor: its /proc/self/map_files/START-END answers
+      // EPERM for a mapping that is there (no CAP_CHECKPOINT_RESTORE) and ENOENT for one that
+      // is not, the supervisor's memory layout. EPERM is said as ENOENT.
+      out.error = errno == EPERM ? ENOENT : errno;
+    } else if (::fstat(out.fd, &out.st) != 0) {
+      out.error = errno;
+      out.fd = -1;  // the process's exit closes it
     }
   }
   const int opened[1] = {out.fd};
@@ -192,7 +198,6 @@ Resolved resolve_as_module(int root, int cwd, const std::string& path, const ope
 WatchAnswer add_watch_for_module(pid_t tid, const seccomp_data& data, const ModuleUser& user,
                                  int listener, std::uint64_t id) {
   WatchAnswer answer;
-  const std::int64_t module_uid = user.uid;
   // No uid of the module's own: no watch is the supervisor's to add.
   if (user.uid < 0 || user.gid < 0) {
     answer.error = EPERM;
@@ -255,7 +260,7 @@ WatchAnswer add_watch_for_module(pid_t tid, const seccomp_data& data, const Modu
   // Only what the module's own uid owns: no other module or user has that uid (the
   // registry's lease), so what is watched is the module's own (which root, an operator, or a
   // module whose policy names that directory may still open).
-  if (static_cast<std::int64_t>(resolved.st.st_uid) != module_uid) {
+  if (static_cast<std::int64_t>(resolved.st.st_uid) != user.uid) {
     answer.error = EACCES;
     return answer;
   }
