@@ -76,11 +76,14 @@ std::string get_writable_path(const json& value, const std::string& pointer) {
   return path;
 }
 
-std::vector<std::string> get_path_list(const json& value, const std::string& pointer) {
+// Each entry read by `get_one` (get_path, or get_writable_path for data).
+std::vector<std::string> get_path_list(const json& value, const std::string& pointer,
+                                       std::string (*get_one)(const json&,
+                                                              const std::string&) = get_path) {
   require_type(value, json::value_t::array, "a list of absolute paths", pointer);
   std::vector<std::string> out;
   for (std::size_t i = 0; i < value.size(); ++i) {
-    out.push_back(get_path(value[i], json_pointer_append(pointer, i)));
+    out.push_back(get_one(value[i], json_pointer_append(pointer, i)));
   }
   return out;
 }
@@ -194,10 +197,7 @@ Policy policy_from_json(const json& document) {
     policy.work = get_writable_path(*it, "/work");
   }
   if (auto it = document.find("data"); it != document.end()) {
-    require_type(*it, json::value_t::array, "a list of absolute paths", "/data");
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      policy.data.push_back(get_writable_path((*it)[i], json_pointer_append("/data", i)));
-    }
+    policy.data = get_path_list(*it, "/data", get_writable_path);
   }
   if (auto it = document.find("temp"); it != document.end()) {
     policy.temp = get_writable_path(*it, "/temp");
