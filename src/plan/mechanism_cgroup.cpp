@@ -87,7 +87,7 @@ using Fact = CapabilityFact;
 using Row = CapabilityRow;
 
 // plan_rank: see capabilities.cpp's kCoreRows.
-constexpr CapabilityEntry kRows[] = {
+constexpr CapabilityEntry kCgroupRows[] = {
     {Row::CgroupContainer, "container.cgroup",
      "process container: cgroup v2 leaf (else process group only)", Abi::Unsupported,
      Fact::CgroupContainer, "", container_row, nullptr, 0, "", kEnforcedOrUnavailable,
@@ -119,7 +119,7 @@ constexpr CapabilityEntry kRows[] = {
 }  // namespace
 
 constinit const Mechanism kCgroupMechanism{
-    "cgroup", kRows, nullptr, nullptr, nullptr, nullptr,
+    "cgroup", kCgroupRows, nullptr, nullptr, nullptr, nullptr,
 };
 
 }  // namespace oarbank

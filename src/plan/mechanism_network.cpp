@@ -88,7 +88,7 @@ using Fact = CapabilityFact;
 using Row = CapabilityRow;
 
 // plan_rank: see capabilities.cpp's kCoreRows.
-constexpr CapabilityEntry kRows[] = {
+constexpr CapabilityEntry kNetworkRows[] = {
     {Row::EgressAllowlist, "net.egress-allowlist",
      "net.egress-allowlist, no loopback, no link-local", Abi::V4, Fact::NetworkNamespace, "",
      egress_allowlist_row,
@@ -227,7 +227,7 @@ void socket_rules(const seccomp::FilterVariant& variant, std::vector<seccomp::Ru
 }  // namespace
 
 constinit const Mechanism kNetworkMechanism{
-    "network", kRows, plan_section, environment, explain, socket_rules,
+    "network", kNetworkRows, plan_section, environment, explain, socket_rules,
 };
 
 }  // namespace oarbank

@@ -7,20 +7,21 @@
 namespace oarbank::proxy {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f'); }
+bool is_decimal_digit(char c) { return c >= '0' && c <= '9'; }
+// Lowercase only: the names are lowercased before they are matched.
+bool is_lowercase_hex_digit(char c) { return is_decimal_digit(c) || (c >= 'a' && c <= 'f'); }
 
 // A label a resolver or a URL parser might read as a number: decimal, octal, "0x" hex.
 bool numeric_label(std::string_view label) {
   if (label.empty()) return false;
   if (label.size() >= 2 && label[0] == '0' && label[1] == 'x') {
     for (char c : label.substr(2)) {
-      if (!is_hex(c)) return false;
+      if (!is_lowercase_hex_digit(c)) return false;
     }
     return true;
   }
   for (char c : label) {
-    if (!is_digit(c)) return false;
+    if (!is_decimal_digit(c)) return false;
   }
   return true;
 }
@@ -29,7 +30,7 @@ bool parse_port(std::string_view text, std::uint16_t& port) {
   if (text.empty() || text.size() > 5 || text[0] == '0') return false;
   unsigned value = 0;
   for (char c : text) {
-    if (!is_digit(c)) return false;
+    if (!is_decimal_digit(c)) return false;
   }
   std::from_chars(text.data(), text.data() + text.size(), value);
   if (value == 0 || value > 65535) return false;

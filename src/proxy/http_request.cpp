@@ -6,7 +6,7 @@
 namespace oarbank::proxy {
 namespace {
 
-bool is_hex(char c) {
+bool is_hex_digit(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
@@ -18,7 +18,8 @@ bool valid_path_and_query(std::string_view text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '%') {
-      if (i + 2 >= text.size() || !is_hex(text[i + 1]) || !is_hex(text[i + 2])) return false;
+      if (i + 2 >= text.size() || !is_hex_digit(text[i + 1]) || !is_hex_digit(text[i + 2]))
+        return false;
       i += 2;
     } else if (kAllowed.find(c) == std::string_view::npos) {
       return false;

@@ -39,20 +39,6 @@ constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
 constexpr auto kAcceptWindow = std::chrono::milliseconds(100);
 constexpr unsigned kAcceptsPerWindow = 200;
 
-struct Listener {
-  Listener(asio::io_context& io, std::shared_ptr<ModuleState> state)
-      : module(std::move(state)), acceptor(io), retry(io) {}
-  std::shared_ptr<ModuleState> module;
-  asio::ip::tcp::acceptor acceptor;
-  asio::steady_timer retry;
-  // The client's address, filled in by accept(2) itself (no getpeername per connection).
-  asio::ip::tcp::endpoint peer;
-  bool closed = false;
-  // The pace of accepts (kAcceptsPerWindow per kAcceptWindow).
-  std::chrono::steady_clock::time_point window_start{};
-  unsigned accepted = 0;
-};
-
 void validate(const ProxySettings& s) {
   using std::chrono::milliseconds;
   if (s.header_read_timeout <= milliseconds(0) || s.dns_timeout <= milliseconds(0) ||
@@ -77,6 +63,20 @@ int socket_option(int fd, int level, int name) {
 }  // namespace
 
 struct ProxyServer::Impl {
+  struct Listener {
+    Listener(asio::io_context& io, std::shared_ptr<ModuleState> state)
+        : module(std::move(state)), acceptor(io), retry(io) {}
+    std::shared_ptr<ModuleState> module;
+    asio::ip::tcp::acceptor acceptor;
+    asio::steady_timer retry;
+    // The client's address, filled in by accept(2) itself (no getpeername per connection).
+    asio::ip::tcp::endpoint peer;
+    bool closed = false;
+    // The pace of accepts (kAcceptsPerWindow per kAcceptWindow).
+    std::chrono::steady_clock::time_point window_start{};
+    unsigned accepted = 0;
+  };
+
   Impl(ProxySettings settings, std::vector<IpRange> exemptions, int stop_fd)
       : state(io, std::move(settings), std::move(exemptions)), stop_watch(io, stop_fd) {
     state.log.on_counted([this] { arm_repeats(); });
@@ -261,7 +261,7 @@ void ProxyServer::add_module(const std::string& module_id, std::vector<EgressDes
   Impl* impl = impl_.get();
   asio::post(impl->io, [impl, module, family, fd = std::move(fd)]() mutable {
     if (impl->state.stopping) return;  // fd closes here
-    auto listener = std::make_shared<Listener>(impl->io, module);
+    auto listener = std::make_shared<Impl::Listener>(impl->io, module);
     std::error_code ec;
     listener->acceptor.assign(family == AF_INET ? asio::ip::tcp::v4() : asio::ip::tcp::v6(),
                               fd.get(), ec);
@@ -282,7 +282,7 @@ void ProxyServer::remove_module(const std::string& module_id) {
   asio::post(impl->io, [impl, module_id] {
     auto it = impl->listeners.find(module_id);
     if (it == impl->listeners.end()) return;
-    const std::shared_ptr<Listener> listener = it->second;
+    const std::shared_ptr<Impl::Listener> listener = it->second;
     impl->listeners.erase(it);
     impl->close_listener(*listener);
     impl->end_sessions(listener->module.get(), "module removed");
