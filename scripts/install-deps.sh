@@ -7,6 +7,8 @@ packages=(
   libseccomp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libasio-dev libc-ares-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
+  # CMakeLists.txt: lld links the launch binary in its launch order (src/cli/launch-order.txt)
+  lld
   # scripts/lint.sh: the tree's format (.clang-format) and clang-tidy (.clang-tidy)
   clang-format clang-tidy
   # fuzz/proxy_llhttp_fuzz.cpp: llhttp's C sources, the differential fuzzer's reference parser
