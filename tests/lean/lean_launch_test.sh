@@ -3,11 +3,13 @@
 # links no CLI11 and no translation unit that includes <iostream> (GCC 12 constructs an
 # std::ios_base::Init at start-up for each), is static when the build is, runs the plain
 # sandbox-exec and sandbox-run lines with no other binary (no extra exec), and hands every
-# other line to oarbank-agent-full beside it.
+# other line to oarbank-agent-full beside it. Linked by lld, its launch order
+# (src/cli/launch-order.txt, bench/make-launch-order.sh) is current: nine in ten of the
+# functions it names are the binary's, and they lie together at the start of its text.
 #
-#   tests/lean/lean_launch_test.sh AGENT FULL STATIC(ON|OFF)
+#   tests/lean/lean_launch_test.sh AGENT FULL STATIC(ON|OFF) [ORDER_FILE LLD(ON|OFF)]
 set -uo pipefail
-agent=$1 full=$2 static=$3
+agent=$1 full=$2 static=$3 order=${4:-} lld=${5:-OFF}
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 pass() { echo "ok: $*"; }
@@ -31,6 +33,31 @@ grep -Eq '_ZNSt8ios_base4InitC[12]Ev' <<<"$(nm "$full")" ||
   fail "the check sees no std::ios_base::Init in $full either"
 if [[ $static == ON ]]; then
   if readelf -l "$agent" | grep -q INTERP; then fail "oarbank-agent is not static"; else pass "oarbank-agent is static"; fi
+fi
+if [[ $static == ON && $lld == ON && -n $order ]]; then
+  # The ordered functions the binary has, and how many of them lie within 1 MiB of the first:
+  # together, about the 500 KiB they are, not spread over the 2.9 MiB of text (a few, in
+  # sections no link reorders, .init, .fini and glibc's __libc_freeres_fn, lie apart).
+  read -r named found together < <(nm "$agent" | python3 -c '
+import sys
+want = {l.strip() for l in open(sys.argv[1]) if l.strip() and not l.startswith("#")}
+where = {}
+for line in sys.stdin:
+    f = line.split()
+    if len(f) == 3 and f[1] in "tTwWiI" and f[2] in want:
+        where.setdefault(f[2], int(f[0], 16))
+low = min(where.values(), default=0)
+print(len(want), len(where), sum(1 for a in where.values() if a - low < 1 << 20))' "$order")
+  if ((found * 10 >= named * 9)); then
+    pass "launch order: $found of its $named functions are oarbank-agent's"
+  else
+    fail "launch order: only $found of its $named functions are oarbank-agent's: $order is stale (run bench/make-launch-order.sh)"
+  fi
+  if ((together * 100 >= found * 98)); then
+    pass "launch order: $together of them lie within 1 MiB"
+  else
+    fail "launch order: only $together of $found lie within 1 MiB: the link did not follow $order"
+  fi
 fi
 
 # Alone in a directory, without oarbank-agent-full: the plain lines still run (so they exec
