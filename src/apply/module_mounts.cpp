@@ -110,12 +110,14 @@ bool repoint(const std::string& path, int fd, StepError& error, bool follow = fa
 
 // Landlock skips a mount point hidden beneath another mount when it walks up from a file
 // (security/landlock/fs.c: "Ignores hidden mount points"): the parent's rule on the node's
-// /dev/shm, /dev/pts or /proc does not reach below what is mounted there now. The same rule,
+// /dev/shm, /dev/pts or /proc does not reach below what is mounted there now; and a rule on a
+// path below /sys named an inode of the node's sysfs, not of the module's. The same rule,
 // with the same rights, is taken again on what the module's namespace shows at that path,
 // in the ruleset the parent prepared (not yet enforced: the landlock step comes later).
-bool retake_rules(const LandlockPlan& landlock, int ruleset, StepError& error) {
+bool retake_rules(const LandlockPlan& landlock, bool own_sysfs, int ruleset, StepError& error) {
   for (const auto& rule : landlock.path_rules) {
-    if (rule.access == 0 || !is_module_mount_point(rule.path)) continue;
+    const bool on_own_sysfs = own_sysfs && is_on_module_sysfs(rule.path);
+    if (rule.access == 0 || (!is_module_mount_point(rule.path) && !on_own_sysfs)) continue;
     UniqueFd fd(::open(rule.path.c_str(), O_PATH | O_CLOEXEC));
     if (!fd.valid()) {
       const int err = errno;
@@ -178,6 +180,15 @@ bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared,
   if (!mount_fs("proc", "/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, kProcMountOptions, error)) {
     return false;
   }
+  // A fresh sysfs, read-only, made in the module's network namespace, which this process
+  // joined first (supervise/module_run.cpp): sysfs shows the mounter's. The node's /sys showed
+  // every interface of the node's (/sys/class/net/NAME: Landlock does not govern stat, so
+  // their names were the module's to learn), and its mounts below (/sys/fs/cgroup, bpf,
+  // tracing); this one shows the module's own loopback alone, and nothing is mounted below it.
+  if (plan.own_sysfs &&
+      !mount_fs("sysfs", "/sys", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "", error)) {
+    return false;
+  }
   if (::move_mount(devpts_fd, "", AT_FDCWD, "/dev/pts", MOVE_MOUNT_F_EMPTY_PATH) != 0) {
     const int err = errno;
     return fail(error, "move_mount(the module's devpts instance on /dev/pts)", err);
@@ -191,7 +202,7 @@ bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared,
   if (!repoint(prepared.working_directory, prepared.working_directory_fd, error, true)) {
     return false;
   }
-  return retake_rules(launch_plan.landlock, prepared.ruleset.get(), error);
+  return retake_rules(launch_plan.landlock, plan.own_sysfs, prepared.ruleset.get(), error);
 }
 
 UniqueFd own_mount_namespace(bool by_pidfd) {

@@ -29,6 +29,10 @@ bool is_module_mount_point(const std::string& path) {
   return path == "/dev/shm" || path == "/proc" || path == "/dev/pts";
 }
 
+bool is_on_module_sysfs(const std::string& path) {
+  return path == "/sys" || path.starts_with("/sys/");
+}
+
 std::string shm_mount_options(const MountPlan& plan) {
   // One inode per 4 KiB page at most: a module cannot pin kernel memory in empty files
   // beyond what its size allows.

@@ -26,11 +26,21 @@ struct MountPlan {
   // nodev, and noexec unless the policy has exec_writable.
   std::vector<std::string> writable_dirs;
   bool writable_noexec = true;
+  // /sys: a fresh sysfs, read-only, where the module has a network namespace of its own (which
+  // the child joins before it mounts: sysfs shows the mounter's interfaces). In the node's
+  // network namespace it would be the node's sysfs again (and the kernel refuses it read-only
+  // beside the node's read-write mount: EBUSY).
+  bool own_sysfs = false;
 };
 
 // Where the module's own file systems are mounted over the node's: /dev/shm, /proc,
 // /dev/pts. A Landlock rule on one of these paths is taken again in the module's namespace.
 bool is_module_mount_point(const std::string& path);
+
+// /sys and what is below it: the module's own sysfs (its network namespace's interfaces alone)
+// is mounted on /sys, and every Landlock rule on a path there is taken again in the module's
+// namespace (the node's sysfs and the module's are two superblocks, each inode its own).
+bool is_on_module_sysfs(const std::string& path);
 
 // The plan for a module whose user is uid:gid and whose writable directories are these.
 MountPlan make_mount_plan(const Policy& policy, const NodeConfig& config, std::uint32_t uid,

@@ -268,6 +268,7 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     // /dev/shm belongs to the user the module runs as.
     plan.mounts =
         make_mount_plan(policy, config, plan.identity.uid, plan.identity.gid, std::move(dirs));
+    plan.mounts.own_sysfs = plan.filter.own_namespaces;
   }
   plan.environment = module_environment(policy, config, request);
   plan.argv = request.argv;

@@ -44,15 +44,21 @@ json mounts_json(const MountPlan& mounts) {
   for (const auto& [key, value] : kDevptsOptions) {
     devpts += (devpts.empty() ? "" : ",") + std::string(key) + "=" + value;
   }
-  return {{"/dev/shm",
-           {{"type", "tmpfs"},
-            {"size_bytes", mounts.shm_size_bytes},
-            {"options", shm_mount_options(mounts)}}},
-          {"/proc", {{"type", "proc"}, {"options", kProcMountOptions}}},
-          {"/dev/pts", {{"type", "devpts"}, {"options", devpts}}},
-          {"writable_dirs",
-           {{"paths", mounts.writable_dirs},
-            {"options", mounts.writable_noexec ? "nosuid,nodev,noexec" : "nosuid,nodev"}}}};
+  json out = {{"/dev/shm",
+               {{"type", "tmpfs"},
+                {"size_bytes", mounts.shm_size_bytes},
+                {"options", shm_mount_options(mounts)}}},
+              {"/proc", {{"type", "proc"}, {"options", kProcMountOptions}}},
+              {"/dev/pts", {{"type", "devpts"}, {"options", devpts}}},
+              {"writable_dirs",
+               {{"paths", mounts.writable_dirs},
+                {"options", mounts.writable_noexec ? "nosuid,nodev,noexec" : "nosuid,nodev"}}}};
+  out["/sys"] = mounts.own_sysfs
+                    ? json{{"type", "sysfs"},
+                           {"options", "ro,nosuid,nodev,noexec"},
+                           {"from", "its own network namespace: its own interfaces alone"}}
+                    : json("the node's (no network namespace of its own)");
+  return out;
 }
 
 json network_json(const Plan& plan, const Policy& policy, const KernelFeatures& features,

@@ -71,7 +71,8 @@ pid_t thread_group_of(pid_t tid) {
 // The path resolved as the module resolves it, by a child process of its own that then exits
 // (a process, not a thread: procfs shows a thread its own thread group whatever hidepid says,
 // and this one's would be the supervisor's; session 11's second review). It shares nothing with
-// the supervisor but what it is given: it closes every descriptor but its report socket (its
+// the supervisor but what it is given: it enters the module's network, IPC and UTS namespaces
+// (what /proc shows the opener), closes every descriptor but its report socket (its
 // /proc/self/fd is what a module's path may reach: a shared table showed the supervisor's;
 // the third review), is chrooted to the module's root and in the module's working directory,
 // so an absolute link resolves inside that root and ".." stops there; the module's uid and gid
@@ -87,15 +88,35 @@ struct Resolved {
                       // is where hidepid=invisible hides a process (ENOENT)
 };
 
+// The child's report socket, at a number of its own: its /proc/self/fd, which a module's path
+// reaches (through its /proc/self), then always lists this one number alone, whatever the
+// supervisor's descriptor table held (a review: the lowest free number told how full it was).
+// Standard input's: the child reads and writes nothing else.
+constexpr int kReportFd = 0;
+
+// The namespaces whose view /proc gives the opener's, not the mount's: /proc/sys/net and
+// /proc/self/net (the module's network namespace: only its loopback; in the supervisor's, the
+// node's interfaces answered EACCES where the module's own stat says ENOENT, an oracle of
+// their names; a review), /proc/sysvipc (its IPC namespace), /proc/sys/kernel's hostname.
+constexpr int kModuleNamespaces = CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+
 // In the child: system calls only (it is a fork of a threaded process), its answer sent on
 // `report` with what it opened, then _exit.
-// The child's view and credentials, the module's: its root and working directory, no
-// descriptor but `report`, its fsuid and fsgid, no groups, no effective capabilities. 0, or
-// the errno that stopped it.
-int become_module_view(int report, int root, int cwd, uid_t uid, gid_t gid) {
-  if (::fchdir(root) != 0 || ::chroot(".") != 0 || ::fchdir(cwd) != 0 ||
-      (report > 0 && ::syscall(SYS_close_range, 0U, static_cast<unsigned>(report) - 1, 0U) != 0) ||
-      ::syscall(SYS_close_range, static_cast<unsigned>(report) + 1, ~0U, 0U) != 0 ||
+// The child's view and credentials, the module's: the namespaces above, taken from the calling
+// thread's pidfd (setns with a pidfd: Linux 5.8); its root and working directory; no descriptor
+// but `report`, moved to kReportFd; its fsuid and fsgid, no groups, no effective capabilities.
+// 0, or the errno that stopped it.
+int become_module_view(int& report, int thread, int root, int cwd, uid_t uid, gid_t gid) {
+  if (::setns(thread, kModuleNamespaces) != 0 || ::fchdir(root) != 0 || ::chroot(".") != 0 ||
+      ::fchdir(cwd) != 0) {
+    return errno;
+  }
+  if (report != kReportFd) {
+    if (::dup3(report, kReportFd, O_CLOEXEC) != kReportFd) return errno;
+    report = kReportFd;
+  }
+  static_assert(kReportFd == 0);
+  if (::syscall(SYS_close_range, static_cast<unsigned>(kReportFd) + 1, ~0U, 0U) != 0 ||
       ::syscall(SYS_setgroups, 0, nullptr) != 0) {
     return errno;
   }
@@ -116,10 +137,10 @@ int become_module_view(int report, int root, int cwd, uid_t uid, gid_t gid) {
 
 // In the child: system calls only (it is a fork of a threaded process), its answer sent on
 // `report` with what it opened, then _exit.
-[[noreturn]] void resolve_in_child(int report, int root, int cwd, const char* path,
+[[noreturn]] void resolve_in_child(int report, int thread, int root, int cwd, const char* path,
                                    const open_how& how, uid_t uid, gid_t gid) {
   Resolved out;
-  out.error = become_module_view(report, root, cwd, uid, gid);
+  out.error = become_module_view(report, thread, root, cwd, uid, gid);
   if (out.error == 0) {
     out.fd = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
     if (out.fd < 0) {
@@ -140,8 +161,8 @@ int become_module_view(int report, int root, int cwd, uid_t uid, gid_t gid) {
   ::_exit(err == 0 ? 0 : 1);
 }
 
-Resolved resolve_as_module(int root, int cwd, const std::string& path, const open_how& how,
-                           uid_t uid, gid_t gid, int leaf) {
+Resolved resolve_as_module(int thread, int root, int cwd, const std::string& path,
+                           const open_how& how, uid_t uid, gid_t gid, int leaf) {
   Resolved out;
   int ends[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) {
@@ -158,7 +179,7 @@ Resolved resolve_as_module(int root, int cwd, const std::string& path, const ope
   args.cgroup = leaf >= 0 ? static_cast<std::uint64_t>(leaf) : 0;
   const long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0) {
-    resolve_in_child(theirs.get(), root, cwd, path.c_str(), how, uid, gid);
+    resolve_in_child(theirs.get(), thread, root, cwd, path.c_str(), how, uid, gid);
   }
   if (pid < 0) {
     out.error = errno == EBUSY || errno == ENOENT ? EAGAIN : errno;  // the leaf is gone
@@ -250,8 +271,8 @@ WatchAnswer add_watch_for_module(pid_t tid, const seccomp_data& data, const Modu
   if ((mask & IN_ONLYDIR) != 0) how.flags |= O_DIRECTORY;
   how.resolve = RESOLVE_NO_MAGICLINKS;
   const Resolved resolved =
-      resolve_as_module(root.get(), cwd.get(), answer.path, how, static_cast<uid_t>(user.uid),
-                        static_cast<gid_t>(user.gid), user.leaf);
+      resolve_as_module(pidfd.get(), root.get(), cwd.get(), answer.path, how,
+                        static_cast<uid_t>(user.uid), static_cast<gid_t>(user.gid), user.leaf);
   UniqueFd target(resolved.fd);
   if (!target.valid()) {
     answer.error = resolved.error;

@@ -35,14 +35,13 @@ struct ModuleUser {
 };
 
 // inotify_add_watch(args[0], args[1], args[2]) of thread `tid` (the notification's pid), for a
-// module of its own `user`. The path is resolved by a short-lived child process chrooted to the
-// module's root, with the module's uid and gid as its file-system credentials and no
-// capabilities (inotify_watch.cpp, resolve_as_module), so that it searches only what the module
-// may search: root's own search rights would make the answer (ENOENT or EACCES) an oracle for
-// what exists where the module cannot look.
-// `listener` and `id` check, after every descriptor of the caller is taken, that the caller
-// still waits: then the caller's root, working directory and instance are the ones it made
-// the call with.
+// module of its own `user`. The path is resolved by a short-lived child process in the module's
+// network, IPC and UTS namespaces, chrooted to the module's root, with the module's uid and gid as
+// its file-system credentials and no capabilities (inotify_watch.cpp, resolve_as_module), so that
+// it searches only what the module may search: root's own search rights would make the answer
+// (ENOENT or EACCES) an oracle for what exists where the module cannot look. `listener` and `id`
+// check, after every descriptor of the caller is taken, that the caller still waits: then the
+// caller's root, working directory and instance are the ones it made the call with.
 WatchAnswer add_watch_for_module(pid_t tid, const seccomp_data& data, const ModuleUser& user,
                                  int listener, std::uint64_t id);
 

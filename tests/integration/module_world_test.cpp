@@ -49,6 +49,21 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// A network interface of this (the node's) network namespace other than loopback, from its
+// /proc/net/dev; "" where it has none.
+std::string node_interface_not_loopback() {
+  std::istringstream lines(read_file("/proc/net/dev"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const auto start = line.find_first_not_of(' ');
+    const std::string name = line.substr(start, colon - start);
+    if (name != "lo") return name;
+  }
+  return "";
+}
+
 class ModuleWorld : public SandboxBase, public ::testing::Test {
  protected:
   ModuleWorld() {
@@ -966,6 +981,23 @@ TEST_F(ModuleWorld, NetNoneHoldsOnlyLoopbackWhichNetlinkRouteListsAndCannotChang
   expect_probes(base_policy(), {{{"netlink", "0"}, "errno EAFNOSUPPORT"}});
 }
 
+// Its /sys is a sysfs of its own, mounted from its network namespace: the node's interfaces are
+// not there (the node's /sys named them to stat, which Landlock does not govern: session 12),
+// nor anything the node mounts below /sys (cgroup2 here); what the policy grants below /sys
+// (the system paths' /sys/devices/system/cpu) is readable as before, its Landlock rule taken
+// again on the module's sysfs; a module cannot write to it, nor mount another over it.
+TEST_F(ModuleWorld, ItsSysfsShowsItsOwnInterfacesAlone) {
+  const std::string node_link = node_interface_not_loopback();
+  if (node_link.empty()) GTEST_SKIP() << "this node has no interface but loopback";
+  ASSERT_TRUE(exists("/sys/class/net/" + node_link));
+  EXPECT_EQ(run_out(base_policy(),
+                    {"batch", "mode", "/sys/class/net/" + node_link, ",", "mode",
+                     "/sys/devices/virtual/net/lo", ",", "mode", "/sys/fs/cgroup/cgroup.procs", ",",
+                     "read", "/sys/devices/system/cpu/online", ",", "open-rw",
+                     "/sys/devices/system/cpu/online", ",", "mount-on", "/sys"}),
+            "errno ENOENT\n0755\nerrno ENOENT\nok\nerrno EROFS\nerrno EPERM\n");
+}
+
 // The host's abstract unix sockets live in the node's network namespace: a module in its own
 // cannot reach them, even where Landlock cannot scope them (below ABI 6: the node cap at 5).
 class AbstractSockets : public ModuleWorld {
@@ -1217,6 +1249,17 @@ TEST_F(ModuleWorld, ItsOwnProcessesByPidAndInotifyOnWhatItOwns) {
                "/proc/self/fd/3", ",", "inotify-watch", "/proc/self/map_files/400000-401000"}),
       "ok\nerrno ENOENT\nerrno ENOENT\nerrno ENOENT\nerrno ENOENT\n");
   ::unlink(node_shm.c_str());
+  // In the module's network namespace: /proc/sys/net is the opener's, and answered EACCES in
+  // the supervisor's for an interface of the node's that the module's own stat does not see
+  // (session 12's review): now ENOENT as for no interface at all; its own loopback is there.
+  if (const std::string node_link = node_interface_not_loopback(); !node_link.empty()) {
+    EXPECT_EQ(run_own({"batch", "inotify-watch", "/proc/sys/net/ipv4/conf/" + node_link, ",",
+                       "inotify-watch", "/proc/sys/net/ipv4/conf/oarbank-none0", ",",
+                       "inotify-watch", "/proc/sys/net/ipv4/conf/lo", ",", "inotify-watch",
+                       "/sys/class/net/" + node_link}),
+              "errno ENOENT\nerrno ENOENT\nerrno EACCES\nerrno ENOENT\n")
+        << node_link;
+  }
   // The path is resolved with the module's own uid's permissions: where it cannot search, a
   // file that is there and one that is not both answer EACCES (root's search rights would make
   // ENOENT an oracle); in its own work, a missing file is ENOENT.

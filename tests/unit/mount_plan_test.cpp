@@ -55,6 +55,13 @@ TEST(MountPlan, TheMountPointsWhoseRulesAreTakenAgain) {
     EXPECT_FALSE(is_module_mount_point(path)) << path;
 }
 
+TEST(MountPlan, EveryRuleOnItsSysfsIsTakenAgain) {
+  for (const char* path : {"/sys", "/sys/devices/system/cpu", "/sys/class/net"})
+    EXPECT_TRUE(is_on_module_sysfs(path)) << path;
+  for (const char* path : {"/system", "/sysx/a", "/", "/proc/sys", "/usr/sys"})
+    EXPECT_FALSE(is_on_module_sysfs(path)) << path;
+}
+
 class AllPaths : public PathOracle {
  public:
   [[nodiscard]] PathKind kind(const std::string& path) const override {
