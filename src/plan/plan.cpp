@@ -268,7 +268,14 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     // /dev/shm belongs to the user the module runs as.
     plan.mounts =
         make_mount_plan(policy, config, plan.identity.uid, plan.identity.gid, std::move(dirs));
-    plan.mounts.own_sysfs = plan.filter.own_namespaces;
+    // A network namespace of its own, as supervise/module_run.cpp's make_network makes it: an
+    // egress module's wherever a namespace confines it (module_world or not), every other
+    // module's under module_world (--explain's world.network says the same).
+    const bool egress = policy.net == NetMode::EgressAllowlist;
+    plan.mounts.own_sysfs =
+        egress ? features.running_as_root &&
+                     egress_confinement(features, config) == EgressConfinement::Namespace
+               : plan.filter.own_namespaces;
   }
   plan.environment = module_environment(policy, config, request);
   plan.argv = request.argv;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
 #include <sched.h>
@@ -11,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,6 +137,11 @@ int become_module_view(int& report, int thread, int root, int cwd, uid_t uid, gi
   return ::syscall(SYS_capset, &header, caps) == 0 ? 0 : EPERM;
 }
 
+bool is_procfs(int fd) {
+  struct statfs fs {};
+  return ::fstatfs(fd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+}
+
 // In the child: system calls only (it is a fork of a threaded process), its answer sent on
 // `report` with what it opened, then _exit.
 [[noreturn]] void resolve_in_child(int report, int thread, int root, int cwd, const char* path,
@@ -151,6 +158,12 @@ int become_module_view(int& report, int thread, int root, int cwd, uid_t uid, gi
     } else if (::fstat(out.fd, &out.st) != 0) {
       out.error = errno;
       out.fd = -1;  // the process's exit closes it
+    } else if (S_ISLNK(out.st.st_mode) && is_procfs(out.fd)) {
+      // A /proc link opened itself (IN_DONT_FOLLOW): /proc/self's are this child's, so their
+      // being there is the supervisor's (map_files/START-END: its memory layout; a review), and
+      // /proc/PID's of the module's own processes are nothing to watch. Said as no such file.
+      out.error = ENOENT;
+      out.fd = -1;
     }
   }
   const int opened[1] = {out.fd};

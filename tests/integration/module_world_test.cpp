@@ -10,6 +10,7 @@
 // (module_users) for prlimit64, sched_* and inotify by pid; the module's own /dev/shm and
 // devpts (module_mounts) for multiprocessing.Pool and `script`. Those tests find out whether
 // the part is there and skip, naming it, where not.
+#include <elf.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <mqueue.h>
@@ -62,6 +63,30 @@ std::string node_interface_not_loopback() {
     if (name != "lo") return name;
   }
   return "";
+}
+
+// The first mapping a process of this static binary has, as /proc/PID/map_files names it
+// ("START-END" in hex): its first PT_LOAD segment, from the page of its address to the end of
+// the page its last byte is in.
+std::string first_mapping_of(const std::string& binary) {
+  const std::string image = read_file(binary);
+  Elf64_Ehdr header{};
+  if (image.size() < sizeof header) return "0-0";
+  std::memcpy(&header, image.data(), sizeof header);
+  for (unsigned i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment{};
+    const std::size_t at = header.e_phoff + std::size_t{i} * header.e_phentsize;
+    if (at + sizeof segment > image.size()) break;
+    std::memcpy(&segment, image.data() + at, sizeof segment);
+    if (segment.p_type != PT_LOAD) continue;
+    const std::uint64_t start = segment.p_vaddr & ~std::uint64_t{0xfff};
+    const std::uint64_t end = (segment.p_vaddr + segment.p_memsz + 0xfff) & ~std::uint64_t{0xfff};
+    char range[64];
+    std::snprintf(range, sizeof range, "%llx-%llx", static_cast<unsigned long long>(start),
+                  static_cast<unsigned long long>(end));
+    return range;
+  }
+  return "0-0";
 }
 
 class ModuleWorld : public SandboxBase, public ::testing::Test {
@@ -997,6 +1022,15 @@ TEST_F(ModuleWorld, ItsSysfsShowsItsOwnInterfacesAlone) {
   if (node_link.empty()) GTEST_SKIP() << "this node has no interface but loopback";
   ASSERT_TRUE(exists("/sys/class/net/" + node_link));
   EXPECT_EQ(run_out(base_policy(), {"mode", "/sys/class/net/" + node_link}), "errno ENOENT\n");
+  // An egress module is confined by a namespace of its own whatever module_world says: its
+  // sysfs is its own too (the session's diff review found it the node's); a module of a node
+  // without the world shares the node's network, and its /sys is the node's.
+  auto config = node_config();
+  config["module_world"] = false;
+  const std::string off = tree.write_json("world-off-sysfs.json", config);
+  EXPECT_EQ(run_out(egress_policy(), {"mode", "/sys/class/net/" + node_link}, off),
+            "errno ENOENT\n");
+  EXPECT_EQ(run_out(base_policy(), {"mode", "/sys/class/net/" + node_link}, off), "0755\n");
 }
 
 // The host's abstract unix sockets live in the node's network namespace: a module in its own
@@ -1243,12 +1277,15 @@ TEST_F(ModuleWorld, ItsOwnProcessesByPidAndInotifyOnWhatItOwns) {
   // And the resolving child holds none of the supervisor's descriptors (its /proc/self/fd was
   // the supervisor's table while it shared it: ELOOP for the supervisor's descriptor 3, its
   // run record; the third review), nor tells its memory layout (map_files: EPERM where a
-  // mapping is, the static binary's first page here).
-  EXPECT_EQ(
-      run_own({"batch", "symlink", "/dev/shm", work + "/lshm", ",", "inotify-watch",
-               "lshm/" + node_shm.substr(9), ",", "inotify-watch", "/proc/1", ",", "inotify-watch",
-               "/proc/self/fd/3", ",", "inotify-watch", "/proc/self/map_files/400000-401000"}),
-      "ok\nerrno ENOENT\nerrno ENOENT\nerrno ENOENT\nerrno ENOENT\n");
+  // mapping is; opened itself, IN_DONT_FOLLOW, it was there; session 12's review found the
+  // range this test named no longer the binary's first mapping once lld linked it).
+  const std::string mapping = "/proc/self/map_files/" + first_mapping_of(kAgent);
+  EXPECT_EQ(run_own({"batch", "symlink", "/dev/shm", work + "/lshm", ",", "inotify-watch",
+                     "lshm/" + node_shm.substr(9), ",", "inotify-watch", "/proc/1", ",",
+                     "inotify-watch", "/proc/self/fd/3", ",", "inotify-watch", mapping, ",",
+                     "inotify-watch-nofollow", mapping}),
+            "ok\nerrno ENOENT\nerrno ENOENT\nerrno ENOENT\nerrno ENOENT\nerrno ENOENT\n")
+      << mapping;
   ::unlink(node_shm.c_str());
   // In the module's network namespace: /proc/sys/net is the opener's, and answered EACCES in
   // the supervisor's for an interface of the node's that the module's own stat does not see

@@ -702,6 +702,12 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     if (fd < 0) return report(-1);
     return report(inotify_add_watch(fd, a[0].c_str(), IN_CREATE));
   }
+  // The same, IN_DONT_FOLLOW: a link at the path's end is watched itself.
+  if (cmd == "inotify-watch-nofollow" && need(1)) {
+    int fd = inotify_init1(IN_CLOEXEC);
+    if (fd < 0) return report(-1);
+    return report(inotify_add_watch(fd, a[0].c_str(), IN_CREATE | IN_DONT_FOLLOW));
+  }
   // inotify on DIR, then a file made in it: prints "event NAME" when the watch reported it
   // (the watch the supervisor adds under +own-user lands on this very instance).
   if (cmd == "inotify-sees" && need(1)) {
