@@ -47,7 +47,7 @@ if ((tidy)); then
   # A unity file is BUILD's own (BUILD/src/.../Unity/unity_N_cxx.cxx) and includes src/'s files
   # by their paths: .clang-tidy's HeaderFilterRegex shows what is found in them, and
   # bugprone-suspicious-include, which the unity file's own #include "x.cpp" lines would trip,
-  # is off for that run alone.
+  # is off for that run alone (and a grep below).
   build_dir=$(cd "$build" && pwd)
   unity=()
   if grep -q '/Unity/unity_' "$build/compile_commands.json"; then
@@ -60,6 +60,32 @@ if ((tidy)); then
       cat "$build/clang-tidy.log" >&2
     echo "lint: clang-tidy found the above (.clang-tidy; full log: $build/clang-tidy.log)" >&2
     status=1
+  fi
+  if ((${#unity[@]})); then
+    # What a unity run cannot see. misc-unused-using-decls and misc-unused-alias-decls look at
+    # the main file alone (clang-tidy 14), which is the unity file: they run file by file on the
+    # files of src/ that hold a using-declaration or a namespace alias, from a build with one
+    # compile command a file (OARBANK_LINT_FILE_BUILD, default build/, configured and built).
+    # And bugprone-suspicious-include, off above, is a grep for an #include of a source file.
+    file_build=${OARBANK_LINT_FILE_BUILD:-build}
+    mapfile -t declaring < <(grep -rlE '^\s*using\s+[A-Za-z_:][A-Za-z0-9_:<>]*::[A-Za-z0-9_~]+\s*;|^\s*namespace\s+\w+\s*=' \
+      src --include='*.cpp' | sort)
+    if [[ ! -f $file_build/compile_commands.json ]]; then
+      echo "lint: $file_build/compile_commands.json missing: the file-by-file checks need it (OARBANK_LINT_FILE_BUILD)" >&2
+      status=1
+    elif ((${#declaring[@]})) && ! run-clang-tidy -p "$file_build" -j "$jobs" -quiet \
+      -checks='-*,misc-unused-using-decls,misc-unused-alias-decls' \
+      -extra-arg=-Wno-unknown-warning-option -extra-arg=-Wno-error \
+      "${declaring[@]/#/$PWD/}" >"$build/clang-tidy-files.log" 2>&1; then
+      sed 's/\x1b\[[0-9;]*m//g' "$build/clang-tidy-files.log" | grep -E '^/.*: (error|warning):' | sort -u >&2 ||
+        cat "$build/clang-tidy-files.log" >&2
+      echo "lint: clang-tidy found the above file by file (full log: $build/clang-tidy-files.log)" >&2
+      status=1
+    fi
+    if grep -rnE '#include\s*[<"][^>"]*\.(c|cc|cpp|cxx)[>"]' src >&2; then
+      echo "lint: the above include a source file (bugprone-suspicious-include)" >&2
+      status=1
+    fi
   fi
 fi
 exit "$status"

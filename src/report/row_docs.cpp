@@ -40,7 +40,7 @@ std::string needs_text(const CapabilityEntry& entry) {
   return out;
 }
 
-std::string status_of(const Report& report, std::string_view key) {
+std::string status_named(const Report& report, std::string_view key) {
   for (const auto& verdict : report.rows) {
     if (row_key(verdict.row) == key) return std::string(to_string(verdict.status));
   }
@@ -72,8 +72,8 @@ std::string kernel_reports_markdown(std::span<const RecordedKernel> kernels) {
                                      ? fmt::format("ABI {}", kernel.features.landlock_abi)
                                      : std::string(to_string(kernel.features.landlock));
     out += fmt::format("| {} | {} | {} | {} | {} |\n", kernel.label, landlock,
-                       status_of(report, "filesystem"), status_of(report, "net.egress-allowlist"),
-                       status_of(report, "ipc"));
+                       status_named(report, "filesystem"),
+                       status_named(report, "net.egress-allowlist"), status_named(report, "ipc"));
   }
   for (const auto& kernel : kernels) {
     out += fmt::format("\n## {}\n\n", kernel.heading);

@@ -32,7 +32,7 @@ constexpr const char* kLock = "lock";
 // last_run is rewritten at most this often: a run of a known id then writes nothing.
 constexpr std::int64_t kLastRunGranularity = 3600;
 
-[[noreturn]] void fail(const std::string& dir, const std::string& what, int err = 0) {
+[[noreturn]] void registry_failure(const std::string& dir, const std::string& what, int err = 0) {
   throw Error(ErrorKind::StepFailed, "the module user registry " + dir + ": " + what +
                                          (err != 0 ? ": " + errno_text(err) : std::string()));
 }
@@ -148,8 +148,8 @@ class LockedRegistry {
     dir_fd_ = open_state_dir(dir, create, nullptr, "the module user registry");
     if (!dir_fd_.valid()) return;  // not there, not made (a listing of nothing)
     lock_.reset(::openat(dir_fd_.get(), kLock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!lock_.valid()) fail(dir, "open lock", errno);
-    if (::flock(lock_.get(), LOCK_EX) != 0) fail(dir, "flock lock", errno);
+    if (!lock_.valid()) registry_failure(dir, "open lock", errno);
+    if (::flock(lock_.get(), LOCK_EX) != 0) registry_failure(dir, "flock lock", errno);
   }
 
   [[nodiscard]] bool exists() const { return dir_fd_.valid(); }
@@ -161,13 +161,13 @@ class LockedRegistry {
         ::openat(dir_fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (!fd.valid()) {
       if (errno == ENOENT) return std::nullopt;
-      fail(dir_, "open " + name, errno);
+      registry_failure(dir_, "open " + name, errno);
     }
     struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) fail(dir_, "fstat " + name, errno);
+    if (::fstat(fd.get(), &st) != 0) registry_failure(dir_, "fstat " + name, errno);
     if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
-      fail(dir_, name + " cannot be trusted (not a regular file of uid " +
-                     std::to_string(::geteuid()) + " that only it may write)");
+      registry_failure(dir_, name + " cannot be trusted (not a regular file of uid " +
+                                 std::to_string(::geteuid()) + " that only it may write)");
     }
     return read_fd_text(fd.get());
   }
@@ -178,8 +178,9 @@ class LockedRegistry {
     std::string problem;
     auto lease = uid_lease_from_json(*text, problem);
     // Never guessed at: a lost lease would hand a module's uid, and its files, to another.
-    if (!lease) fail(dir_, id + kLeaseSuffix + " cannot be read: " + problem);
-    if (lease->id != id) fail(dir_, id + kLeaseSuffix + " names another id (" + lease->id + ")");
+    if (!lease) registry_failure(dir_, id + kLeaseSuffix + " cannot be read: " + problem);
+    if (lease->id != id)
+      registry_failure(dir_, id + kLeaseSuffix + " names another id (" + lease->id + ")");
     return lease;
   }
 
@@ -199,7 +200,7 @@ class LockedRegistry {
     if (!fd.valid() ||
         ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
         ::fsync(fd.get()) != 0) {
-      fail(dir_, "write " + name, errno);
+      registry_failure(dir_, "write " + name, errno);
     }
   }
 
@@ -211,13 +212,13 @@ class LockedRegistry {
     const std::string text = uid_lease_to_json(lease);
     UniqueFd fd(::openat(dir_fd_.get(), temp.c_str(),
                          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid()) fail(dir_, "open " + temp, errno);
+    if (!fd.valid()) registry_failure(dir_, "open " + temp, errno);
     if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
         ::fsync(fd.get()) != 0) {
-      fail(dir_, "write " + temp, errno);
+      registry_failure(dir_, "write " + temp, errno);
     }
     if (::renameat(dir_fd_.get(), temp.c_str(), dir_fd_.get(), name.c_str()) != 0) {
-      fail(dir_, "rename " + temp, errno);
+      registry_failure(dir_, "rename " + temp, errno);
     }
     ::fsync(dir_fd_.get());  // the new names, durable
   }
@@ -226,7 +227,7 @@ class LockedRegistry {
   // handed out twice), not a lease without its reservation.
   void remove(const UidLease& lease) {
     if (::unlinkat(dir_fd_.get(), (lease.id + kLeaseSuffix).c_str(), 0) != 0) {
-      fail(dir_, "unlink " + lease.id + kLeaseSuffix, errno);
+      registry_failure(dir_, "unlink " + lease.id + kLeaseSuffix, errno);
     }
     if (holder(lease.uid) == lease.id) {
       ::unlinkat(dir_fd_.get(), (std::to_string(lease.uid) + kUidSuffix).c_str(), 0);
@@ -238,7 +239,7 @@ class LockedRegistry {
     std::vector<UidLease> leases;
     if (!exists()) return leases;
     DIR* listing = ::fdopendir(::dup(dir_fd_.get()));
-    if (listing == nullptr) fail(dir_, "opendir", errno);
+    if (listing == nullptr) registry_failure(dir_, "opendir", errno);
     std::vector<std::string> ids;
     while (const dirent* entry = ::readdir(listing)) {
       const std::string name = entry->d_name;

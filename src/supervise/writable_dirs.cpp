@@ -16,7 +16,7 @@
 namespace oarbank {
 namespace {
 
-[[noreturn]] void fail(const std::string& what, int err) {
+[[noreturn]] void directory_failure(const std::string& what, int err) {
   throw step_error(LaunchStep::Directories, what, err);
 }
 
@@ -59,7 +59,7 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
       // nothing is made in another user's directory.
       auto judge = [&](int fd, const std::string& component, bool last) {
         struct stat existing {};
-        if (::fstat(fd, &existing) != 0) fail("fstat " + component, errno);
+        if (::fstat(fd, &existing) != 0) directory_failure("fstat " + component, errno);
         if (auto problem = writable_path_problem(
                 component, PathOwnership{existing.st_uid, existing.st_mode, existing.st_nlink},
                 last, dir, uid)) {
@@ -67,7 +67,7 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
         }
       };
       UniqueFd at(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
-      if (!at.valid()) fail("open /", errno);
+      if (!at.valid()) directory_failure("open /", errno);
       judge(at.get(), "/", false);
       std::string sofar;
       std::size_t start = 1;
@@ -86,7 +86,7 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
             created.push_back(sofar);
             made = true;
           } else if (errno != EEXIST) {
-            fail("mkdir " + sofar, errno);
+            directory_failure("mkdir " + sofar, errno);
           }
           next.reset(
               open_no_symlinks(at.get(), name, (made && last ? O_RDONLY : O_PATH) | O_DIRECTORY));
@@ -95,7 +95,8 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
           if (errno == ELOOP) {
             throw step_error(LaunchStep::Directories, writable_path_symlink_problem(sofar, dir));
           }
-          fail("open " + sofar + (errno == ENOTDIR ? " (not a directory)" : ""), errno);
+          directory_failure("open " + sofar + (errno == ENOTDIR ? " (not a directory)" : ""),
+                            errno);
         }
         if (!made) judge(next.get(), sofar, last);
         if (made && last && chown) {
@@ -103,9 +104,9 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
           // of owners but us): the owner of the parent cannot swap another one in by name.
           struct stat made_st {};
           if (::fstat(next.get(), &made_st) != 0 || made_st.st_uid != ::geteuid()) {
-            fail("chown " + sofar + " (not the directory just made)", EPERM);
+            directory_failure("chown " + sofar + " (not the directory just made)", EPERM);
           }
-          if (::fchown(next.get(), uid, gid) != 0) fail("chown " + sofar, errno);
+          if (::fchown(next.get(), uid, gid) != 0) directory_failure("chown " + sofar, errno);
         }
         at = std::move(next);
       }
