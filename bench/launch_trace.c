@@ -4,8 +4,9 @@
  *   oarbank-launch-trace OUT PROGRAM [ARGS...]
  *
  * Runs PROGRAM under ptrace, single-stepping it and every process it forks, vforks or clones,
- * and writes to OUT each distinct instruction address that any of them ran in PROGRAM's own
- * image, in the order first run, one hexadecimal address a line. A process is followed until it
+ * and writes to OUT each distinct instruction address that any of them ran while running
+ * PROGRAM's image (the vDSO's too: bench/make-launch-order.sh keeps those in the image's text),
+ * in the order first run, one hexadecimal address a line. A process is followed until it
  * execs another image (PROGRAM's own exec is the first). Single steps are slow (a few seconds for
  * one launch): a tool for the build's order file, never for timing. Needs ptrace rights over
  * PROGRAM (root, or the same user without Yama's restriction). */
@@ -78,7 +79,8 @@ int main(int argc, char** argv) {
   pid_t root = fork();
   if (root < 0) return 71;
   if (root == 0) {
-    ptrace(PTRACE_TRACEME, 0, 0, 0);
+    /* Untraced, the SIGSTOP below would stop it for good, and this tracer wait forever. */
+    if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0) _exit(126);
     raise(SIGSTOP);
     execv(argv[2], argv + 2);
     _exit(127);
@@ -110,6 +112,9 @@ int main(int argc, char** argv) {
       if (pid == root && !root_exec_seen) {
         root_exec_seen = 1;
         follow(root);
+        /* Its entry point, where it stopped: the first instruction it will run. */
+        struct user_regs_struct regs;
+        if (ptrace(PTRACE_GETREGS, pid, 0, &regs) == 0) remember(regs.rip);
         ptrace(PTRACE_SINGLESTEP, pid, 0, 0);
       } else {
         /* Another image (the module, or the launcher's other binary): no longer ours. */

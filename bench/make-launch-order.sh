@@ -3,8 +3,8 @@
 # launch binary's link puts first and together (lld's --symbol-ordering-file; CMakeLists.txt).
 # Why: a one-shot process pays a page fault (about 2.5 to 3 us here) for each 64 KiB window of
 # its code it first touches, and the launch's code is about 600 functions (500 KiB) spread over
-# 2.9 MiB of text, in 39 windows; ordered, about 8 (docs/performance.md, "Where the launch
-# binary's code lies").
+# 2.9 MiB of text, in 38 windows; ordered, 7 (docs/performance.md, "Where the launch binary's
+# code lies").
 #
 #   bench/make-launch-order.sh [BUILD_DIR]     default BUILD_DIR: build-bench (Release, static)
 #
@@ -37,8 +37,11 @@ printf '%s\n' '{"denial_audit": "off"}' >"$tmp/world.json"
 "$tracer" "$tmp/2" "$agent" sandbox-run --config "$tmp/no-world.json" "$tmp/policy.json" -- /bin/true
 "$tracer" "$tmp/3" "$agent" sandbox-run --config "$tmp/world.json" "$tmp/policy.json" -- /bin/true
 
-# Each address to the function that holds it (nm's symbols, sorted), each function once.
+# Each address in the binary's .text to the function that holds it (nm's symbols, sorted),
+# each function once: the vDSO's addresses, and .plt's and .iplt's stubs, which have no symbol
+# and would be given the one before them, are left out.
 nm -n --defined-only "$agent" | awk '$2 ~ /^[tTwWiI]$/ {print $1, $3}' >"$tmp/symbols"
+text=$(readelf -SW "$agent" | sed -n 's/.*\] \.text *PROGBITS *\([0-9a-f]*\) *[0-9a-f]* *\([0-9a-f]*\).*/\1 \2/p')
 cat "$tmp/1" "$tmp/2" "$tmp/3" | python3 -c '
 import bisect, sys
 starts, names = [], []
@@ -46,13 +49,17 @@ for line in open(sys.argv[1]):
     address, name = line.split()
     starts.append(int(address, 16))
     names.append(name)
+text_start, text_size = (int(x, 16) for x in sys.argv[2].split())
 seen = set()
 for line in sys.stdin:
-    i = bisect.bisect_right(starts, int(line, 16)) - 1
+    address = int(line, 16)
+    if not text_start <= address < text_start + text_size:
+        continue
+    i = bisect.bisect_right(starts, address) - 1
     if i >= 0 and names[i] not in seen:
         seen.add(names[i])
         print(names[i])
-' "$tmp/symbols" >"$tmp/order"
+' "$tmp/symbols" "$text" >"$tmp/order"
 {
   echo "# The launch binary's link order (bench/make-launch-order.sh wrote it; do not edit)."
   cat "$tmp/order"
