@@ -27,7 +27,7 @@
 namespace oarbank {
 namespace {
 
-[[noreturn]] void fail(const std::string& what, int err) {
+[[noreturn]] void relay_failed(const std::string& what, int err) {
   throw step_error(LaunchStep::Network, what, err);
 }
 
@@ -85,16 +85,16 @@ void start_egress_relay(const RelaySettings& settings) {
   RelayTarget target;
   target.length = socket_address(settings.proxy_host, settings.proxy_port, target.address);
   UniqueFd node_netns(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
-  if (!node_netns.valid()) fail("open /proc/self/ns/net", errno);
-  if (::unshare(CLONE_NEWNET) != 0) fail("unshare(CLONE_NEWNET)", errno);
+  if (!node_netns.valid()) relay_failed("open /proc/self/ns/net", errno);
+  if (::unshare(CLONE_NEWNET) != 0) relay_failed("unshare(CLONE_NEWNET)", errno);
   bring_loopback_up();
   UniqueFd listener = listen_on(settings.proxy_host, settings.proxy_port);
   // pidfd_open (Linux 5.3; Landlock's port rules need 6.7): readable once this process has
   // exited, whichever program it is by then.
   UniqueFd module_pidfd(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
-  if (!module_pidfd.valid()) fail("pidfd_open", errno);
+  if (!module_pidfd.valid()) relay_failed("pidfd_open", errno);
   int ready_pipe[2];
-  if (::pipe2(ready_pipe, O_CLOEXEC) != 0) fail("pipe2", errno);
+  if (::pipe2(ready_pipe, O_CLOEXEC) != 0) relay_failed("pipe2", errno);
   UniqueFd ready_read(ready_pipe[0]);
   UniqueFd ready_write(ready_pipe[1]);
   // Each relay holds ~6 descriptors per connection: keep under this process's limit.
@@ -107,7 +107,7 @@ void start_egress_relay(const RelaySettings& settings) {
   // Twice forked: the relay is not the module's child (a module that waits for any child
   // must not reap it, nor see it), and the middle process exits at once.
   const pid_t middle = ::fork();
-  if (middle < 0) fail("fork (the relay)", errno);
+  if (middle < 0) relay_failed("fork (the relay)", errno);
   if (middle == 0) {
     ready_read.reset();
     const pid_t relay = ::fork();
@@ -127,13 +127,13 @@ void start_egress_relay(const RelaySettings& settings) {
     got = ::read(ready_read.get(), &message, sizeof message);
   } while (got < 0 && errno == EINTR);
   if (got != static_cast<ssize_t>(sizeof message)) {
-    fail("the relay to the proxy did not start (fork)", got < 0 ? errno : ECHILD);
+    relay_failed("the relay to the proxy did not start (fork)", got < 0 ? errno : ECHILD);
   }
   if (message.step < 0 || message.step >= static_cast<int>(std::size(kRelaySteps))) {
-    fail("the relay to the proxy answered nonsense", EPROTO);
+    relay_failed("the relay to the proxy answered nonsense", EPROTO);
   }
   if (message.step != 0) {
-    fail(std::string("the relay to the proxy: ") + kRelaySteps[message.step], message.err);
+    relay_failed(std::string("the relay to the proxy: ") + kRelaySteps[message.step], message.err);
   }
   // The listener, the node's namespace and the pidfd are the relay's now; this process (the
   // module to be) keeps none of them.

@@ -13,7 +13,7 @@
 namespace oarbank {
 namespace {
 
-bool fail(StepError& error, std::string what) {
+bool identity_failed(StepError& error, std::string what) {
   error = StepError{std::move(what), errno};
   return false;
 }
@@ -29,36 +29,38 @@ int clear_capability_sets() {
 
 bool apply_identity(const IdentityPlan& identity, StepError& error) {
   if (identity.change) {
-    if (::setgroups(0, nullptr) != 0) return fail(error, "setgroups(0)");
+    if (::setgroups(0, nullptr) != 0) return identity_failed(error, "setgroups(0)");
     if (::setresgid(identity.gid, identity.gid, identity.gid) != 0) {
-      return fail(error, "setresgid(" + std::to_string(identity.gid) + ")");
+      return identity_failed(error, "setresgid(" + std::to_string(identity.gid) + ")");
     }
     // Capability numbers run from 0 to the kernel's CAP_LAST_CAP; EINVAL marks the end.
     for (int cap = 0;; ++cap) {
       if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
         if (errno == EINVAL && cap > 0) break;
-        return fail(error, "prctl(PR_CAPBSET_DROP, " + std::to_string(cap) + ")");
+        return identity_failed(error, "prctl(PR_CAPBSET_DROP, " + std::to_string(cap) + ")");
       }
     }
     if (::setresuid(identity.uid, identity.uid, identity.uid) != 0) {
-      return fail(error, "setresuid(" + std::to_string(identity.uid) + ")");
+      return identity_failed(error, "setresuid(" + std::to_string(identity.uid) + ")");
     }
     // Fail closed if anything could still bring uid 0 back.
     uid_t r = 0, e = 0, s = 0;
     if (::getresuid(&r, &e, &s) != 0 || r == 0 || e == 0 || s == 0) {
       errno = EPERM;
-      return fail(error, "uid 0 still held after setresuid");
+      return identity_failed(error, "uid 0 still held after setresuid");
     }
   }
   // PR_CAP_AMBIENT (Linux 4.3); EINVAL on older kernels means there is no ambient set.
   if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
-    return fail(error, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
+    return identity_failed(error, "prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
   }
-  if (clear_capability_sets() != 0) return fail(error, "capset(empty)");
+  if (clear_capability_sets() != 0) return identity_failed(error, "capset(empty)");
   if (identity.no_realtime) {
     const rlimit none{0, 0};
-    if (::setrlimit(RLIMIT_RTPRIO, &none) != 0) return fail(error, "setrlimit(RLIMIT_RTPRIO, 0)");
-    if (::setrlimit(RLIMIT_NICE, &none) != 0) return fail(error, "setrlimit(RLIMIT_NICE, 0)");
+    if (::setrlimit(RLIMIT_RTPRIO, &none) != 0)
+      return identity_failed(error, "setrlimit(RLIMIT_RTPRIO, 0)");
+    if (::setrlimit(RLIMIT_NICE, &none) != 0)
+      return identity_failed(error, "setrlimit(RLIMIT_NICE, 0)");
   }
   // umask(2) cannot fail; inherited across the exec.
   if (identity.umask >= 0) ::umask(static_cast<mode_t>(identity.umask));

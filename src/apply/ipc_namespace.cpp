@@ -27,7 +27,7 @@
 namespace oarbank {
 namespace {
 
-int fail(const char** what, const char* call) {
+int ipc_call_failed(const char** what, const char* call) {
   *what = call;
   return errno;
 }
@@ -38,9 +38,9 @@ int fail(const char** what, const char* call) {
 // `*what` and errno set on a failure.
 int detached_mqueue_mount(const char** what) {
   const int fs = static_cast<int>(::syscall(SYS_fsopen, "mqueue", FSOPEN_CLOEXEC));
-  if (fs < 0) return fail(what, "fsopen(mqueue)"), -1;
+  if (fs < 0) return ipc_call_failed(what, "fsopen(mqueue)"), -1;
   if (::syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
-    const int err = fail(what, "fsconfig(mqueue, FSCONFIG_CMD_CREATE)");
+    const int err = ipc_call_failed(what, "fsconfig(mqueue, FSCONFIG_CMD_CREATE)");
     ::close(fs);
     errno = err;
     return -1;
@@ -50,7 +50,7 @@ int detached_mqueue_mount(const char** what) {
   ::close(fs);
   if (mount < 0) {
     errno = err;
-    return fail(what, "fsmount(mqueue)"), -1;
+    return ipc_call_failed(what, "fsmount(mqueue)"), -1;
   }
   return mount;
 }
@@ -58,11 +58,13 @@ int detached_mqueue_mount(const char** what) {
 }  // namespace
 
 int enter_own_ipc_namespace(const char** what) {
-  return ::unshare(CLONE_NEWIPC) == 0 ? 0 : fail(what, "unshare(CLONE_NEWIPC)");
+  return ::unshare(CLONE_NEWIPC) == 0 ? 0 : ipc_call_failed(what, "unshare(CLONE_NEWIPC)");
 }
 
 int join_ipc_namespace(int ipc_fd, const char** what) {
-  return ::setns(ipc_fd, CLONE_NEWIPC) == 0 ? 0 : fail(what, "setns(the module's IPC namespace)");
+  return ::setns(ipc_fd, CLONE_NEWIPC) == 0
+             ? 0
+             : ipc_call_failed(what, "setns(the module's IPC namespace)");
 }
 
 IpcNamespace make_ipc_namespace() {
@@ -101,10 +103,10 @@ int add_own_mqueue_rule(int ruleset_fd, std::uint64_t handled_fs, bool own_mount
   if (own_mounts && ::lstat(kModuleMqueuePath, &st) == 0 && S_ISDIR(st.st_mode)) {
     if (::mount("mqueue", kModuleMqueuePath, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) !=
         0) {
-      return fail(what, "mount(mqueue on /dev/mqueue)");
+      return ipc_call_failed(what, "mount(mqueue on /dev/mqueue)");
     }
     mount = ::open(kModuleMqueuePath, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (mount < 0) return fail(what, "open(/dev/mqueue) after its mount");
+    if (mount < 0) return ipc_call_failed(what, "open(/dev/mqueue) after its mount");
   } else if (mqueue_fd >= 0) {
     mount = mqueue_fd;  // its maker's, left open
   } else {
@@ -113,7 +115,8 @@ int add_own_mqueue_rule(int ruleset_fd, std::uint64_t handled_fs, bool own_mount
   }
   landlock::PathBeneathAttr rule{rights, mount};
   const int rc = landlock::add_rule(ruleset_fd, landlock::kRulePathBeneath, &rule, 0);
-  const int err = rc == 0 ? 0 : fail(what, "landlock_add_rule(the IPC namespace's mqueue)");
+  const int err =
+      rc == 0 ? 0 : ipc_call_failed(what, "landlock_add_rule(the IPC namespace's mqueue)");
   // The rule holds the inode; a detached mount made here goes with this descriptor.
   if (mount != mqueue_fd) ::close(mount);
   return err;

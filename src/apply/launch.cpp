@@ -103,7 +103,7 @@ struct LaunchState {
   StepError error;
 };
 
-bool fail(LaunchState& state, std::string what, int err) {
+bool launch_failed(LaunchState& state, std::string what, int err) {
   state.error = StepError{std::move(what), err};
   return false;
 }
@@ -118,7 +118,8 @@ bool step_descriptors(LaunchState& state) {
   // launcher's report.
   for (int fd : state.plan.keep_fds) {
     if (fd == g_status_fd) {
-      return fail(state, "--keep-fd " + std::to_string(fd) + " is the status channel", EBADF);
+      return launch_failed(state, "--keep-fd " + std::to_string(fd) + " is the status channel",
+                           EBADF);
     }
   }
   return close_on_exec_except(state.plan.keep_fds, state.error);
@@ -144,7 +145,7 @@ bool step_identity(LaunchState& state) {
     struct stat st {};
     if (fd >= 0 ? ::fstat(fd, &st) != 0 : ::stat(dir.c_str(), &st) != 0) {
       const int err = errno;  // before the message is built
-      return fail(state, "stat " + dir, err);
+      return launch_failed(state, "stat " + dir, err);
     }
     // An entry without a role (a plan from elsewhere) is asked for everything, as before.
     const int mode =
@@ -166,7 +167,7 @@ bool step_identity(LaunchState& state) {
   if (prepared.working_directory_fd >= 0 ? ::fchdir(prepared.working_directory_fd) != 0
                                          : ::chdir(prepared.working_directory.c_str()) != 0) {
     const int err = errno;
-    return fail(state, "chdir(" + prepared.working_directory + ")", err);
+    return launch_failed(state, "chdir(" + prepared.working_directory + ")", err);
   }
   return true;
 }
@@ -174,7 +175,7 @@ bool step_identity(LaunchState& state) {
 bool step_no_new_privs(LaunchState& state) {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     const int err = errno;
-    return fail(state, "prctl(PR_SET_NO_NEW_PRIVS)", err);
+    return launch_failed(state, "prctl(PR_SET_NO_NEW_PRIVS)", err);
   }
   return true;
 }
@@ -185,7 +186,7 @@ bool step_landlock(LaunchState& state) {
   const unsigned log_flags =
       state.plan.landlock_log_new_exec ? LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON : 0;
   if (int err = restrict_self(state.prepared.ruleset, log_flags); err != 0) {
-    return fail(state, "landlock_restrict_self", err);
+    return launch_failed(state, "landlock_restrict_self", err);
   }
   state.prepared.ruleset.reset();
   return true;
@@ -198,7 +199,8 @@ bool step_seccomp(LaunchState& state) {
   if (int err =
           load_seccomp_filter(state.plan.filter, state.plan.seccomp_notify ? g_status_fd : -1);
       err != 0) {
-    return fail(state, "seccomp(SECCOMP_SET_MODE_FILTER, " + state.plan.filter.name() + ")", err);
+    return launch_failed(state,
+                         "seccomp(SECCOMP_SET_MODE_FILTER, " + state.plan.filter.name() + ")", err);
   }
   return true;
 }

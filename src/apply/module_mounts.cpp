@@ -22,7 +22,7 @@
 namespace oarbank {
 namespace {
 
-bool fail(StepError& error, std::string what, int err) {
+bool mount_failed(StepError& error, std::string what, int err) {
   error = StepError{std::move(what), err};
   return false;
 }
@@ -31,7 +31,8 @@ bool mount_fs(const char* type, const char* target, unsigned long flags, const s
               StepError& error) {
   if (::mount(type, target, type, flags, options.c_str()) != 0) {
     const int err = errno;
-    return fail(error, std::string("mount(") + type + " on " + target + ", " + options + ")", err);
+    return mount_failed(error,
+                        std::string("mount(") + type + " on " + target + ", " + options + ")", err);
   }
   return true;
 }
@@ -45,7 +46,7 @@ UniqueFd open_same_dir(const std::string& path, int checked_fd, StepError& error
   UniqueFd fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW)));
   if (!fd.valid()) {
     const int err = errno;
-    fail(error, "open(" + path + ") in the module's mount namespace", err);
+    mount_failed(error, "open(" + path + ") in the module's mount namespace", err);
     return fd;
   }
   if (checked_fd < 0) return fd;
@@ -53,15 +54,15 @@ UniqueFd open_same_dir(const std::string& path, int checked_fd, StepError& error
   }, checked{};
   if (::fstat(fd.get(), &now) != 0 || ::fstat(checked_fd, &checked) != 0) {
     const int err = errno;
-    fail(error, "fstat(" + path + ")", err);
+    mount_failed(error, "fstat(" + path + ")", err);
     return UniqueFd();
   }
   if (now.st_dev != checked.st_dev || now.st_ino != checked.st_ino) {
-    fail(error,
-         path +
-             " in the module's mount namespace is not the directory the launch checked "
-             "(replaced meanwhile)",
-         ESTALE);
+    mount_failed(error,
+                 path +
+                     " in the module's mount namespace is not the directory the launch checked "
+                     "(replaced meanwhile)",
+                 ESTALE);
     return UniqueFd();
   }
   return fd;
@@ -79,18 +80,18 @@ bool bind_with_flags(const std::string& path, int checked_fd, std::uint64_t attr
                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
   if (!tree.valid()) {
     const int err = errno;
-    return fail(error, "open_tree(" + path + ", OPEN_TREE_CLONE)", err);
+    return mount_failed(error, "open_tree(" + path + ", OPEN_TREE_CLONE)", err);
   }
   struct mount_attr attr {};
   attr.attr_set = attr_set;
   if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) {
     const int err = errno;
-    return fail(error, "mount_setattr(" + path + ")", err);
+    return mount_failed(error, "mount_setattr(" + path + ")", err);
   }
   if (::move_mount(tree.get(), "", dir.get(), "",
                    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
     const int err = errno;
-    return fail(error, "move_mount(" + path + " on itself)", err);
+    return mount_failed(error, "move_mount(" + path + " on itself)", err);
   }
   return true;
 }
@@ -103,7 +104,7 @@ bool repoint(const std::string& path, int fd, StepError& error, bool follow = fa
   if (!now.valid()) return false;
   if (::dup3(now.get(), fd, O_CLOEXEC) < 0) {
     const int err = errno;
-    return fail(error, "dup3(" + path + ")", err);
+    return mount_failed(error, "dup3(" + path + ")", err);
   }
   return true;
 }
@@ -121,12 +122,12 @@ bool retake_rules(const LandlockPlan& landlock, bool own_sysfs, int ruleset, Ste
     UniqueFd fd(::open(rule.path.c_str(), O_PATH | O_CLOEXEC));
     if (!fd.valid()) {
       const int err = errno;
-      return fail(error, "open(" + rule.path + ") for its Landlock rule", err);
+      return mount_failed(error, "open(" + rule.path + ") for its Landlock rule", err);
     }
     landlock::PathBeneathAttr beneath{rule.access, fd.get()};
     if (landlock::add_rule(ruleset, landlock::kRulePathBeneath, &beneath, 0) != 0) {
       const int err = errno;
-      return fail(error, "landlock_add_rule(" + rule.path + ", " + rule.why + ")", err);
+      return mount_failed(error, "landlock_add_rule(" + rule.path + ", " + rule.why + ")", err);
     }
   }
   return true;
@@ -157,13 +158,13 @@ bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared,
   if (!plan.enabled) return true;
   if (::unshare(CLONE_NEWNS) != 0) {
     const int err = errno;
-    return fail(error, "unshare(CLONE_NEWNS)", err);
+    return mount_failed(error, "unshare(CLONE_NEWNS)", err);
   }
   // Before anything is mounted: no mount made here may propagate to the node's namespace
   // (systemd makes / shared), and none of the node's later mounts reach the module.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     const int err = errno;
-    return fail(error, "mount(/, MS_REC | MS_PRIVATE)", err);
+    return mount_failed(error, "mount(/, MS_REC | MS_PRIVATE)", err);
   }
   // /dev/shm first: a writable directory below it would be hidden by the module's own, and is
   // refused below (not found) rather than used on the node's.
@@ -191,7 +192,7 @@ bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared,
   }
   if (::move_mount(devpts_fd, "", AT_FDCWD, "/dev/pts", MOVE_MOUNT_F_EMPTY_PATH) != 0) {
     const int err = errno;
-    return fail(error, "move_mount(the module's devpts instance on /dev/pts)", err);
+    return mount_failed(error, "move_mount(the module's devpts instance on /dev/pts)", err);
   }
   for (std::size_t i = 0; i < plan.writable_dirs.size(); ++i) {
     const int fd = i < prepared.writable_dir_fds.size() ? prepared.writable_dir_fds[i] : -1;

@@ -19,7 +19,7 @@
 namespace oarbank {
 namespace {
 
-[[noreturn]] void fail(const std::string& what, int err) {
+[[noreturn]] void network_failed(const std::string& what, int err) {
   throw step_error(LaunchStep::Network, what, err);
 }
 
@@ -28,12 +28,12 @@ namespace {
 // A fresh namespace's loopback is down: without it nothing, the proxy included, is reachable.
 void bring_loopback_up() {
   UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!sock.valid()) fail("socket for SIOCSIFFLAGS", errno);
+  if (!sock.valid()) network_failed("socket for SIOCSIFFLAGS", errno);
   ifreq request{};
   std::strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
-  if (::ioctl(sock.get(), SIOCGIFFLAGS, &request) != 0) fail("SIOCGIFFLAGS lo", errno);
+  if (::ioctl(sock.get(), SIOCGIFFLAGS, &request) != 0) network_failed("SIOCGIFFLAGS lo", errno);
   request.ifr_flags = static_cast<short>(request.ifr_flags | IFF_UP | IFF_RUNNING);
-  if (::ioctl(sock.get(), SIOCSIFFLAGS, &request) != 0) fail("SIOCSIFFLAGS lo up", errno);
+  if (::ioctl(sock.get(), SIOCSIFFLAGS, &request) != 0) network_failed("SIOCSIFFLAGS lo up", errno);
 }
 
 socklen_t socket_address(const std::string& host, std::uint16_t port, sockaddr_storage& address) {
@@ -42,13 +42,15 @@ socklen_t socket_address(const std::string& host, std::uint16_t port, sockaddr_s
     auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
     v6->sin6_family = AF_INET6;
     v6->sin6_port = htons(port);
-    if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) != 1) fail("address " + host, EINVAL);
+    if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) != 1)
+      network_failed("address " + host, EINVAL);
     return sizeof *v6;
   }
   auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
   v4->sin_family = AF_INET;
   v4->sin_port = htons(port);
-  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) != 1) fail("address " + host, EINVAL);
+  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) != 1)
+    network_failed("address " + host, EINVAL);
   return sizeof *v4;
 }
 
@@ -57,13 +59,13 @@ UniqueFd listen_on(const std::string& host, std::uint16_t port) {
   const socklen_t length = socket_address(host, port, address);
   const int family = address.ss_family;
   UniqueFd sock(::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!sock.valid()) fail("socket", errno);
+  if (!sock.valid()) network_failed("socket", errno);
   int one = 1;
   ::setsockopt(sock.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(sock.get(), reinterpret_cast<sockaddr*>(&address), length) != 0) {
-    fail("bind " + host + ":" + std::to_string(port) + " (the proxy's port)", errno);
+    network_failed("bind " + host + ":" + std::to_string(port) + " (the proxy's port)", errno);
   }
-  if (::listen(sock.get(), SOMAXCONN) != 0) fail("listen", errno);
+  if (::listen(sock.get(), SOMAXCONN) != 0) network_failed("listen", errno);
   return sock;
 }
 
@@ -75,16 +77,16 @@ namespace {
 ModuleNetwork make_network(UniqueFd made, const std::string* host, std::uint16_t port,
                            bool loopback_up) {
   UniqueFd own(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-  if (!own.valid()) fail("open /proc/thread-self/ns/net", errno);
+  if (!own.valid()) network_failed("open /proc/thread-self/ns/net", errno);
   if (made.valid() ? ::setns(made.get(), CLONE_NEWNET) != 0 : ::unshare(CLONE_NEWNET) != 0) {
-    fail(made.valid() ? "setns(a namespace made ahead)" : "unshare(CLONE_NEWNET)", errno);
+    network_failed(made.valid() ? "setns(a namespace made ahead)" : "unshare(CLONE_NEWNET)", errno);
   }
   ModuleNetwork network;
   try {
     network.netns = made.valid()
                         ? std::move(made)
                         : UniqueFd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-    if (!network.netns.valid()) fail("open the new namespace", errno);
+    if (!network.netns.valid()) network_failed("open the new namespace", errno);
     if (loopback_up) bring_loopback_up();
     if (host != nullptr) network.listener = listen_on(*host, port);
   } catch (...) {
@@ -93,7 +95,7 @@ ModuleNetwork make_network(UniqueFd made, const std::string* host, std::uint16_t
   }
   if (::setns(own.get(), CLONE_NEWNET) != 0) {
     // Staying in the module's namespace would cut the proxy off from the network: no way on.
-    fail("setns back to the node's namespace", errno);
+    network_failed("setns back to the node's namespace", errno);
   }
   return network;
 }
@@ -116,7 +118,7 @@ std::uint16_t listening_port(int fd) {
   sockaddr_storage address{};
   socklen_t length = sizeof address;
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    fail("getsockname (the proxy's port)", errno);
+    network_failed("getsockname (the proxy's port)", errno);
   }
   const in_port_t port = address.ss_family == AF_INET6
                              ? reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port
