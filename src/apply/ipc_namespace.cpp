@@ -99,17 +99,22 @@ int add_own_mqueue_rule(int ruleset_fd, std::uint64_t handled_fs, bool own_mount
   // node's /dev/mqueue there, only where that is a directory and not a link (/dev is root's:
   // nothing else can swap it between the check and the mount). mount(2) of mqueue takes the
   // calling process's IPC namespace, this new one.
+  // A directory removed between the lstat and the mount (ENOENT: the node's /dev is shared by
+  // every mount namespace, and a test of ours makes and removes /dev/mqueue beside other runs)
+  // is as if there were none: the queues go to an instance of their own below.
   struct stat st {};
   if (own_mounts && ::lstat(kModuleMqueuePath, &st) == 0 && S_ISDIR(st.st_mode)) {
-    if (::mount("mqueue", kModuleMqueuePath, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) !=
+    if (::mount("mqueue", kModuleMqueuePath, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) ==
         0) {
+      mount = ::open(kModuleMqueuePath, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (mount < 0) return ipc_call_failed(what, "open(/dev/mqueue) after its mount");
+    } else if (errno != ENOENT) {
       return ipc_call_failed(what, "mount(mqueue on /dev/mqueue)");
     }
-    mount = ::open(kModuleMqueuePath, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (mount < 0) return ipc_call_failed(what, "open(/dev/mqueue) after its mount");
-  } else if (mqueue_fd >= 0) {
+  }
+  if (mount < 0 && mqueue_fd >= 0) {
     mount = mqueue_fd;  // its maker's, left open
-  } else {
+  } else if (mount < 0) {
     mount = detached_mqueue_mount(what);
     if (mount < 0) return errno;
   }
