@@ -53,14 +53,18 @@ if ((tidy)); then
   if grep -q '/Unity/unity_' "$build/compile_commands.json"; then
     unity=(-checks=-bugprone-suspicious-include)
   fi
-  if ! run-clang-tidy -p "$build" -j "$jobs" -quiet "${unity[@]}" \
-    -extra-arg=-Wno-unknown-warning-option -extra-arg=-Wno-error \
-    "^($PWD/src/|$build_dir/src/.*/Unity/)" >"$build/clang-tidy.log" 2>&1; then
-    sed 's/\x1b\[[0-9;]*m//g' "$build/clang-tidy.log" | grep -E '^/.*: (error|warning):' | sort -u >&2 ||
-      cat "$build/clang-tidy.log" >&2
-    echo "lint: clang-tidy found the above (.clang-tidy; full log: $build/clang-tidy.log)" >&2
+  # tidy COMPILE_DIR LOG ARGS...: run-clang-tidy over ARGS (its options, then the files' regexes)
+  # with the compile commands of COMPILE_DIR; on a finding, each one once, and status 1.
+  tidy() {
+    local compile_dir=$1 log=$2
+    shift 2
+    run-clang-tidy -p "$compile_dir" -j "$jobs" -quiet \
+      -extra-arg=-Wno-unknown-warning-option -extra-arg=-Wno-error "$@" >"$log" 2>&1 && return
+    sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^/.*: (error|warning):' | sort -u >&2 || cat "$log" >&2
+    echo "lint: clang-tidy found the above (.clang-tidy; full log: $log)" >&2
     status=1
-  fi
+  }
+  tidy "$build" "$build/clang-tidy.log" "${unity[@]}" "^($PWD/src/|$build_dir/src/.*/Unity/)"
   if ((${#unity[@]})); then
     # What a unity run cannot see. misc-unused-using-decls and misc-unused-alias-decls look at
     # the main file alone (clang-tidy 14), which is the unity file: they run file by file on the
@@ -73,14 +77,9 @@ if ((tidy)); then
     if [[ ! -f $file_build/compile_commands.json ]]; then
       echo "lint: $file_build/compile_commands.json missing: the file-by-file checks need it (OARBANK_LINT_FILE_BUILD)" >&2
       status=1
-    elif ((${#declaring[@]})) && ! run-clang-tidy -p "$file_build" -j "$jobs" -quiet \
-      -checks='-*,misc-unused-using-decls,misc-unused-alias-decls' \
-      -extra-arg=-Wno-unknown-warning-option -extra-arg=-Wno-error \
-      "${declaring[@]/#/$PWD/}" >"$build/clang-tidy-files.log" 2>&1; then
-      sed 's/\x1b\[[0-9;]*m//g' "$build/clang-tidy-files.log" | grep -E '^/.*: (error|warning):' | sort -u >&2 ||
-        cat "$build/clang-tidy-files.log" >&2
-      echo "lint: clang-tidy found the above file by file (full log: $build/clang-tidy-files.log)" >&2
-      status=1
+    elif ((${#declaring[@]})); then
+      tidy "$file_build" "$build/clang-tidy-files.log" \
+        -checks='-*,misc-unused-using-decls,misc-unused-alias-decls' "${declaring[@]/#/$PWD/}"
     fi
     if grep -rnE '#include\s*[<"][^>"]*\.(c|cc|cpp|cxx)[>"]' src >&2; then
       echo "lint: the above include a source file (bugprone-suspicious-include)" >&2
