@@ -31,6 +31,14 @@ EgressConfinement egress_confinement(const KernelFeatures& features, const NodeC
   return config.accept_port_only_egress ? EgressConfinement::PortOnly : EgressConfinement::Refused;
 }
 
+bool own_network_namespace(const Policy& policy, const KernelFeatures& features,
+                           const NodeConfig& config, const seccomp::FilterVariant& filter) {
+  if (policy.net == NetMode::EgressAllowlist) {
+    return egress_confinement(features, config) == EgressConfinement::Namespace;
+  }
+  return filter.own_namespaces;
+}
+
 bool inet_sockets_allowed(const Policy& policy) {
   // egress-any is refused before a filter is chosen; only egress-allowlist opens inet.
   return policy.net == NetMode::EgressAllowlist;

@@ -13,6 +13,7 @@
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
 #include "plan/mechanism.hpp"
+#include "plan/seccomp_rules.hpp"
 #include "probe/kernel_features.hpp"
 
 namespace oarbank {
@@ -30,6 +31,14 @@ EgressConfinement egress_confinement(const KernelFeatures& features, const NodeC
 // Why the module cannot have a network namespace of its own here ("" when it can). Also the
 // world.net row's answer (capabilities.cpp).
 std::string why_no_namespace(const KernelFeatures& features);
+
+// Whether the module runs in a network namespace of its own (only loopback; an egress module's
+// proxy listener inside it): an egress module's wherever a namespace confines it (root,
+// module_world or not), every other module's where its world has its own namespaces (the
+// filter's +own-namespaces). The one answer for the plan (Plan::own_network_namespace), which
+// sandbox-run's step network, --explain's world and the module's own sysfs then read.
+bool own_network_namespace(const Policy& policy, const KernelFeatures& features,
+                           const NodeConfig& config, const seccomp::FilterVariant& filter);
 
 // Whether the filter opens IPv4 and IPv6 sockets to this policy (seccomp::variant_for), whose
 // further rules on them are this mechanism's socket_rules.

@@ -262,20 +262,14 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     }
   }
   plan.identity.no_realtime = plan.filter.own_user;
+  plan.own_network_namespace = own_network_namespace(policy, features, config, plan.filter);
   if (request.own_mounts) {
     std::vector<std::string> dirs;
     for (const auto& dir : plan.writable_dirs) dirs.push_back(dir.path);
     // /dev/shm belongs to the user the module runs as.
     plan.mounts =
         make_mount_plan(policy, config, plan.identity.uid, plan.identity.gid, std::move(dirs));
-    // A network namespace of its own, as supervise/module_run.cpp's make_network makes it: an
-    // egress module's wherever a namespace confines it (module_world or not), every other
-    // module's under module_world (--explain's world.network says the same).
-    const bool egress = policy.net == NetMode::EgressAllowlist;
-    plan.mounts.own_sysfs =
-        egress ? features.running_as_root &&
-                     egress_confinement(features, config) == EgressConfinement::Namespace
-               : plan.filter.own_namespaces;
+    plan.mounts.own_sysfs = plan.own_network_namespace;
   }
   plan.environment = module_environment(policy, config, request);
   plan.argv = request.argv;

@@ -100,6 +100,10 @@ struct Plan {
   };
   std::vector<WritablePath> writable_dirs;
   MountPlan mounts;  // issue 12: the module's own mounts (enabled under sandbox-run as root)
+  // A network namespace of its own (mechanism_network.hpp's own_network_namespace, decided
+  // here once): sandbox-run's step network makes it, --explain's world says so, and the module's
+  // own mounts give it the sysfs of it.
+  bool own_network_namespace = false;
   std::vector<CapabilityVerdict> relies_on;
 };
 

@@ -106,7 +106,7 @@ json explain_plan(const Plan& plan, const Policy& policy, const KernelFeatures& 
       {"file_descriptors", fds},
       {"relies_on", relies_on},
   };
-  out["world"] = explain_world(plan, policy, features, config);  // plan/world_json.hpp
+  out["world"] = explain_world(plan, policy);  // plan/world_json.hpp
   // Each mechanism's keys (plan/mechanisms.cpp): the network's egress_confinement.
   const MechanismInput input{policy, features, config};
   for (const Mechanism* mechanism : mechanisms()) {

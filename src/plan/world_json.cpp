@@ -3,8 +3,6 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "plan/capabilities.hpp"
-
 namespace oarbank {
 namespace {
 
@@ -61,24 +59,21 @@ json mounts_json(const MountPlan& mounts) {
   return out;
 }
 
-json network_json(const Plan& plan, const Policy& policy, const KernelFeatures& features,
-                  const NodeConfig& config) {
+json network_json(const Plan& plan, const Policy& policy) {
   if (policy.net == NetMode::EgressAllowlist) {
-    if (features.running_as_root &&
-        egress_confinement(features, config) == EgressConfinement::Namespace) {
+    if (plan.own_network_namespace) {
       return "its own network namespace: loopback only, the proxy reached at proxy_listen "
              "inside it";
     }
     return "the node's (egress kept to the proxy by Landlock's port rule alone)";
   }
-  if (plan.filter.own_namespaces) return "its own network namespace: loopback only";
+  if (plan.own_network_namespace) return "its own network namespace: loopback only";
   return "the node's";
 }
 
 }  // namespace
 
-json explain_world(const Plan& plan, const Policy& policy, const KernelFeatures& features,
-                   const NodeConfig& config) {
+json explain_world(const Plan& plan, const Policy& policy) {
   // The filter's variant bits that come from the world, not the policy: what each allows.
   const seccomp::FilterVariant& v = plan.filter;
   json adds = json::object();
@@ -104,7 +99,7 @@ json explain_world(const Plan& plan, const Policy& policy, const KernelFeatures&
                             ? "its own: SysV IPC and POSIX message queues are the module's "
                               "alone and end with it"
                             : "the node's (SysV IPC and POSIX message queues refused)"},
-      {"network_namespace", network_json(plan, policy, features, config)},
+      {"network_namespace", network_json(plan, policy)},
       {"filter_variant_adds", adds},
   };
 }

@@ -10,7 +10,6 @@
 
 namespace oarbank {
 
-nlohmann::json explain_world(const Plan& plan, const Policy& policy, const KernelFeatures& features,
-                             const NodeConfig& config);
+nlohmann::json explain_world(const Plan& plan, const Policy& policy);
 
 }  // namespace oarbank

@@ -532,21 +532,18 @@ void ModuleRun::make_directories() {
 // namespace of its own too, holding loopback alone. Anonymous: it lives while the module's
 // processes (or the descriptor released here) hold it.
 void ModuleRun::make_network() {
+  if (!prepared_->plan.own_network_namespace) return;
   const bool stocked = stock_ && stock_->net.valid();
   if (namespace_confinement_) {
     network_ = stocked
                    ? module_network_in(std::move(stock_->net), request_.config.proxy_host,
                                        request_.config.proxy_port)
                    : make_module_network(request_.config.proxy_host, request_.config.proxy_port);
-  } else if (request_.launch.world.own_namespaces) {
-    // lo up only for a filter that lets the module make inet sockets (never under net: none).
-    if (stocked) {
-      network_.netns = std::move(stock_->net);
-    } else {
-      network_ = make_loopback_network(prepared_->plan.filter.inet);
-    }
+  } else if (stocked) {
+    network_.netns = std::move(stock_->net);
   } else {
-    return;
+    // lo up only for a filter that lets the module make inet sockets (never under net: none).
+    network_ = make_loopback_network(prepared_->plan.filter.inet);
   }
   held_.push(LaunchStep::Network, [this] { network_ = ModuleNetwork{}; });
 }
@@ -557,7 +554,7 @@ void ModuleRun::make_network() {
 // end goes back to the stock, which closes it off this run's path. Without a set, the steps below
 // make their own, as they always did.
 void ModuleRun::take_stock() {
-  if (!root_ || !(request_.launch.world.own_namespaces || namespace_confinement_)) return;
+  if (!prepared_->plan.own_network_namespace) return;
   std::string why;
   stock_ =
       take_namespace_set(state_dir_, namespace_confinement_ || prepared_->plan.filter.inet, &why);

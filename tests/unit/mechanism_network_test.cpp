@@ -157,5 +157,40 @@ TEST(NetworkMechanism, SocketRulesAreTheFiltersInetRules) {
   }
 }
 
+// The one answer to "does this module get a network namespace of its own": the plan's
+// own_network_namespace, which sandbox-run's step network, --explain's world and the module's
+// own sysfs all read.
+TEST(NetworkMechanism, OwnNetworkNamespaceIsDecidedOnceInThePlan) {
+  FakePaths paths;
+  const NodeConfig config;
+  const auto root = features_with_abi(7);
+  auto user = root;
+  user.running_as_root = false;
+  const Policy none = parse_policy(R"({"bundle": "/srv/mod"})");
+  const Policy egress = egress_policy();
+  seccomp::FilterVariant shared;
+  seccomp::FilterVariant own = shared;
+  own.own_namespaces = true;
+
+  // An egress module: wherever a namespace confines it, whatever its world.
+  EXPECT_TRUE(own_network_namespace(egress, root, config, shared));
+  EXPECT_FALSE(own_network_namespace(egress, user, config, own));
+  // Any other: where its world has its own namespaces.
+  EXPECT_FALSE(own_network_namespace(none, root, config, shared));
+  EXPECT_TRUE(own_network_namespace(none, root, config, own));
+
+  LaunchRequest world = request();
+  world.world.own_namespaces = true;
+  world.own_mounts = true;
+  const Plan with = make_plan(none, root, config, paths, world);
+  EXPECT_TRUE(with.own_network_namespace);
+  EXPECT_TRUE(with.mounts.own_sysfs);
+  const Plan bare = make_plan(none, root, config, paths, request());
+  EXPECT_FALSE(bare.own_network_namespace);
+  EXPECT_FALSE(bare.mounts.own_sysfs);
+  // A bare sandbox-exec of an egress module as root makes its relay's namespace: its own too.
+  EXPECT_TRUE(make_plan(egress, root, config, paths, request()).own_network_namespace);
+}
+
 }  // namespace
 }  // namespace oarbank
