@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace oarbank {
@@ -61,6 +62,21 @@ bool apply_identity(const IdentityPlan& identity, StepError& error) {
       return identity_failed(error, "setrlimit(RLIMIT_RTPRIO, 0)");
     if (::setrlimit(RLIMIT_NICE, &none) != 0)
       return identity_failed(error, "setrlimit(RLIMIT_NICE, 0)");
+  }
+  if (identity.process_limit != 0) {
+    // Only ever lowered: a caller's tighter limit stays (and raising the hard limit needs
+    // CAP_SYS_RESOURCE, which the module user no longer holds; nor can the module raise it).
+    // fork and clone then answer EAGAIN, as under pids.max.
+    rlimit processes{};
+    if (::getrlimit(RLIMIT_NPROC, &processes) != 0) {
+      return identity_failed(error, "getrlimit(RLIMIT_NPROC)");
+    }
+    const rlim_t limit = identity.process_limit;
+    processes.rlim_cur = std::min(processes.rlim_cur, limit);
+    processes.rlim_max = std::min(processes.rlim_max, limit);
+    if (::setrlimit(RLIMIT_NPROC, &processes) != 0) {
+      return identity_failed(error, "setrlimit(RLIMIT_NPROC, " + std::to_string(limit) + ")");
+    }
   }
   // umask(2) cannot fail; inherited across the exec.
   if (identity.umask >= 0) ::umask(static_cast<mode_t>(identity.umask));

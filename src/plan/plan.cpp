@@ -259,6 +259,7 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     if (request.user_source == ModuleUserSource::Own ||
         request.user_source == ModuleUserSource::OwnLeasedAtRun) {
       plan.identity.umask = 077;
+      if (config.pids_max) plan.identity.process_limit = *config.pids_max;
     }
   }
   plan.identity.no_realtime = plan.filter.own_user;

@@ -33,6 +33,11 @@ json user_json(const IdentityPlan& identity) {
       break;
   }
   user["umask"] = identity.umask >= 0 ? json("0077") : json("inherited");
+  if (identity.process_limit != 0) {
+    user["process_limit"] = std::to_string(identity.process_limit) +
+                            " tasks: RLIMIT_NPROC of its own uid (the node's pids_max), beside "
+                            "the leaf's pids.max";
+  }
   return user;
 }
 

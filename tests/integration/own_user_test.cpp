@@ -326,6 +326,23 @@ TEST_F(OwnUser, EachModulesProcessLimitIsItsOwn) {
   }
 }
 
+// Under a uid of its own the launcher lowers RLIMIT_NPROC to the node's pids_max: the kernel
+// then keeps the module's process count even where the leaf's pids.max cannot be written (this
+// hybrid node's v2 hierarchy has no pids controller). The module's fork flood stops at its
+// limit. (With the shared module_user no limit of one module's is set: the plan's unit test.)
+TEST_F(OwnUser, ItsProcessLimitIsTheNodesPidsMaxWithOrWithoutThePidsController) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  auto c = nlohmann::json::parse(read_if_there(config(true, kUncapped)));
+  c["pids_max"] = 12;
+  const std::string config_file = tree.write_json("own-user-pids.json", c);
+  RunResult r = run(config_file, unique_name("pids"), policy_with_work(tree.path("pids/work")),
+                    {"fork-bomb", "40"});
+  ASSERT_TRUE(r.exited(0)) << r.err;
+  // The module is its uid's one task when it starts: 11 more at most, then EAGAIN.
+  EXPECT_TRUE(r.out.starts_with("forked ") && r.out.find(" EAGAIN") != std::string::npos) << r.out;
+  EXPECT_LE(std::atoi(r.out.c_str() + 7), 11) << r.out;
+}
+
 // The same id gets the same uid on every run, another id another; the directory sandbox-run
 // makes is the id's; the lease is listed by sandbox-ctl leases and not reclaimable while
 // recent; an existing directory of another module's uid is refused by the directories rule;

@@ -355,6 +355,9 @@ TEST(PlanWorld, ExplainShowsTheModulesOwnWorldAndItsUser) {
   EXPECT_EQ(world["user"]["kind"], "own");
   EXPECT_EQ(world["user"]["uid"], 61200);
   EXPECT_EQ(world["user"]["umask"], "0077");
+  // Its own uid: the node's pids_max as its RLIMIT_NPROC (IdentityPlan::process_limit).
+  EXPECT_EQ(plan.identity.process_limit, *config.pids_max);
+  EXPECT_TRUE(world["user"].contains("process_limit"));
   EXPECT_EQ(world["mounts"]["/proc"]["options"], "hidepid=invisible");
   EXPECT_EQ(world["mounts"]["/dev/pts"]["options"], "ptmxmode=0666,mode=0600,max=32");
   EXPECT_EQ(world["mounts"]["/dev/shm"]["size_bytes"], plan.mounts.shm_size_bytes);
@@ -384,6 +387,8 @@ TEST(PlanWorld, ExplainShowsTheModulesOwnWorldAndItsUser) {
   world = explain_plan(plan, policy, features, config)["world"];
   EXPECT_EQ(world["user"]["kind"], "module_user");
   EXPECT_EQ(world["user"]["umask"], "inherited");
+  EXPECT_EQ(plan.identity.process_limit, 0U);  // the shared uid's count is every module's
+  EXPECT_FALSE(world["user"].contains("process_limit"));
   EXPECT_FALSE(world["filter_variant_adds"].contains("+own-user"));
 }
 
