@@ -248,9 +248,16 @@ bool process_exists(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno
 
 bool process_running(pid_t pid) {
   if (!process_exists(pid)) return false;
-  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+  // Read by hand: a process that exits between the open and the read answers ESRCH, which
+  // std::filebuf would throw as an exception.
   std::string stat;
-  std::getline(stat_file, stat);
+  const int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    char buffer[1024];
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n > 0) stat.assign(buffer, static_cast<std::size_t>(n));
+    ::close(fd);
+  }
   const std::size_t name_end = stat.rfind(')');  // the state follows "(comm) "
   return name_end == std::string::npos || name_end + 2 >= stat.size() || stat[name_end + 2] != 'Z';
 }
