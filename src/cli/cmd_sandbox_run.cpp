@@ -159,17 +159,18 @@ int run_sandbox_run(const RunArgs& options) {
                          .proxy_log = options.proxy_log,
                          .say = [](const std::string& line) { print_error(kCommand, line); }});
     const RunResult result = run.run();
-    // Issue 14: what the sandbox refused, on stderr when the module failed (or --denials), and
-    // in --result (docs/denials.md).
+    // Issue 14: what the sandbox refused, in --result and on stderr when the module failed
+    // (or --denials; docs/denials.md). The result first: stderr may be shared with the module,
+    // which can have broken it (session 13's attack review).
     const RunDenials* denials = run.denials();
-    if (denials != nullptr)
-      report_denials(kCommand, *denials, result.exit_code != 0 || options.denials);
     if (options.result_path) {
       const std::string json = run.result_json(result);
       write_result_file(result_fd.get(), *options.result_path,
                         denials != nullptr ? with_denials(json, *denials) : json);
       result_written = true;
     }
+    if (denials != nullptr)
+      report_denials(kCommand, *denials, result.exit_code != 0 || options.denials);
     run.finish();
     return result.exit_code;
   });

@@ -253,6 +253,15 @@ RunResult ModuleRun::run() {
   const sigset_t stops = stop_signals();
   ::sigprocmask(SIG_BLOCK, &stops, &caller_mask_);
   mask_held_ = true;
+  // Where they are not a terminal, the module shares this process's stdout and stderr (a
+  // journal stream, a pipe, a log file): a module that shuts the stream down or ends the
+  // pipe's reader made this process's next line of its own raise SIGPIPE, which killed it
+  // before the teardown, --result and the record's removal (session 13's attack review). So
+  // SIGPIPE is ignored here for the rest of this process (a line then fails with EPIPE, and
+  // the run goes on); the launcher gets the caller's disposition back (spawn.hpp).
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &caller_sigpipe_);
   root_ = ::geteuid() == 0;
   egress_ = request_.policy.net == NetMode::EgressAllowlist;
   const Policy& policy = request_.policy;
@@ -367,6 +376,7 @@ RunResult ModuleRun::run() {
   launch_.launcher_context = &child_;
   launch_.terminal = terminal_.get();
   launch_.launcher_mask = &caller_mask_;
+  launch_.launcher_sigpipe = &caller_sigpipe_;
   // Issue 14: the filter's refusals go to the supervisor, which answers and records them.
   denials_->prepare(prepared_->plan, config.denial_audit);
   launch_.seccomp_listener = denials_->seccomp_listener();

@@ -20,6 +20,8 @@ struct SpawnRequest {
   int terminal_fd = -1;
   unsigned terminal_fds = 0;
   const sigset_t* child_mask = nullptr;  // the signal mask the launcher starts with
+  // SIGPIPE's disposition for the launcher (the caller's), where this process changed its own.
+  const struct sigaction* child_sigpipe = nullptr;
   // Runs in the child, in its group and leaf, with `child_mask` set; must not return (it
   // execs the module or _exits). This process must have no other thread: the child is a
   // copy of it, locks included.

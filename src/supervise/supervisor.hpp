@@ -36,6 +36,8 @@ struct SupervisedLaunch {
   SupervisorTerminal* terminal = nullptr;
   // The signal mask the launcher starts with; null: this process's when supervise() starts.
   const sigset_t* launcher_mask = nullptr;
+  // SIGPIPE's disposition the launcher starts with; null: this process's.
+  const struct sigaction* launcher_sigpipe = nullptr;
   // Called with the child's pid once it exists (the egress proxy's thread starts here: the
   // child must be cloned from a process with a single thread).
   std::function<void(pid_t)> after_spawn;

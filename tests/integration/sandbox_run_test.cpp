@@ -32,6 +32,42 @@ using namespace std::chrono_literals;
 
 // --- 1. Spawn: exit statuses and signals pass through; launcher failures are told apart ---
 
+// Session 13's attack review: the module shares sandbox-run's stderr where it is no terminal.
+// A module that shuts a stream socket down (the packaged unit's stderr is the journal's) made
+// sandbox-run's next line raise SIGPIPE, which killed it before its teardown, its --result and
+// the record's removal. Now the line fails with EPIPE and the run ends as any other.
+TEST_F(SandboxRun, AModuleThatBreaksTheSharedStderrDoesNotStopTheRunsEnd) {
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  const auto argv = run_argv({"--denials", "--result", result_path()},
+                             payload({"batch", "shutdown-fd", "2", ",", "mount"}));
+  const auto environment = env();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    ::dup2(pair[1], 2);
+    exec_in_child(argv, environment);
+  }
+  ::close(pair[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ::close(pair[0]);
+  ASSERT_TRUE(WIFEXITED(status)) << "sandbox-run ended by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const auto r = result();
+  EXPECT_EQ(r["end"], "exited") << r.dump();
+  EXPECT_EQ(r["module_exit_status"], 0) << r.dump();
+  EXPECT_FALSE(r["denials"].empty()) << r.dump();  // the mount, though stderr took no line
+  expect_nothing_left();
+  // sandbox-run ignores SIGPIPE for itself alone: the module gets it as the caller gave it.
+  RunResult plain = run({}, payload({"sigpipe-disposition"}));
+  EXPECT_TRUE(plain.exited(0)) << plain.describe();
+  EXPECT_EQ(plain.out, "default\n");
+}
+
 TEST_F(SandboxRun, ExitStatusesPassThroughAndAreToldApartFromTheLauncher) {
   for (int code : {0, 3, 64, 70, 71, 78}) {
     RunResult r = run({"--result", result_path()}, payload({"exit", std::to_string(code)}));

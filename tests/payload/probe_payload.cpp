@@ -486,6 +486,33 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   if (cmd == "finit_module") return report(syscall(SYS_finit_module, -1, nullptr, 0));
   if (cmd == "delete_module") return report(syscall(SYS_delete_module, nullptr, 0));
   if (cmd == "io_uring_setup") return report(syscall(SYS_io_uring_setup, 0, nullptr));
+  // How SIGPIPE was handed over: "default" or "ignored" (or "handled").
+  if (cmd == "sigpipe-disposition") {
+    struct sigaction now {};
+    if (sigaction(SIGPIPE, nullptr, &now) != 0) return report(-1);
+    std::puts(now.sa_handler == SIG_DFL   ? "default"
+              : now.sa_handler == SIG_IGN ? "ignored"
+                                          : "handled");
+    return 0;
+  }
+  // shutdown(FD, SHUT_WR) of an inherited socket (sandbox-run's own stderr, shared).
+  if (cmd == "shutdown-fd" && need(1)) return report(shutdown(std::atoi(a[0].c_str()), SHUT_WR));
+  // A kernel AIO context of 128 events (destroyed again where it was made).
+  if (cmd == "io_setup") {
+    unsigned long context = 0;
+    const long rc = syscall(SYS_io_setup, 128, &context);
+    if (rc == 0) syscall(SYS_io_destroy, context);
+    return report(rc);
+  }
+  // dnotify on DIR (fcntl F_NOTIFY); "-high": the command with its upper 32 bits set, which
+  // the kernel drops (unsigned int cmd). "fcntl-getfl DIR": an ordinary fcntl on the same.
+  if ((cmd == "dnotify" || cmd == "dnotify-high" || cmd == "fcntl-getfl") && need(1)) {
+    const int dir = open(a[0].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return report(-1);
+    if (cmd == "fcntl-getfl") return report(fcntl(dir, F_GETFL) < 0 ? -1 : 0);
+    const unsigned long high = cmd == "dnotify-high" ? 0xffffffff00000000UL : 0;
+    return report(syscall(SYS_fcntl, dir, high | F_NOTIFY, DN_CREATE | DN_MULTISHOT));
+  }
   if (cmd == "userfaultfd") return report(syscall(SYS_userfaultfd, 0));
   if (cmd == "perf_event_open") return report(syscall(SYS_perf_event_open, nullptr, 0, -1, -1, 0));
   if (cmd == "open_by_handle_at") return report(syscall(SYS_open_by_handle_at, -1, nullptr, 0));
