@@ -177,6 +177,12 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
   // without passing through this filter. ENOSYS: libraries fall back to plain syscalls.
   add(rules, {"io_uring_setup", "io_uring_enter", "io_uring_register"}, ENOSYS,
       "io_uring runs socket, connect and listen outside the seccomp filter");
+  // Kernel AIO contexts come from one pool for the whole node (fs.aio-max-nr, 65536 events by
+  // default), charged to no cgroup or uid: session 13's attack review took all of it from
+  // inside, and the node's own io_setup then answered EAGAIN. ENOSYS, as a kernel without
+  // CONFIG_AIO: libaio users fall back to threads; glibc's POSIX aio never calls it.
+  add(rules, {"io_setup"}, ENOSYS,
+      "kernel AIO contexts come from one pool for the whole node (fs.aio-max-nr)");
 
   // --- Namespaces and mounts (the page: children).
   add(rules, {"unshare", "setns"}, EPERM,
@@ -321,6 +327,16 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                        : "watches report activity in directories Landlock would not let the "
                          "module list");
   add(rules, {"fanotify_init"}, EPERM, "as inotify, for whole mounts");
+  // dnotify, inotify's predecessor (Linux 2.4): fcntl(dirfd, F_NOTIFY) on any directory the
+  // module may open signals it when files there are created, read or run (session 13's
+  // attack review: another module's input, /etc, /usr/bin). The command is compared on its
+  // low 32 bits, as the kernel reads it. Every other fcntl stays allowed.
+  rules.push_back(Rule{"fcntl",
+                       -1,
+                       EPERM,
+                       {{1, Compare::MaskedEqual, F_NOTIFY, 0xffffffffULL}},
+                       "directory notifications (dnotify) report activity in directories the "
+                       "module does not own, as inotify's watches would"});
   // Leaving the process group (and session) escapes a container that is a process group only,
   // and a new session may read an inherited terminal without job control. With a cgroup leaf
   // as the container (torn down by cgroup.kill, whatever the groups) and no terminal but the

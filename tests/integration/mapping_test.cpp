@@ -458,6 +458,13 @@ TEST_P(Children, KernelInterfacesRefused) {
              {{"finit_module"}, kEperm},
              {{"delete_module"}, kEperm},
              {{"io_uring_setup"}, kEnosys},
+             // Session 13's attack review: one node-wide pool (fs.aio-max-nr); unfiltered: ok.
+             {{"io_setup"}, kEnosys},
+             // dnotify reports activity in directories the module may read but not own;
+             // unfiltered: ok. The command on its low 32 bits; other fcntl calls stay.
+             {{"dnotify", "/usr/bin"}, kEperm},
+             {{"dnotify-high", "/usr/bin"}, kEperm},
+             {{"fcntl-getfl", "/usr/bin"}, kOk},
              {{"userfaultfd"}, kEperm},
              {{"perf_event_open"}, kEperm},
              {{"open_by_handle_at"}, kEperm},  // unfiltered: EBADF

@@ -1268,6 +1268,10 @@ TEST_F(ModuleWorld, ItsOwnProcessesByPidAndInotifyOnWhatItOwns) {
                      work + "/to-tmp", ",", "inotify-watch", "/tmp", ",", "inotify-watch",
                      work + "/to-tmp", ",", "inotify-watch", "/usr/bin"}),
             "ok\nevent inotify-made\nok\nerrno EACCES\nerrno EACCES\nerrno EACCES\n");
+  // dnotify, inotify's predecessor, is no way around it: refused in every variant (session
+  // 13's attack review watched another module's input, /etc and /usr/bin with it).
+  EXPECT_EQ(run_own({"batch", "dnotify", "/usr/bin", ",", "dnotify", work}),
+            "errno EPERM\nerrno EPERM\n");
   // Resolved in the module's own world: a relative link of its own to /dev/shm leads to its
   // own /dev/shm, not the node's (where this test puts a file), and /proc is its own (hidepid:
   // pid 1 is not there for it); through the node's they were an oracle and a watch on the
