@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "plan/launch_steps.hpp"
 #include "sys/landlock_abi.hpp"
@@ -152,8 +153,8 @@ UniqueFd make_devpts_instance() {
   return mount;
 }
 
-bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared, int devpts_fd,
-                        StepError& error) {
+bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared,
+                        const ModuleMountSources& sources, StepError& error) {
   const MountPlan& plan = launch_plan.mounts;
   if (!plan.enabled) return true;
   if (::unshare(CLONE_NEWNS) != 0) {
@@ -190,9 +191,25 @@ bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared,
       !mount_fs("sysfs", "/sys", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "", error)) {
     return false;
   }
-  if (::move_mount(devpts_fd, "", AT_FDCWD, "/dev/pts", MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+  if (::move_mount(sources.devpts, "", AT_FDCWD, "/dev/pts", MOVE_MOUNT_F_EMPTY_PATH) != 0) {
     const int err = errno;
     return mount_failed(error, "move_mount(the module's devpts instance on /dev/pts)", err);
+  }
+  // Its own user database over the node's files (root's, 0644: read as the node's are, under
+  // the same Landlock rule on /etc). A mount of a file needs a file there: a node without
+  // /etc/passwd or /etc/group has no names to show either way, and keeps none.
+  if (plan.own_user_database) {
+    for (const auto& [fd, target] :
+         {std::pair{sources.passwd, "/etc/passwd"}, std::pair{sources.group, "/etc/group"}}) {
+      if (fd < 0) {
+        return mount_failed(error, std::string("the module's own ") + target + " was not made",
+                            EBADF);
+      }
+      if (::move_mount(fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) != 0 && errno != ENOENT) {
+        const int err = errno;
+        return mount_failed(error, std::string("move_mount(the module's own ") + target + ")", err);
+      }
+    }
   }
   for (std::size_t i = 0; i < plan.writable_dirs.size(); ++i) {
     const int fd = i < prepared.writable_dir_fds.size() ? prepared.writable_dir_fds[i] : -1;

@@ -28,9 +28,17 @@ namespace oarbank {
 // directory in the node's mount tree, beneath its own mounts.
 // Last, the plan's Landlock rules on /dev/shm, /dev/pts and /proc are added again to the
 // prepared ruleset, on the module's own mounts there.
-// `devpts_fd`: the module's devpts instance (make_devpts_instance), attached on /dev/pts.
-bool make_module_mounts(const Plan& plan, const PreparedLaunch& prepared, int devpts_fd,
-                        StepError& error);
+// What the parent made for the child to attach, each detached: the module's devpts instance
+// (make_devpts_instance), attached on /dev/pts; where plan.mounts.own_user_database, its own
+// /etc/passwd and /etc/group (supervise/uid_registry.hpp's ModuleUserDatabase), attached over
+// the node's.
+struct ModuleMountSources {
+  int devpts = -1;
+  int passwd = -1;
+  int group = -1;
+};
+bool make_module_mounts(const Plan& plan, const PreparedLaunch& prepared,
+                        const ModuleMountSources& sources, StepError& error);
 
 // The module's devpts instance, detached (fsopen, fsconfig, fsmount: Linux 5.2): made by the
 // parent before the spawn, so that the module's terminal (supervise/terminal.hpp) is a pty of

@@ -31,6 +31,9 @@ struct MountPlan {
   // network namespace it would be the node's sysfs again (and the kernel refuses it read-only
   // beside the node's read-write mount: EBUSY).
   bool own_sysfs = false;
+  // /etc/passwd and /etc/group: its own user database (plan/uid_leases.hpp's texts: root, its
+  // user and nobody), where it runs as a uid of its own (a lease): getpwuid answers for it.
+  bool own_user_database = false;
 };
 
 // Where the module's own file systems are mounted over the node's: /dev/shm, /proc,

@@ -271,6 +271,8 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     plan.mounts =
         make_mount_plan(policy, config, plan.identity.uid, plan.identity.gid, std::move(dirs));
     plan.mounts.own_sysfs = plan.own_network_namespace;
+    plan.mounts.own_user_database = request.user_source == ModuleUserSource::Own ||
+                                    request.user_source == ModuleUserSource::OwnLeasedAtRun;
   }
   plan.environment = module_environment(policy, config, request);
   plan.argv = request.argv;

@@ -59,4 +59,14 @@ bool lease_is_due(const UidLease& lease, std::int64_t now, std::uint32_t days);
 // Adds `path` to the lease's paths (sorted, once). True when it was not there yet.
 bool remember_lease_path(UidLease& lease, const std::string& path);
 
+// The module's own user database (session 13), which its mount namespace shows at /etc/passwd
+// and /etc/group: root, its own user and nobody, as flatpak shows a sandboxed app, so that
+// getpwuid and getgrgid answer for its uid and gid (whoami, id -gn, Node's os.userInfo(),
+// Python's getpass.getuser(), a shell's prompt) and the node's accounts are not listed. Its
+// user is named module_user_name(id), home "/" (its HOME is its work directory, as the
+// environment says), no login shell, as systemd's dynamic users are.
+std::string module_user_name(std::string_view id);
+std::string module_passwd_text(const UidLease& lease);
+std::string module_group_text(const UidLease& lease);
+
 }  // namespace oarbank

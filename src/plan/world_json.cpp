@@ -56,6 +56,10 @@ json mounts_json(const MountPlan& mounts) {
               {"writable_dirs",
                {{"paths", mounts.writable_dirs},
                 {"options", mounts.writable_noexec ? "nosuid,nodev,noexec" : "nosuid,nodev"}}}};
+  out["/etc/passwd"] =
+      mounts.own_user_database
+          ? json("its own, as /etc/group: root, nobody and its own user, oarbank-ID (root's, 0644)")
+          : json("the node's (no uid of its own)");
   out["/sys"] = mounts.own_sysfs
                     ? json{{"type", "sysfs"},
                            {"options", "ro,nosuid,nodev,noexec"},

@@ -168,7 +168,8 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
   }
   // Its own mounts, as root, before the identity step (apply/module_mounts.hpp).
   StepError mounts_error;
-  if (!make_module_mounts(child->prepared->plan, child->prepared->launch, child->devpts_fd,
+  if (!make_module_mounts(child->prepared->plan, child->prepared->launch,
+                          ModuleMountSources{child->devpts_fd, child->passwd_fd, child->group_fd},
                           mounts_error)) {
     std::string line =
         "oarbank-agent sandbox-run: " + step_failed_message(LaunchStep::Mounts, mounts_error.what) +
@@ -370,6 +371,8 @@ RunResult ModuleRun::run() {
   child_.ipc_fd = stock_ ? stock_->ipc.get() : -1;
   child_.mqueue_fd = stock_ ? stock_->mqueue.get() : -1;
   child_.devpts_fd = devpts_.get();
+  child_.passwd_fd = user_database_.passwd.get();
+  child_.group_fd = user_database_.group.get();
   child_.send_mounts = own_mounts_ && stock_.has_value();
   launch_.module_mounts = stock_ ? &stock_->mounts : nullptr;
   launch_.launcher = &launch_in_child;
@@ -472,9 +475,11 @@ void ModuleRun::lease_user() {
   writable.insert(writable.end(), policy.data.begin(), policy.data.end());
   if (policy.temp) writable.push_back(*policy.temp);
   try {
+    // Its own /etc/passwd and /etc/group where it gets mounts of its own (step mounts).
     const UidLease lease =
         lease_module_user(user_registry_dir(), request_.id, *config.module_users, writable,
-                          static_cast<std::int64_t>(std::time(nullptr)));
+                          static_cast<std::int64_t>(std::time(nullptr)),
+                          config.module_mounts ? &user_database_ : nullptr);
     module_uid_ = lease.uid;
     module_gid_ = lease.gid;
     own_user_ = true;

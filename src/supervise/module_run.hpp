@@ -36,6 +36,7 @@
 #include "supervise/run_denials.hpp"
 #include "supervise/run_state.hpp"
 #include "supervise/supervisor.hpp"
+#include "supervise/uid_registry.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace oarbank {
@@ -146,13 +147,16 @@ class ModuleRun {
     int ipc_fd = -1;       // that namespace, made ahead by the stock (-1: unshare one)
     int mqueue_fd = -1;    // its mqueue file system, detached, made ahead by the stock
     int devpts_fd = -1;
+    int passwd_fd = -1;  // its own /etc/passwd and /etc/group, detached (user_database_)
+    int group_fd = -1;
     // Sends its mount namespace to the supervisor once made (the run gives it to the stock).
     bool send_mounts = false;
   } child_;
   std::optional<NamespaceSet> stock_;  // what the node's namespace stock handed this run
   bool own_mounts_ = false;  // issue 12: the module's own mount namespace (root, module_mounts)
   UniqueFd devpts_;          // its devpts instance, detached until the child attaches it
-  ReleaseStack held_;        // last: released before the members its releases use are destroyed
+  ModuleUserDatabase user_database_;  // its own /etc/passwd and /etc/group (a lease of its own)
+  ReleaseStack held_;  // last: released before the members its releases use are destroyed
 };
 
 }  // namespace oarbank

@@ -5,6 +5,7 @@
 #include <ftw.h>
 #include <spawn.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +29,8 @@ namespace {
 
 constexpr const char* kLeaseSuffix = ".lease";
 constexpr const char* kUidSuffix = ".uid";
+constexpr const char* kPasswdSuffix = ".passwd";
+constexpr const char* kGroupSuffix = ".group";
 constexpr const char* kLock = "lock";
 // last_run is rewritten at most this often: a run of a known id then writes nothing.
 constexpr std::int64_t kLastRunGranularity = 3600;
@@ -223,11 +226,37 @@ class LockedRegistry {
     ::fsync(dir_fd_.get());  // the new names, durable
   }
 
+  // `lease`'s file of the module's own user database (kPasswdSuffix or kGroupSuffix) holding
+  // `text`, cloned as a detached mount. Written (NAME.new, renamed over NAME) when missing or
+  // not this user's own regular file of one link that nobody else may write, of that size.
+  UniqueFd user_database_file(const UidLease& lease, const char* suffix, const std::string& text) {
+    const std::string name = user_database_name(lease, suffix);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      UniqueFd tree(::open_tree(dir_fd_.get(), name.c_str(),
+                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
+      if (tree.valid()) {
+        struct stat st {};
+        if (::fstat(tree.get(), &st) != 0) registry_failure(dir_, "fstat " + name, errno);
+        if (S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 022) == 0 &&
+            st.st_nlink == 1 && st.st_size == static_cast<off_t>(text.size())) {
+          return tree;
+        }
+      } else if (errno != ENOENT) {
+        registry_failure(dir_, "open_tree " + name, errno);
+      }
+      if (attempt == 0) replace_file(name, text, 0644);
+    }
+    registry_failure(dir_, name + " cannot be trusted even once written again");
+  }
+
   // The lease first, then its number: a crash between them leaves the number reserved (never
-  // handed out twice), not a lease without its reservation.
+  // handed out twice), not a lease without its reservation. Its user database goes with it.
   void remove(const UidLease& lease) {
     if (::unlinkat(dir_fd_.get(), (lease.id + kLeaseSuffix).c_str(), 0) != 0) {
       registry_failure(dir_, "unlink " + lease.id + kLeaseSuffix, errno);
+    }
+    for (const char* suffix : {kPasswdSuffix, kGroupSuffix}) {
+      ::unlinkat(dir_fd_.get(), user_database_name(lease, suffix).c_str(), 0);
     }
     if (holder(lease.uid) == lease.id) {
       ::unlinkat(dir_fd_.get(), (std::to_string(lease.uid) + kUidSuffix).c_str(), 0);
@@ -256,6 +285,25 @@ class LockedRegistry {
   }
 
  private:
+  static std::string user_database_name(const UidLease& lease, const char* suffix) {
+    return lease.id + "." + std::to_string(lease.uid) + suffix;
+  }
+
+  // NAME replaced whole by `text` with `mode`: written to NAME.new, then renamed over it.
+  void replace_file(const std::string& name, const std::string& text, mode_t mode) {
+    const std::string temp = name + ".new";
+    UniqueFd fd(::openat(dir_fd_.get(), temp.c_str(),
+                         O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode));
+    if (!fd.valid()) registry_failure(dir_, "open " + temp, errno);
+    if (::fchmod(fd.get(), mode) != 0 ||
+        ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      registry_failure(dir_, "write " + temp, errno);
+    }
+    if (::renameat(dir_fd_.get(), temp.c_str(), dir_fd_.get(), name.c_str()) != 0) {
+      registry_failure(dir_, "rename " + temp, errno);
+    }
+  }
+
   std::string dir_;
   UniqueFd dir_fd_;
   UniqueFd lock_;
@@ -334,7 +382,7 @@ bool user_database_names(std::uint32_t id) {
 
 UidLease lease_module_user(const std::string& dir, const std::string& id,
                            const ModuleUserRange& range, const std::vector<std::string>& paths,
-                           std::int64_t now) {
+                           std::int64_t now, ModuleUserDatabase* database) {
   LockedRegistry registry(dir, true);
   auto lease = registry.lease(id);
   bool changed = false;
@@ -388,6 +436,11 @@ UidLease lease_module_user(const std::string& dir, const std::string& id,
   }
   for (const auto& path : paths) changed = remember_lease_path(*lease, path) || changed;
   if (changed) registry.write(*lease);
+  if (database != nullptr) {
+    database->passwd =
+        registry.user_database_file(*lease, kPasswdSuffix, module_passwd_text(*lease));
+    database->group = registry.user_database_file(*lease, kGroupSuffix, module_group_text(*lease));
+  }
   return *lease;
 }
 

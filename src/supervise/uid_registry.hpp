@@ -22,6 +22,7 @@
 
 #include "config/node_config.hpp"
 #include "plan/uid_leases.hpp"
+#include "sys/unique_fd.hpp"
 
 namespace oarbank {
 
@@ -68,9 +69,22 @@ bool user_database_names(std::uint32_t id);
 // and write nothing. Throws Error(Unenforceable) when the range has no free number left or the id's
 // lease names a number that leased_uid_conflict finds named now (fail closed: two users on one
 // uid), Error(StepFailed) when the registry cannot be read, trusted or written.
+// With `database`, the module's own /etc/passwd and /etc/group for that lease too (below).
+struct ModuleUserDatabase;
 UidLease lease_module_user(const std::string& dir, const std::string& id,
                            const ModuleUserRange& range, const std::vector<std::string>& paths,
-                           std::int64_t now);
+                           std::int64_t now, ModuleUserDatabase* database = nullptr);
+
+// Session 13: the module's own /etc/passwd and /etc/group (plan/uid_leases.hpp's
+// module_passwd_text and module_group_text), each a file of the registry's (ID.UID.passwd,
+// ID.UID.group: root's, 0644, written once per lease, whole or not at all, removed with the
+// lease) cloned as a detached mount (open_tree OPEN_TREE_CLONE, in the node's mount
+// namespace, where the kernel lets a clone be made), for sandbox-run's child to attach over the
+// node's files in the module's own mount namespace (apply/module_mounts.hpp).
+struct ModuleUserDatabase {
+  UniqueFd passwd;
+  UniqueFd group;
+};
 
 // Every lease, sorted by id (an empty list when there is no registry yet).
 std::vector<UidLease> list_module_users(const std::string& dir);

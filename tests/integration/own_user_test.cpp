@@ -343,6 +343,34 @@ TEST_F(OwnUser, ItsProcessLimitIsTheNodesPidsMaxWithOrWithoutThePidsController) 
   EXPECT_LE(std::atoi(r.out.c_str() + 7), 11) << r.out;
 }
 
+// Session 13: under a uid of its own, with mounts of its own, the module's /etc/passwd and
+// /etc/group are its own: root, its user (oarbank-ID) and nobody. getpwuid answers for its uid
+// (whoami, id -gn; Node's os.userInfo() and Python's getpass threw before), and the node's
+// accounts are not listed. The node's files are unchanged; with the shared module_user the
+// module reads the node's.
+TEST_F(OwnUser, ItsUserHasANameInItsOwnWorldAndTheNodesAccountsAreNotListed) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string node_passwd = read_file("/etc/passwd");
+  const std::string id = unique_name("named");
+  const std::string name = "oarbank-" + id;
+  RunResult r = run(config(true, kUncapped), id, policy_with_work(tree.path("named/work")),
+                    {"spawn", "/bin/sh", "-c", "whoami; id -gn; cat /etc/passwd /etc/group"});
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  const std::string uid = std::to_string(first_);
+  EXPECT_EQ(r.out, name + "\n" + name + "\nroot:x:0:0:root:/root:/usr/sbin/nologin\n" + name +
+                       ":x:" + uid + ":" + uid + ":oarbank module " + id +
+                       ":/:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/"
+                       "nologin\nroot:x:0:\n" +
+                       name + ":x:" + uid + ":\nnogroup:x:65534:\nexit 0\n")
+      << r.describe();
+  EXPECT_EQ(read_file("/etc/passwd"), node_passwd);
+  RunResult shared =
+      run(config(false, kUncapped), unique_name("shared"),
+          policy_with_work(tree.path("shared/work")), {"spawn", "/bin/cat", "/etc/passwd"});
+  ASSERT_TRUE(shared.exited(0)) << shared.describe();
+  EXPECT_EQ(shared.out, node_passwd + "exit 0\n");
+}
+
 // The same id gets the same uid on every run, another id another; the directory sandbox-run
 // makes is the id's; the lease is listed by sandbox-ctl leases and not reclaimable while
 // recent; an existing directory of another module's uid is refused by the directories rule;
@@ -426,6 +454,10 @@ TEST_F(OwnUser, ReclaimWaitsForTheFilesToBeReownedOrRemoved) {
   ASSERT_TRUE(first.exited(0)) << first.describe();
   const std::string lease_path = tree.path("registry/" + x + ".lease");
   auto lease = nlohmann::json::parse(read_file(lease_path));
+  // Its own user database beside the lease (ID.UID.passwd, .group), removed with it below.
+  const std::string database =
+      tree.path("registry/" + x + "." + std::to_string(lease["uid"].get<std::uint32_t>()));
+  EXPECT_TRUE(exists(database + ".passwd") && exists(database + ".group"));
   lease["last_run"] = 0;
   write_file(lease_path, lease.dump(), 0600);
   RunOptions o;
@@ -447,6 +479,7 @@ TEST_F(OwnUser, ReclaimWaitsForTheFilesToBeReownedOrRemoved) {
   EXPECT_EQ(done.out_line(), "reclaimed uid " + std::to_string(lease["uid"].get<std::uint32_t>()) +
                                  " of module id " + x);
   EXPECT_FALSE(exists(lease_path));
+  EXPECT_FALSE(exists(database + ".passwd") || exists(database + ".group"));
   RunResult leases = run_command({OARBANK_AGENT_BINARY, "sandbox-ctl", "leases", "--config", c}, o);
   EXPECT_EQ(leases.out.find(x), std::string::npos) << leases.out;
   RunResult again = run_command(reclaim, o);

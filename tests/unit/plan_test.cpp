@@ -359,6 +359,9 @@ TEST(PlanWorld, ExplainShowsTheModulesOwnWorldAndItsUser) {
   EXPECT_EQ(plan.identity.process_limit, *config.pids_max);
   EXPECT_TRUE(world["user"].contains("process_limit"));
   EXPECT_EQ(world["mounts"]["/proc"]["options"], "hidepid=invisible");
+  // Its own user database (session 13): root, its user and nobody.
+  EXPECT_TRUE(plan.mounts.own_user_database);
+  EXPECT_NE(world["mounts"]["/etc/passwd"].get<std::string>().find("its own"), std::string::npos);
   EXPECT_EQ(world["mounts"]["/dev/pts"]["options"], "ptmxmode=0666,mode=0600,max=32");
   EXPECT_EQ(world["mounts"]["/dev/shm"]["size_bytes"], plan.mounts.shm_size_bytes);
   EXPECT_EQ(world["mounts"]["writable_dirs"]["options"], "nosuid,nodev,noexec");
@@ -387,7 +390,8 @@ TEST(PlanWorld, ExplainShowsTheModulesOwnWorldAndItsUser) {
   world = explain_plan(plan, policy, features, config)["world"];
   EXPECT_EQ(world["user"]["kind"], "module_user");
   EXPECT_EQ(world["user"]["umask"], "inherited");
-  EXPECT_EQ(plan.identity.process_limit, 0U);  // the shared uid's count is every module's
+  EXPECT_EQ(plan.identity.process_limit, 0U);   // the shared uid's count is every module's
+  EXPECT_FALSE(plan.mounts.own_user_database);  // the node's accounts, as the uid is shared
   EXPECT_FALSE(world["user"].contains("process_limit"));
   EXPECT_FALSE(world["filter_variant_adds"].contains("+own-user"));
 }

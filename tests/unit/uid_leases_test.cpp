@@ -276,5 +276,16 @@ TEST_F(UidRegistryDir, ReclaimOnlyWhenDueNotRunningAndNoFileOfTheUidIsLeft) {
   EXPECT_EQ(lease_module_user(dir_, "b", range_, {}, later).uid, a.uid);
 }
 
+// Session 13: the module's own /etc/passwd and /etc/group, as glibc's files module reads them.
+TEST(UidLeases, TheModulesOwnUserDatabaseNamesRootItsUserAndNobody) {
+  const UidLease lease{"job-7", 61190, 61190, 0, 0, {}};
+  EXPECT_EQ(module_user_name("job-7"), "oarbank-job-7");
+  EXPECT_EQ(module_passwd_text(lease),
+            "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+            "oarbank-job-7:x:61190:61190:oarbank module job-7:/:/usr/sbin/nologin\n"
+            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+  EXPECT_EQ(module_group_text(lease), "root:x:0:\noarbank-job-7:x:61190:\nnogroup:x:65534:\n");
+}
+
 }  // namespace
 }  // namespace oarbank
