@@ -256,13 +256,15 @@ RunResult ModuleRun::run() {
   mask_held_ = true;
   // Where they are not a terminal, the module shares this process's stdout and stderr (a
   // journal stream, a pipe, a log file): a module that shuts the stream down or ends the
-  // pipe's reader made this process's next line of its own raise SIGPIPE, which killed it
-  // before the teardown, --result and the record's removal (session 13's attack review). So
-  // SIGPIPE is ignored here for the rest of this process (a line then fails with EPIPE, and
-  // the run goes on); the launcher gets the caller's disposition back (spawn.hpp).
+  // pipe's reader made this process's next line of its own raise SIGPIPE, and one that
+  // ftruncates a shared log file up to the caller's RLIMIT_FSIZE made it raise SIGXFSZ; either
+  // killed it before the teardown, --result and the record's removal (session 13's attack
+  // reviews). So both are ignored here for the rest of this process (a line then fails with
+  // EPIPE or EFBIG, and the run goes on); the launcher gets the caller's back (spawn.hpp).
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGPIPE, &ignore, &caller_sigpipe_);
+  ::sigaction(SIGPIPE, &ignore, &caller_dispositions_.pipe);
+  ::sigaction(SIGXFSZ, &ignore, &caller_dispositions_.file_size);
   root_ = ::geteuid() == 0;
   egress_ = request_.policy.net == NetMode::EgressAllowlist;
   const Policy& policy = request_.policy;
@@ -379,7 +381,7 @@ RunResult ModuleRun::run() {
   launch_.launcher_context = &child_;
   launch_.terminal = terminal_.get();
   launch_.launcher_mask = &caller_mask_;
-  launch_.launcher_sigpipe = &caller_sigpipe_;
+  launch_.launcher_dispositions = &caller_dispositions_;
   // Issue 14: the filter's refusals go to the supervisor, which answers and records them.
   denials_->prepare(prepared_->plan, config.denial_audit);
   launch_.seccomp_listener = denials_->seccomp_listener();

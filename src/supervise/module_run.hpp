@@ -115,7 +115,7 @@ class ModuleRun {
 
   ModuleRunRequest request_;
   sigset_t caller_mask_{};  // the mask before run(): the launcher's, and restored at the end
-  struct sigaction caller_sigpipe_ {};  // SIGPIPE's disposition before run(): the launcher's
+  CallerDispositions caller_dispositions_;  // before run(): the launcher's (spawn.hpp)
   bool mask_held_ = false;
   bool root_ = false;
   bool egress_ = false;

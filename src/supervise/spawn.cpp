@@ -85,7 +85,10 @@ namespace {
     ::tcsetpgrp(request.terminal_fd, ::getpgrp());
   }
   // Without CLONE_SIGHAND the child's dispositions are its own copy: the parent keeps its own.
-  if (request.child_sigpipe != nullptr) ::sigaction(SIGPIPE, request.child_sigpipe, nullptr);
+  if (request.child_dispositions != nullptr) {
+    ::sigaction(SIGPIPE, &request.child_dispositions->pipe, nullptr);
+    ::sigaction(SIGXFSZ, &request.child_dispositions->file_size, nullptr);
+  }
   if (request.child_mask != nullptr) ::sigprocmask(SIG_SETMASK, request.child_mask, nullptr);
   request.child_main(request.context);
   ::_exit(exit_code_for(ErrorKind::Internal));  // child_main execs or exits: fail closed

@@ -11,6 +11,13 @@
 
 namespace oarbank {
 
+// The dispositions of the signals a supervisor ignores for itself because the module shares
+// its stdout and stderr (module_run.cpp): the caller's, given back to the launcher.
+struct CallerDispositions {
+  struct sigaction pipe {};       // SIGPIPE
+  struct sigaction file_size {};  // SIGXFSZ
+};
+
 struct SpawnRequest {
   int cgroup_dir_fd = -1;    // the leaf, or -1 for no cgroup
   int status_write_fd = -1;  // the status channel's write end, for a failure to join the leaf
@@ -20,8 +27,8 @@ struct SpawnRequest {
   int terminal_fd = -1;
   unsigned terminal_fds = 0;
   const sigset_t* child_mask = nullptr;  // the signal mask the launcher starts with
-  // SIGPIPE's disposition for the launcher (the caller's), where this process changed its own.
-  const struct sigaction* child_sigpipe = nullptr;
+  // SIGPIPE's and SIGXFSZ's dispositions for the launcher, where this process changed its own.
+  const CallerDispositions* child_dispositions = nullptr;
   // Runs in the child, in its group and leaf, with `child_mask` set; must not return (it
   // execs the module or _exits). This process must have no other thread: the child is a
   // copy of it, locks included.

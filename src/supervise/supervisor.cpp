@@ -270,7 +270,7 @@ void Supervision::spawn() {
       .terminal_fd = terminal != nullptr ? terminal->slave.get() : -1,
       .terminal_fds = terminal != nullptr ? terminal->operator_terminal.fds : 0U,
       .child_mask = launch_.launcher_mask != nullptr ? launch_.launcher_mask : &original_,
-      .child_sigpipe = launch_.launcher_sigpipe,
+      .child_dispositions = launch_.launcher_dispositions,
       .child_main =
           [](void* raw) {
             auto* c = static_cast<ChildContext*>(raw);

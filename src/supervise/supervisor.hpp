@@ -18,6 +18,7 @@
 #include "supervise/cgroup_leaf.hpp"
 #include "supervise/denial_listener.hpp"
 #include "supervise/exec_verification.hpp"
+#include "supervise/spawn.hpp"
 #include "supervise/run_state.hpp"
 #include "sys/unique_fd.hpp"
 
@@ -36,8 +37,8 @@ struct SupervisedLaunch {
   SupervisorTerminal* terminal = nullptr;
   // The signal mask the launcher starts with; null: this process's when supervise() starts.
   const sigset_t* launcher_mask = nullptr;
-  // SIGPIPE's disposition the launcher starts with; null: this process's.
-  const struct sigaction* launcher_sigpipe = nullptr;
+  // SIGPIPE's and SIGXFSZ's dispositions the launcher starts with; null: this process's.
+  const CallerDispositions* launcher_dispositions = nullptr;
   // Called with the child's pid once it exists (the egress proxy's thread starts here: the
   // child must be cloned from a process with a single thread).
   std::function<void(pid_t)> after_spawn;

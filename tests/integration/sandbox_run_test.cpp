@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -32,40 +33,61 @@ using namespace std::chrono_literals;
 
 // --- 1. Spawn: exit statuses and signals pass through; launcher failures are told apart ---
 
-// Session 13's attack review: the module shares sandbox-run's stderr where it is no terminal.
+// Session 13's attack reviews: the module shares sandbox-run's stderr where it is no terminal.
 // A module that shuts a stream socket down (the packaged unit's stderr is the journal's) made
-// sandbox-run's next line raise SIGPIPE, which killed it before its teardown, its --result and
-// the record's removal. Now the line fails with EPIPE and the run ends as any other.
+// sandbox-run's next line raise SIGPIPE; one that ftruncates a shared log file up to the
+// caller's RLIMIT_FSIZE made it raise SIGXFSZ. Either killed it before its teardown, its
+// --result and the record's removal. Now the line fails (EPIPE, EFBIG) and the run ends as
+// any other; the module gets both signals as the caller gave them.
 TEST_F(SandboxRun, AModuleThatBreaksTheSharedStderrDoesNotStopTheRunsEnd) {
-  int pair[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
-  const auto argv = run_argv({"--denials", "--result", result_path()},
-                             payload({"batch", "shutdown-fd", "2", ",", "mount"}));
-  const auto environment = env();
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    ::dup2(null, 0);
-    ::dup2(null, 1);
-    ::dup2(pair[1], 2);
-    exec_in_child(argv, environment);
+  struct Case {
+    const char* what;
+    std::vector<std::string> breaks;
+  };
+  const std::string log = tree.path("shared-stderr.log");
+  for (const Case& c :
+       {Case{"a socket shut down", {"shutdown-fd", "2"}},
+        Case{"a file grown to the caller's RLIMIT_FSIZE", {"ftruncate-fd", "2", "65536"}}}) {
+    SCOPED_TRACE(c.what);
+    int pair[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+    const bool file = c.breaks[0] == "ftruncate-fd";
+    std::vector<std::string> module{"batch"};
+    module.insert(module.end(), c.breaks.begin(), c.breaks.end());
+    module.insert(module.end(), {",", "mount"});
+    const auto argv = run_argv({"--denials", "--result", result_path()}, payload(module));
+    const auto environment = env();
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+      ::dup2(null, 0);
+      ::dup2(null, 1);
+      if (file) {
+        const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+        const rlimit size{65536, 65536};
+        if (out < 0 || ::dup2(out, 2) != 2 || ::setrlimit(RLIMIT_FSIZE, &size) != 0) ::_exit(126);
+      } else {
+        ::dup2(pair[1], 2);
+      }
+      exec_in_child(argv, environment);
+    }
+    ::close(pair[1]);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ::close(pair[0]);
+    ASSERT_TRUE(WIFEXITED(status)) << "sandbox-run ended by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    const auto r = result();
+    EXPECT_EQ(r["end"], "exited") << r.dump();
+    EXPECT_EQ(r["module_exit_status"], 0) << r.dump();
+    EXPECT_FALSE(r["denials"].empty()) << r.dump();  // the mount, though stderr took no line
+    expect_nothing_left();
   }
-  ::close(pair[1]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ::close(pair[0]);
-  ASSERT_TRUE(WIFEXITED(status)) << "sandbox-run ended by signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
-  const auto r = result();
-  EXPECT_EQ(r["end"], "exited") << r.dump();
-  EXPECT_EQ(r["module_exit_status"], 0) << r.dump();
-  EXPECT_FALSE(r["denials"].empty()) << r.dump();  // the mount, though stderr took no line
-  expect_nothing_left();
-  // sandbox-run ignores SIGPIPE for itself alone: the module gets it as the caller gave it.
-  RunResult plain = run({}, payload({"sigpipe-disposition"}));
+  // sandbox-run ignores them for itself alone.
+  RunResult plain = run({}, payload({"signal-dispositions"}));
   EXPECT_TRUE(plain.exited(0)) << plain.describe();
-  EXPECT_EQ(plain.out, "default\n");
+  EXPECT_EQ(plain.out, "PIPE default XFSZ default\n");
 }
 
 TEST_F(SandboxRun, ExitStatusesPassThroughAndAreToldApartFromTheLauncher) {

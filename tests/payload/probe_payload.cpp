@@ -486,14 +486,23 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   if (cmd == "finit_module") return report(syscall(SYS_finit_module, -1, nullptr, 0));
   if (cmd == "delete_module") return report(syscall(SYS_delete_module, nullptr, 0));
   if (cmd == "io_uring_setup") return report(syscall(SYS_io_uring_setup, 0, nullptr));
-  // How SIGPIPE was handed over: "default" or "ignored" (or "handled").
-  if (cmd == "sigpipe-disposition") {
-    struct sigaction now {};
-    if (sigaction(SIGPIPE, nullptr, &now) != 0) return report(-1);
-    std::puts(now.sa_handler == SIG_DFL   ? "default"
-              : now.sa_handler == SIG_IGN ? "ignored"
-                                          : "handled");
+  // How SIGPIPE and SIGXFSZ were handed over: "PIPE default XFSZ default" (or "ignored",
+  // "handled").
+  if (cmd == "signal-dispositions") {
+    for (const auto& [sig, name] : {std::pair{SIGPIPE, "PIPE"}, std::pair{SIGXFSZ, "XFSZ"}}) {
+      struct sigaction now {};
+      if (sigaction(sig, nullptr, &now) != 0) return report(-1);
+      std::printf("%s%s %s", sig == SIGPIPE ? "" : " ", name,
+                  now.sa_handler == SIG_DFL   ? "default"
+                  : now.sa_handler == SIG_IGN ? "ignored"
+                                              : "handled");
+    }
+    std::printf("\n");
     return 0;
+  }
+  // ftruncate(FD, SIZE) of an inherited descriptor (sandbox-run's own stderr, a shared file).
+  if (cmd == "ftruncate-fd" && need(2)) {
+    return report(ftruncate(std::atoi(a[0].c_str()), std::atoll(a[1].c_str())));
   }
   // shutdown(FD, SHUT_WR) of an inherited socket (sandbox-run's own stderr, shared).
   if (cmd == "shutdown-fd" && need(1)) return report(shutdown(std::atoi(a[0].c_str()), SHUT_WR));
