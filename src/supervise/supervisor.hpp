@@ -18,8 +18,8 @@
 #include "supervise/cgroup_leaf.hpp"
 #include "supervise/denial_listener.hpp"
 #include "supervise/exec_verification.hpp"
-#include "supervise/spawn.hpp"
 #include "supervise/run_state.hpp"
+#include "supervise/spawn.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace oarbank {
