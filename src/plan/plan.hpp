@@ -74,12 +74,14 @@ struct IdentityPlan {
   // inherits the caller's (a service with LimitRTPRIO=) and a SCHED_FIFO busy loop starves the
   // node: cpu.max governs no real-time task. Lowering a limit needs no privilege.
   bool no_realtime = false;
-  // Under a uid of its own: the node's pids_max as RLIMIT_NPROC, soft and hard, set at the
-  // identity step. The kernel counts the tasks of a real uid, and no other process has this
-  // one, so it is the module's own process limit, kept by the kernel even where the leaf's
-  // pids.max cannot be written (no pids controller in the v2 hierarchy, as on a hybrid node,
-  // where pids.max is best effort without hard_limits). 0: the caller's limit is inherited
-  // (the shared module_user's count is every module's, so no limit of one module's is set).
+  // Under a uid of its own: the node's pids_max as RLIMIT_NPROC, soft and hard (only ever
+  // lowered), set at the identity step. The kernel counts the tasks (threads included) of a
+  // real uid, and no other process has this one (a lease is this id's alone, never one a
+  // running process holds, and one run of an id at a time), so it is the module's own task
+  // limit, kept by the kernel even where the leaf's pids.max cannot be written (no pids
+  // controller in the v2 hierarchy, as on a hybrid node, where pids.max is best effort without
+  // hard_limits). 0: the caller's limit is inherited (the shared module_user's count is every
+  // module's, so no limit of one module's is set).
   std::uint64_t process_limit = 0;
   // Whose uid it is (--explain's "world").
   ModuleUserSource source = ModuleUserSource::Caller;

@@ -180,7 +180,8 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
   // Kernel AIO contexts come from one pool for the whole node (fs.aio-max-nr, 65536 events by
   // default), charged to no cgroup or uid: session 13's attack review took all of it from
   // inside, and the node's own io_setup then answered EAGAIN. ENOSYS, as a kernel without
-  // CONFIG_AIO: libaio users fall back to threads; glibc's POSIX aio never calls it.
+  // CONFIG_AIO: what can do without it carries on (InnoDB, with a warning); what asks for it
+  // by name fails (fio's libaio engine). glibc's POSIX aio never calls it.
   add(rules, {"io_setup"}, ENOSYS,
       "kernel AIO contexts come from one pool for the whole node (fs.aio-max-nr)");
 

@@ -35,8 +35,8 @@ json user_json(const IdentityPlan& identity) {
   user["umask"] = identity.umask >= 0 ? json("0077") : json("inherited");
   if (identity.process_limit != 0) {
     user["process_limit"] = std::to_string(identity.process_limit) +
-                            " tasks: RLIMIT_NPROC of its own uid (the node's pids_max), beside "
-                            "the leaf's pids.max";
+                            " tasks, threads included: RLIMIT_NPROC of its own uid (the node's "
+                            "pids_max), also where the leaf gets no pids.max";
   }
   return user;
 }

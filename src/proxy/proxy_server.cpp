@@ -292,8 +292,9 @@ void ProxyServer::remove_module(const std::string& module_id) {
 void ProxyServer::run() {
   // splice(2) into a socket whose peer has gone raises SIGPIPE (splice has no MSG_NOSIGNAL),
   // and it is sent to this thread: blocked while the loop runs, and any pending one taken
-  // before the mask is restored. Not ignored process-wide: sandbox-run's module would inherit
-  // SIG_IGN across its exec.
+  // before the mask is restored. The proxy does not rely on its host's disposition: the
+  // standalone egress-proxy keeps SIGPIPE's default (sandbox-run ignores it for itself and
+  // gives its launcher the caller's: supervise/spawn.hpp).
   sigset_t pipe_only;
   sigset_t previous;
   sigemptyset(&pipe_only);

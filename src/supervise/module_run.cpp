@@ -448,7 +448,10 @@ void ModuleRun::claim_record() {
                 .supervisor_pid = ::getpid(),
                 .supervisor_start_time = process_start_time(::getpid()),
                 .cgroup = place_ ? place_->parent + "/" + leaf_name_for(request_.id) : "",
-                // Issue 12: every module of a root sandbox-run (module_world), not only egress.
+                // The intent, before the kernel is probed: a root run's module gets one under
+                // module_world, and an egress one wherever a namespace can confine it (the plan's
+                // own_network_namespace decides; a node that cannot make one runs an egress
+                // module port only or refuses it). Informational: nothing acts on it.
                 .netns = root_ && (egress_ || request_.config.module_world),
                 .started_at = static_cast<std::int64_t>(std::time(nullptr))}));
   held_.push(LaunchStep::RunState, [this] { state_->finish(); });
@@ -545,9 +548,10 @@ void ModuleRun::make_directories() {
 
 // Egress under namespace confinement (root): the proxy's listener inside the module's own
 // network namespace, which the child joins. (Port only: the listener was made before the
-// plan, which names its port.) Issue 12: every other module of a root sandbox-run gets a
-// namespace of its own too, holding loopback alone. Anonymous: it lives while the module's
-// processes (or the descriptor released here) hold it.
+// plan, which names its port.) Issue 12: under module_world every other module of a root
+// sandbox-run gets a namespace of its own too, holding loopback alone; the plan says which
+// (Plan::own_network_namespace). Anonymous: it lives while the module's processes (or the
+// descriptor released here) hold it.
 void ModuleRun::make_network() {
   if (!prepared_->plan.own_network_namespace) return;
   const bool stocked = stock_ && stock_->net.valid();

@@ -30,8 +30,10 @@ struct RunRecord {
   std::uint64_t module_start_time = 0;  // /proc/<pid>/stat field 22, against pid reuse
   pid_t process_group = 0;
   std::string cgroup;  // the leaf's absolute path (made, or about to be); empty: none
-  bool netns = false;  // the module gets a network namespace of its own (anonymous: it lives
-                       // as long as a process or descriptor holds it, nothing to remove)
+  // The module is to get a network namespace of its own, as the claim foresaw it (the plan
+  // decides: module_run.cpp). Anonymous: it lives as long as a process or descriptor holds
+  // it, nothing to remove; nothing acts on this field.
+  bool netns = false;
   std::string phase = "starting";  // "starting" until the module is spawned, then "running"
   std::int64_t started_at = 0;     // Unix time
 };
