@@ -168,8 +168,7 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
   }
   // Its own mounts, as root, before the identity step (apply/module_mounts.hpp).
   StepError mounts_error;
-  if (!make_module_mounts(child->prepared->plan, child->prepared->launch,
-                          ModuleMountSources{child->devpts_fd, child->passwd_fd, child->group_fd},
+  if (!make_module_mounts(child->prepared->plan, child->prepared->launch, child->mount_sources,
                           mounts_error)) {
     std::string line =
         "oarbank-agent sandbox-run: " + step_failed_message(LaunchStep::Mounts, mounts_error.what) +
@@ -372,9 +371,7 @@ RunResult ModuleRun::run() {
   child_.own_ipc = request_.launch.world.own_namespaces;
   child_.ipc_fd = stock_ ? stock_->ipc.get() : -1;
   child_.mqueue_fd = stock_ ? stock_->mqueue.get() : -1;
-  child_.devpts_fd = devpts_.get();
-  child_.passwd_fd = user_database_.passwd.get();
-  child_.group_fd = user_database_.group.get();
+  child_.mount_sources = {devpts_.get(), user_database_.passwd.get(), user_database_.group.get()};
   child_.send_mounts = own_mounts_ && stock_.has_value();
   launch_.module_mounts = stock_ ? &stock_->mounts : nullptr;
   launch_.launcher = &launch_in_child;

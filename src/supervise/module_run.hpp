@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "apply/launch.hpp"
+#include "apply/module_mounts.hpp"
 #include "apply/module_network.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"
@@ -146,9 +147,8 @@ class ModuleRun {
     bool own_ipc = false;  // its own IPC namespace before the launcher's steps
     int ipc_fd = -1;       // that namespace, made ahead by the stock (-1: unshare one)
     int mqueue_fd = -1;    // its mqueue file system, detached, made ahead by the stock
-    int devpts_fd = -1;
-    int passwd_fd = -1;  // its own /etc/passwd and /etc/group, detached (user_database_)
-    int group_fd = -1;
+    // What it attaches in its mount namespace: devpts_, user_database_ (module_mounts.hpp).
+    ModuleMountSources mount_sources;
     // Sends its mount namespace to the supervisor once made (the run gives it to the stock).
     bool send_mounts = false;
   } child_;

@@ -166,9 +166,7 @@ class LockedRegistry {
       if (errno == ENOENT) return std::nullopt;
       registry_failure(dir_, "open " + name, errno);
     }
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) registry_failure(dir_, "fstat " + name, errno);
-    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    if (!trusted(fd.get(), name)) {
       registry_failure(dir_, name + " cannot be trusted (not a regular file of uid " +
                                  std::to_string(::geteuid()) + " that only it may write)");
     }
@@ -210,19 +208,7 @@ class LockedRegistry {
   // Writes the lease whole to ID.lease.new, fsyncs it, and renames it over ID.lease: a
   // reader sees the old lease or the new one, after a crash too.
   void write(const UidLease& lease) {
-    const std::string name = lease.id + kLeaseSuffix;
-    const std::string temp = name + ".new";
-    const std::string text = uid_lease_to_json(lease);
-    UniqueFd fd(::openat(dir_fd_.get(), temp.c_str(),
-                         O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!fd.valid()) registry_failure(dir_, "open " + temp, errno);
-    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-        ::fsync(fd.get()) != 0) {
-      registry_failure(dir_, "write " + temp, errno);
-    }
-    if (::renameat(dir_fd_.get(), temp.c_str(), dir_fd_.get(), name.c_str()) != 0) {
-      registry_failure(dir_, "rename " + temp, errno);
-    }
+    replace_file(lease.id + kLeaseSuffix, uid_lease_to_json(lease), 0600, true);
     ::fsync(dir_fd_.get());  // the new names, durable
   }
 
@@ -235,16 +221,11 @@ class LockedRegistry {
       UniqueFd tree(::open_tree(dir_fd_.get(), name.c_str(),
                                 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
       if (tree.valid()) {
-        struct stat st {};
-        if (::fstat(tree.get(), &st) != 0) registry_failure(dir_, "fstat " + name, errno);
-        if (S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 022) == 0 &&
-            st.st_nlink == 1 && st.st_size == static_cast<off_t>(text.size())) {
-          return tree;
-        }
+        if (trusted(tree.get(), name, text.size())) return tree;
       } else if (errno != ENOENT) {
         registry_failure(dir_, "open_tree " + name, errno);
       }
-      if (attempt == 0) replace_file(name, text, 0644);
+      if (attempt == 0) replace_file(name, text, 0644, false);
     }
     registry_failure(dir_, name + " cannot be trusted even once written again");
   }
@@ -289,14 +270,26 @@ class LockedRegistry {
     return lease.id + "." + std::to_string(lease.uid) + suffix;
   }
 
-  // NAME replaced whole by `text` with `mode`: written to NAME.new, then renamed over it.
-  void replace_file(const std::string& name, const std::string& text, mode_t mode) {
+  // Whether the registry's file `name`, open as `fd`, is trusted as this user wrote it: a
+  // regular file of its own that nobody else may write, with one name (and `size` bytes, where
+  // given).
+  bool trusted(int fd, const std::string& name, std::optional<std::size_t> size = {}) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) registry_failure(dir_, "fstat " + name, errno);
+    return S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 022) == 0 &&
+           (!size || (st.st_nlink == 1 && st.st_size == static_cast<off_t>(*size)));
+  }
+
+  // NAME replaced whole by `text` with `mode`: written to NAME.new (fsync'd where `durable`),
+  // then renamed over it, so a reader sees the old file or the new one.
+  void replace_file(const std::string& name, const std::string& text, mode_t mode, bool durable) {
     const std::string temp = name + ".new";
     UniqueFd fd(::openat(dir_fd_.get(), temp.c_str(),
                          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode));
     if (!fd.valid()) registry_failure(dir_, "open " + temp, errno);
     if (::fchmod(fd.get(), mode) != 0 ||
-        ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+        ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+        (durable && ::fsync(fd.get()) != 0)) {
       registry_failure(dir_, "write " + temp, errno);
     }
     if (::renameat(dir_fd_.get(), temp.c_str(), dir_fd_.get(), name.c_str()) != 0) {

@@ -244,20 +244,23 @@ bool exists(const std::string& path) {
 
 std::string read_if_there(const std::string& path) { return exists(path) ? read_file(path) : ""; }
 
+std::string read_proc_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string out;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+    out.append(buffer, static_cast<std::size_t>(n));
+  ::close(fd);
+  return n < 0 ? "" : out;
+}
+
 bool process_exists(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
 
 bool process_running(pid_t pid) {
   if (!process_exists(pid)) return false;
-  // Read by hand: a process that exits between the open and the read answers ESRCH, which
-  // std::filebuf would throw as an exception.
-  std::string stat;
-  const int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    char buffer[1024];
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n > 0) stat.assign(buffer, static_cast<std::size_t>(n));
-    ::close(fd);
-  }
+  const std::string stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   const std::size_t name_end = stat.rfind(')');  // the state follows "(comm) "
   return name_end == std::string::npos || name_end + 2 >= stat.size() || stat[name_end + 2] != 'Z';
 }

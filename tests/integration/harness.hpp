@@ -113,6 +113,9 @@ std::string read_file(const std::string& path);
 bool exists(const std::string& path);
 // The file's text, or "" while it does not exist yet.
 std::string read_if_there(const std::string& path);
+// A file of /proc read whole, or "" once its process is gone: a process that exits between the
+// open and the read answers ESRCH, which std::filebuf throws as an exception.
+std::string read_proc_file(const std::string& path);
 // A program of its own at `path` (after links), not a busybox applet: the kernel matrix's
 // guests have busybox only, so tests that need python3, util-linux or coreutils run where they are.
 bool have_program(const std::string& path);

@@ -30,24 +30,9 @@ constexpr uid_t kSecondUser = 4243;  // a second local user
 
 // A live process: not a zombie (the module of a killed sandbox-run is reparented to init,
 // which may take its time to reap it).
-// A file of /proc/PID, or "" once the process is gone: a process that exits between the open
-// and the read answers ESRCH, which std::filebuf throws as an exception (another test's
-// process, under ctest -j2, while the loops below scan /proc).
-std::string proc_file(const std::string& pid, const char* name) {
-  const int fd = ::open(("/proc/" + pid + "/" + name).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  std::string out;
-  char buffer[4096];
-  ssize_t n = 0;
-  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
-    out.append(buffer, static_cast<std::size_t>(n));
-  ::close(fd);
-  return n < 0 ? "" : out;
-}
-
 bool process_alive(pid_t pid) {
   if (pid <= 0 || !(::kill(pid, 0) == 0 || errno == EPERM)) return false;
-  const std::string text = proc_file(std::to_string(pid), "stat");
+  const std::string text = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   const auto close = text.rfind(')');
   return close == std::string::npos || close + 2 >= text.size() || text[close + 2] != 'Z';
 }
@@ -73,7 +58,7 @@ std::vector<pid_t> processes_with(const std::string& marker) {
   std::vector<pid_t> found;
   for (const auto& name : list_dir("/proc")) {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string text = proc_file(name, "environ");
+    const std::string text = read_proc_file("/proc/" + name + "/environ");
     if (text.find(marker) != std::string::npos) found.push_back(std::stoi(name));
   }
   return found;
@@ -352,7 +337,7 @@ pid_t kill_supervisor_of_a_sleeper(const std::vector<std::string>& argv,
   pid_t module = -1;
   for (const auto& name : list_dir("/proc")) {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string text = proc_file(name, "stat");
+    const std::string text = read_proc_file("/proc/" + name + "/stat");
     auto close = text.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream fields(text.substr(close + 2));
