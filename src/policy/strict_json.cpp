@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sys/error.hpp"
+#include "sys/trusted_input.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace oarbank {
@@ -242,6 +243,10 @@ bool read_small_file(const std::string& path, std::size_t max_bytes, std::string
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     problem = path + " is not a regular file";
+    return false;
+  }
+  if (auto untrusted = untrusted_input_problem(path, st)) {
+    problem = *untrusted;
     return false;
   }
   return read_small_fd(fd.get(), path, max_bytes, out, problem);

@@ -30,7 +30,9 @@ bool parse_strict_json(std::string_view text, std::size_t max_bytes, int max_dep
 bool read_small_fd(int fd, const std::string& name, std::size_t max_bytes, std::string& out,
                    std::string& problem);
 
-// Reads a whole file of at most max_bytes. Returns false with `problem` on failure.
+// Reads a whole file of at most max_bytes, only if it is the operator's to give
+// (sys/trusted_input.hpp: root's or the caller's, writable by no one else). Returns false with
+// `problem` on failure.
 bool read_small_file(const std::string& path, std::size_t max_bytes, std::string& out,
                      std::string& problem);
 

@@ -1,0 +1,24 @@
+// What the launcher reads on the operator's word (the policy, the node configuration) must be
+// the operator's. Attack review (session 14): both were read whatever their owner and mode, so
+// a second local user who could write either (or the directory above it) chose what root's
+// sandbox-run enforced: `module_users: null`, `writable_roots: ["/"]`, a wider runtime, egress.
+// The rule is OpenSSH's StrictModes, the same one open_operator_file applies to what the
+// supervisor writes (sys/safe_open.hpp): owned by root or by the caller, writable by neither
+// group nor others.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <optional>
+#include <string>
+
+namespace oarbank {
+
+// nullopt when the file at `path`, whose fstat is `st`, is root's or the caller's (real uid)
+// and writable by neither group nor others, and so is every directory above it (the path
+// resolved through its links), except that a sticky directory (/tmp) may be writable by all:
+// there no other user can rename or remove a file that is not theirs. Else one line saying
+// what is wrong, naming the path.
+std::optional<std::string> untrusted_input_problem(const std::string& path, const struct stat& st);
+
+}  // namespace oarbank

@@ -1,0 +1,65 @@
+// Session 14's attack review: what the launcher reads on the operator's word (the policy, the
+// node configuration) is the operator's alone (sys/trusted_input.hpp). A file, or a directory
+// above it, that another user can write, or a file another user owns, is refused before
+// anything is made, naming it; the same files as root's 0644 in root's 0755 directory run.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "sandbox_fixture.hpp"
+
+namespace oarbank::it {
+namespace {
+
+class OperatorInputs : public UncappedTest {
+ protected:
+  RunResult exec_with(const std::string& config, const std::string& policy) {
+    RunOptions o;
+    o.env = launcher_environment();
+    return run_command({OARBANK_AGENT_BINARY, "sandbox-exec", "--config", config, policy, "--",
+                        tree.probe(), "true"},
+                       o);
+  }
+};
+
+TEST_F(OperatorInputs, APolicyOrConfigurationAnotherUserCanChangeIsRefused) {
+  if (!running_as_root()) GTEST_SKIP() << "needs root to give the files other owners";
+  const std::string policy = tree.write_json("inputs-policy.json", base_policy());
+  const std::string config = tree.write_json("inputs-config.json", node_config());
+  ASSERT_EQ(::chmod(policy.c_str(), 0644), 0);
+  ASSERT_EQ(::chmod(config.c_str(), 0644), 0);
+  RunResult fine = exec_with(config, policy);
+  EXPECT_TRUE(fine.exited(0)) << fine.describe();
+
+  ASSERT_EQ(::chmod(policy.c_str(), 0666), 0);
+  RunResult writable = exec_with(config, policy);
+  expect_launcher_failure(writable, 64, {policy, "is writable by others (mode 0666)"});
+  ASSERT_EQ(::chmod(policy.c_str(), 0664), 0);
+  expect_launcher_failure(exec_with(config, policy), 64, {policy, "is writable by its group"});
+  ASSERT_EQ(::chmod(policy.c_str(), 0644), 0);
+  ASSERT_EQ(::chown(policy.c_str(), 4242, 4242), 0);
+  expect_launcher_failure(exec_with(config, policy), 64,
+                          {policy, "belongs to uid 4242, neither root nor the caller"});
+  ASSERT_EQ(::chown(policy.c_str(), 0, 0), 0);
+
+  ASSERT_EQ(::chown(config.c_str(), 4242, 4242), 0);
+  expect_launcher_failure(exec_with(config, policy), 78, {config, "belongs to uid 4242"});
+  ASSERT_EQ(::chown(config.c_str(), 0, 0), 0);
+
+  // A directory above that others may write (not sticky): they could put another file in
+  // its place. A sticky one (as /tmp) is fine.
+  const std::string dir = tree.path("inputs-open");
+  std::filesystem::create_directories(dir);
+  const std::string inside = dir + "/policy.json";
+  std::filesystem::copy_file(policy, inside);
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+  expect_launcher_failure(exec_with(config, inside), 64,
+                          {dir + ", a directory above " + inside, "not sticky"});
+  ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);
+  RunResult sticky = exec_with(config, inside);
+  EXPECT_TRUE(sticky.exited(0)) << sticky.describe();
+}
+
+}  // namespace
+}  // namespace oarbank::it
