@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
+#include <optional>
 
 #include "apply/descriptors.hpp"
 #include "apply/prepared_exec.hpp"
@@ -106,8 +108,20 @@ int run_sandbox_run(const RunArgs& options) {
   bool result_written = false;
   UniqueFd result_fd;
   const int code = run_guarded(kCommand, options.exec.policy_path, [&]() -> int {
+    std::optional<Policy> policy_read;
     if (options.result_path && !options.exec.explain) {
+      // Attack review (session 14): a --result inside the module's writable directories is
+      // refused before root creates the file there, so the policy is read first. One that
+      // cannot be read is refused once the result file is open, so that the result says so.
+      std::exception_ptr unreadable;
+      try {
+        policy_read = load_policy_file(options.exec.policy_path);
+      } catch (...) {
+        unreadable = std::current_exception();
+      }
+      if (policy_read) refuse_inside_writable("--result", *options.result_path, *policy_read);
       result_fd = open_result_file(*options.result_path);
+      if (unreadable) std::rethrow_exception(unreadable);
     }
     if (!options.exec.separator || options.exec.argv.empty()) {
       throw Error(ErrorKind::Usage,
@@ -143,8 +157,7 @@ int run_sandbox_run(const RunArgs& options) {
     const ExecArgs& exec = options.exec;
     LaunchRequest launch = make_launch_request(exec.argv, exec.setenv, exec.keep_fds);
     NodeConfig config = load_node_config(exec.config_path);
-    Policy policy = load_policy_file(exec.policy_path);
-    if (options.result_path) refuse_inside_writable("--result", *options.result_path, policy);
+    Policy policy = policy_read ? std::move(*policy_read) : load_policy_file(exec.policy_path);
     if (options.proxy_log) refuse_inside_writable("--proxy-log", *options.proxy_log, policy);
     ModuleRun run(
         ModuleRunRequest{.id = id,
@@ -152,6 +165,7 @@ int run_sandbox_run(const RunArgs& options) {
                          .policy = std::move(policy),
                          .config = std::move(config),
                          .config_path = exec.config_path,
+                         .policy_path = exec.policy_path,
                          .launch = std::move(launch),
                          .timeout_seconds = options.timeout,
                          .kill_after_seconds = options.kill_after,

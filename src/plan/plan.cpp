@@ -113,6 +113,30 @@ void refuse_overlapping_rules(const LandlockPlan& plan, bool exec_writable,
   }
 }
 
+}  // namespace
+
+std::optional<std::string> earlier_writable_problem(const LandlockPlan& plan,
+                                                    const std::vector<std::string>& earlier) {
+  for (const auto& rule : plan.path_rules) {
+    if ((rule.access & LANDLOCK_ACCESS_FS_EXECUTE) == 0) continue;
+    for (const auto& written : earlier) {
+      for (const std::string* form : {&rule.path, &rule.canonical}) {
+        if (form->empty()) continue;
+        const bool contains = beneath_or_equal(written, *form);
+        if (!contains && !beneath_or_equal(*form, written)) continue;
+        return fmt::format(
+            "{} ({}) {} {}, which this module id was given to write in an earlier run: what it "
+            "wrote there would run as code, which exec_writable false refuses; choose a "
+            "directory it was never given to write (sandbox-ctl leases lists them)",
+            rule.path, rule.why, contains ? "contains" : "lies within", written);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 // Proxy variables: clients read them in any case (Python: No_Proxy), so compare so.
 bool withheld_proxy_variable(const std::string& name) {
   std::string lower = name;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -129,6 +130,14 @@ std::vector<CapabilityVerdict> unmet_capabilities(const Policy& policy,
 // Error(Usage) for a bad request (a --setenv of a variable the sandbox sets).
 Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeConfig& config,
                const PathOracle& paths, const LaunchRequest& request);
+
+// Attack review (session 14): the one-plan rule above (a writable directory never beneath an
+// executable rule unless exec_writable) across runs. `earlier`: the directories this module id
+// was given to write in its earlier runs (its uid lease's paths): a rule that may execute and
+// contains or lies within one would run what the module wrote there. nullopt, or the line
+// naming the rule, its reason and the earlier directory. The caller skips it under exec_writable.
+std::optional<std::string> earlier_writable_problem(const LandlockPlan& plan,
+                                                    const std::vector<std::string>& earlier);
 
 // The module's environment alone (also used by tests).
 std::vector<std::string> module_environment(const Policy& policy, const NodeConfig& config,

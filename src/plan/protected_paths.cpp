@@ -41,6 +41,13 @@ std::vector<NamedPath> policy_paths(const Policy& policy) {
   if (!policy.bundle.empty()) out.push_back({"bundle", {policy.bundle}});
   for (const auto& p : policy.runtime) out.push_back({"runtime path", {p}});
   for (const auto& p : policy.tools) out.push_back({"tools path", {p}});
+  std::vector<NamedPath> writable = writable_policy_paths(policy);
+  out.insert(out.end(), writable.begin(), writable.end());
+  return out;
+}
+
+std::vector<NamedPath> writable_policy_paths(const Policy& policy) {
+  std::vector<NamedPath> out;
   if (policy.work) out.push_back({"work", {*policy.work}});
   for (const auto& p : policy.data) out.push_back({"data path", {p}});
   if (policy.temp) out.push_back({"temp", {*policy.temp}});

@@ -50,6 +50,14 @@ int own_seccomp_filters() {
   return parse_proc_status(read_text_file("/proc/self/status")).seccomp_filters.value_or(0);
 }
 
+std::string absolute_path(std::string path) {
+  if (!path.empty() && path[0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof cwd) != nullptr) path = std::string(cwd) + "/" + path;
+  }
+  return path;
+}
+
 // The configuration file sandbox-run reads (load_node_config's order), absolute.
 std::string effective_config_path(const std::optional<std::string>& explicit_path) {
   std::string path = kDefaultConfigPath;
@@ -58,11 +66,7 @@ std::string effective_config_path(const std::optional<std::string>& explicit_pat
   } else if (const char* env = std::getenv(kConfigEnvVar); env != nullptr && *env != '\0') {
     path = env;
   }
-  if (!path.empty() && path[0] != '/') {
-    char cwd[PATH_MAX];
-    if (::getcwd(cwd, sizeof cwd) != nullptr) path = std::string(cwd) + "/" + path;
-  }
-  return path;
+  return absolute_path(std::move(path));
 }
 
 // What asks sandbox-run to stop (the supervisor's kStopSignals).
@@ -330,6 +334,14 @@ RunResult ModuleRun::run() {
   // Everything the launch can fail at softly, here in the parent: a failure is one line and
   // an exit code, with what was made released.
   prepared_ = prepare_exec(request_.launch, module_config_, policy, std::move(features));
+  // Attack review (session 14): a directory this id wrote in an earlier run given now to read
+  // and execute (its bundle, say) ran what it wrote there, past exec_writable false and the
+  // written directories' noexec mounts, which hold for one run.
+  if (own_user_ && !policy.exec_writable) {
+    if (auto problem = earlier_writable_problem(prepared_->plan.landlock, lease_paths_)) {
+      throw Error(ErrorKind::Unenforceable, step_failed_message(LaunchStep::Directories, *problem));
+    }
+  }
   // Issue 14: the refusals of the run, from the filter, Landlock's audit log and the proxy.
   std::vector<std::string> writable;
   if (policy.work) writable.push_back(*policy.work);
@@ -427,6 +439,21 @@ void ModuleRun::claim_record() {
                                               ": a module must not reach sandbox-run's own "
                                               "files");
   }
+  // Attack review (session 14): the policy file itself, where the module may write (reading it
+  // is harmless: a bundle may hold it). Inside work, temp or data the module replaced it, and
+  // its next run read the grants it wrote (a runtime path, egress, exec_writable).
+  if (!request_.policy_path.empty() && request_.policy_path != "-") {
+    const std::vector<NamedPath> policy_file = {
+        {"the policy file", path_forms(absolute_path(request_.policy_path))}};
+    std::vector<NamedPath> writable = writable_policy_paths(request_.policy);
+    for (auto& path : writable) path.forms = path_forms(path.forms.front());
+    if (auto problem = protected_path_problem(writable, policy_file)) {
+      throw Error(ErrorKind::Unenforceable,
+                  step_failed_message(LaunchStep::RunState, *problem) +
+                      ": the module could rewrite its own policy for its next run; keep the "
+                      "policy outside work, temp and data");
+    }
+  }
   std::string repaired;
   // Walked and checked once (each component, no link, owner, mode); the sweep and the claim
   // below use this descriptor, the directory that walk checked, instead of walking again.
@@ -485,6 +512,7 @@ void ModuleRun::lease_user() {
     module_uid_ = lease.uid;
     module_gid_ = lease.gid;
     own_user_ = true;
+    lease_paths_ = lease.paths;
   } catch (const Error& e) {
     throw step_error(LaunchStep::ModuleUser, e.what(), 0, e.kind());
   }

@@ -56,6 +56,10 @@ struct ModuleRunRequest {
   // --config as given (nothing: $OARBANK_AGENT_CONFIG, else the default): the file read, kept
   // out of the module's reach with the run state directory.
   std::optional<std::string> config_path;
+  // The policy file as given ("-": standard input, nothing to keep out of reach). Attack review
+  // (session 14): a policy inside the module's work or data was the module's to rewrite, and
+  // its next run read the grants it wrote there.
+  std::string policy_path;
   LaunchRequest launch;  // the module's argv, --setenv, --keep-fd (make_launch_request)
   std::optional<double> timeout_seconds;
   double kill_after_seconds = 10;
@@ -124,6 +128,7 @@ class ModuleRun {
   // this very user (not root: the module runs as it).
   uid_t module_uid_ = 0;
   bool own_user_ = false;  // module_uid_ is leased to this id alone (the filter's own_user)
+  std::vector<std::string> lease_paths_;  // what every run of the id was given to write
   gid_t module_gid_ = 0;
   std::optional<CgroupPlace> place_;  // where the leaf goes; nothing: why_not_
   std::string why_not_;

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -371,6 +372,64 @@ TEST_F(OwnUser, ItsUserHasANameInItsOwnWorldAndTheNodesAccountsAreNotListed) {
   EXPECT_EQ(shared.out, node_passwd + "exit 0\n");
 }
 
+// Session 14's attack review: a policy the module could rewrite (inside its work) is refused
+// before anything is made; read from the bundle, it is fine.
+TEST_F(OwnUser, APolicyInsideWhatTheModuleWritesIsRefused) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string c = config(true, kUncapped);
+  const std::string id = unique_name("own-policy");
+  const std::string work = tree.path("own-policy/work");
+  std::filesystem::create_directories(work);
+  const std::string inside = work + "/policy.json";
+  write_file(inside, policy_with_work(work).dump(), 0644);
+  RunOptions o;
+  o.env = env();
+  o.timeout = 20s;
+  RunResult r = run_command({OARBANK_AGENT_BINARY, "sandbox-run", "--config", c, "--id", id, inside,
+                             "--", tree.probe(), "true"},
+                            o);
+  EXPECT_TRUE(r.exited(70)) << r.describe();
+  EXPECT_NE(r.err.find("the policy's work " + work + " contains the policy file " + inside),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("could rewrite its own policy for its next run"), std::string::npos)
+      << r.err;
+}
+
+// Session 14's attack review: what a module id was given to write in an earlier run is never
+// its code in a later one (exec_writable false): a tools path that is, or contains, a directory
+// of an earlier run is refused (70), naming it; with exec_writable true it runs.
+TEST_F(OwnUser, WhatItWroteInAnEarlierRunIsNotItsCodeInALaterOne) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string c = config(true, kUncapped);
+  const std::string id = unique_name("earlier");
+  const std::string first_work = tree.path("earlier/one/work");
+  RunResult first =
+      run(c, id, policy_with_work(first_work), {"copy-exec", "/bin/true", first_work + "/prog"});
+  ASSERT_TRUE(first.exited(0)) << first.describe();
+  for (const std::string& tools : {first_work, tree.path("earlier/one")}) {
+    auto later = policy_with_work(tree.path("earlier/two/work"));
+    later["tools"] = nlohmann::json::array({tools});
+    RunResult refused = run(c, id, later, {"true"});
+    EXPECT_TRUE(refused.exited(70)) << refused.describe();
+    EXPECT_NE(refused.err.find("step directories failed: " + tools), std::string::npos)
+        << refused.err;
+    EXPECT_NE(refused.err.find(first_work +
+                               ", which this module id was given to write in an earlier run"),
+              std::string::npos)
+        << refused.err;
+    later["exec_writable"] = true;
+    RunResult allowed = run(c, id, later, {"exec", first_work + "/prog"});
+    EXPECT_TRUE(allowed.exited(0)) << allowed.describe();
+  }
+  // Another id was never given it: the rule is the id's own history (the directories rule
+  // and its uid keep the rest).
+  auto other = policy_with_work(tree.path("earlier/other/work"));
+  other["tools"] = nlohmann::json::array({tree.path("earlier/one")});
+  RunResult stranger = run(c, unique_name("earlier-other"), other, {"true"});
+  EXPECT_TRUE(stranger.exited(0)) << stranger.describe();
+}
+
 // The same id gets the same uid on every run, another id another; the directory sandbox-run
 // makes is the id's; the lease is listed by sandbox-ctl leases and not reclaimable while
 // recent; an existing directory of another module's uid is refused by the directories rule;
@@ -470,7 +529,11 @@ TEST_F(OwnUser, ReclaimWaitsForTheFilesToBeReownedOrRemoved) {
                              std::to_string(lease["uid"].get<std::uint32_t>())),
             std::string::npos)
       << refused.err;
-  EXPECT_NE(refused.err.find("chown -R"), std::string::npos) << refused.err;
+  // Session 14's attack review: the advice lists what is left (find), never "chown -R" or
+  // "rm -r" of a directory the policy named, which may hold what is not the module's.
+  EXPECT_NE(refused.err.find("(find " + work + " -xdev \\( -uid "), std::string::npos)
+      << refused.err;
+  EXPECT_EQ(refused.err.find("chown -R"), std::string::npos) << refused.err;
   for (const std::string& path : {work, work + "/left"}) {
     ASSERT_EQ(::chown(path.c_str(), 0, 0), 0) << path;
   }
