@@ -454,9 +454,13 @@ std::string reclaim_obstacle(const UidLease& lease, std::int64_t now, std::uint3
     // FTW_PHYS: symbolic links not followed; FTW_MOUNT: another file system is not walked.
     const int rc = ::nftw(path.c_str(), find_owned, 32, FTW_PHYS | FTW_MOUNT);
     if (rc == 1) {
+      // Attack review (session 14): the advice names what was found, never `path` itself: the
+      // paths are what the policy named (a data path may be a directory every module uses,
+      // or one a refused run named), and "rm -r" of it would take what is not this module's.
       return walk_found + " still belongs to uid or gid " + std::to_string(lease.uid) +
-             ": re-own or remove what the module left first (e.g. chown -R root:root " + path +
-             ", or rm -r " + path + ")";
+             ": re-own or remove what the module left first (find " + path + " -xdev \\( -uid " +
+             std::to_string(lease.uid) + " -o -gid " + std::to_string(lease.gid) +
+             " \\) lists it all)";
     }
     if (rc != 0 && errno != ENOENT) {
       return "cannot look through " + path + " for files of uid " + std::to_string(lease.uid) +
