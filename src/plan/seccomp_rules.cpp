@@ -17,6 +17,7 @@
 
 #include "plan/mechanism.hpp"
 #include "plan/mechanism_network.hpp"
+#include "sys/landlock_abi.hpp"
 
 namespace oarbank::seccomp {
 namespace {
@@ -338,6 +339,21 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                        {{1, Compare::MaskedEqual, F_NOTIFY, 0xffffffffULL}},
                        "directory notifications (dnotify) report activity in directories the "
                        "module does not own, as inotify's watches would"});
+  // Attack review (session 14): a domain of the module's own, nested in the sandbox's, is
+  // allowed (a program may sandbox itself further), but not one that turns its logging off.
+  // Audit records a denial for the youngest domain that refused it, so a nested domain made
+  // with LOG_SAME_EXEC_OFF (or below one made with LOG_SUBDOMAINS_OFF; both Linux 6.15) hid the
+  // sandbox's own refusals from the run's denials while it probed the node. Each flag is one
+  // bit of a 32-bit argument, compared alone.
+  for (const unsigned long long flag :
+       {LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF, LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF}) {
+    rules.push_back(Rule{"landlock_restrict_self",
+                         -1,
+                         EPERM,
+                         {{1, Compare::MaskedEqual, flag, flag}},
+                         "a Landlock domain of the module's own is allowed, not one that stops "
+                         "the run's denials from being recorded"});
+  }
   // Leaving the process group (and session) escapes a container that is a process group only,
   // and a new session may read an inherited terminal without job control. With a cgroup leaf
   // as the container (torn down by cgroup.kill, whatever the groups) and no terminal but the

@@ -472,6 +472,12 @@ TEST_P(Children, KernelInterfacesRefused) {
              // one sealed non-executable (MFD_NOEXEC_SEAL, Linux 6.3) is an ordinary call.
              {{"memfd_create"}, kEnosys},
              {{"memfd_create-sealed"}, kOk},
+             // Session 14's attack review: a nested Landlock domain that turns its logging off
+             // hid the sandbox's own refusals from the run's denials; unfiltered: ok (ABI 7).
+             // One that logs is allowed (last: it stays on the payload).
+             {{"landlock-nest", "1"}, kEperm},
+             {{"landlock-nest", "4"}, kEperm},
+             {{"landlock-nest", "0"}, kOk},
          });
 }
 
