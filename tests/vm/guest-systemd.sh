@@ -121,6 +121,7 @@ id=$1
 sh -c 'trap "" TERM; while :; do sleep 1; done' &
 (sleep 3600 &)
 if setsid true 2>/dev/null; then ss=setsid-ok; else ss=setsid-refused; fi
+echo "<0>oarbank-guest-module $id emerg"
 echo "oarbank-guest-module $id up pid=$$ uid=$(id -u) $ss cgroup=$(cat /proc/self/cgroup)"
 echo "own file" >"$HOME/own"
 while :; do
@@ -166,6 +167,11 @@ started() {
   unit=oarbank-agent@$id.service
   if until_true 30 sh -c "[ \"\$(journalctl -q --no-pager -o cat -u $unit | grep -c '^oarbank-guest-module $id up ')\" -ge $n ]"; then
     ok "$id: the module's output reaches the journal ($(journal_of "$id" | grep "^oarbank-guest-module $id up " | tail -n1))"
+    # SyslogLevelPrefix=no: a module's "<0>" is text, not an emergency of the unit's.
+    expect "$id: a line the module starts with <0> is no emergency" "no" \
+      "$(journalctl -q --no-pager -o cat -p 0 -u "$unit" | grep -q "oarbank-guest-module $id emerg" && echo yes || echo no)"
+    expect "$id: ... and is logged as the module wrote it" "yes" \
+      "$(journal_of "$id" | grep -q "^<0>oarbank-guest-module $id emerg$" && echo yes || echo no)"
   else
     fail "$id: no 'up' line in the journal" "$(systemctl status --no-pager "$unit" 2>&1 | tail -n 8 | tr '\n' '|')"
   fi
