@@ -245,7 +245,7 @@ bool read_small_file(const std::string& path, std::size_t max_bytes, std::string
     problem = path + " is not a regular file";
     return false;
   }
-  if (auto untrusted = untrusted_input_problem(path, st)) {
+  if (auto untrusted = untrusted_input_problem(path, fd.get(), st)) {
     problem = *untrusted;
     return false;
   }

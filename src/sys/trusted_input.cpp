@@ -3,8 +3,12 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
+
+#include "sys/error.hpp"
 
 namespace oarbank {
 namespace {
@@ -31,22 +35,53 @@ std::optional<std::string> entry_problem(const std::string& what, const struct s
   return std::nullopt;
 }
 
+// The directories above `path` (absolute), nearest first, "/" last.
+std::vector<std::string> directories_above(std::string path) {
+  std::vector<std::string> out;
+  while (path.size() > 1) {
+    const auto slash = path.rfind('/');
+    path = slash == 0 ? "/" : path.substr(0, slash);
+    out.push_back(path);
+  }
+  return out;
+}
+
 }  // namespace
 
-std::optional<std::string> untrusted_input_problem(const std::string& path, const struct stat& st) {
+std::optional<std::string> untrusted_input_problem(const std::string& path, int fd,
+                                                   const struct stat& st) {
   const uid_t caller = ::getuid();
   if (auto problem = entry_problem(path, st, caller)) return problem;
-  // The directories above the file as the kernel reached it: a link's own directory can be
-  // trusted while the one its target lies in is not.
-  char* real = ::realpath(path.c_str(), nullptr);
-  if (real == nullptr) return std::nullopt;  // opened already: gone since, nothing to judge
-  std::string dir = real;
-  std::free(real);
-  while (dir != "/") {
-    const auto slash = dir.rfind('/');
-    dir = slash == 0 ? "/" : dir.substr(0, slash);
+  // Two chains of directories, each judged whole: the one the path names as given (a link in
+  // a directory another user may write is theirs to point anywhere: session 14's review of
+  // this very check), and the one the opened file really lies in, read from the descriptor
+  // (not the name again: what was opened is what is read). A link whose own directory is
+  // neither (a link to a link) is judged by where it leads alone.
+  std::string given = path;
+  if (given.empty() || given[0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof cwd) == nullptr) {
+      return "cannot judge who may change " + path + ": getcwd: " + errno_text(errno);
+    }
+    given = std::string(cwd) + "/" + given;
+  }
+  char real[PATH_MAX];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = ::readlink(link.c_str(), real, sizeof real - 1);
+  if (n <= 0 || real[0] != '/') {
+    return "cannot judge who may change " + path + ": readlink " + link + ": " +
+           (n < 0 ? errno_text(errno) : std::string("not a path"));
+  }
+  real[n] = '\0';
+  std::vector<std::string> chain = directories_above(given);
+  if (given != real) {  // through no link (the usual case): one chain, judged once
+    for (auto& dir : directories_above(real)) chain.push_back(std::move(dir));
+  }
+  for (const auto& dir : chain) {
     struct stat above {};
-    if (::stat(dir.c_str(), &above) != 0) continue;
+    if (::stat(dir.c_str(), &above) != 0) {
+      return "cannot judge who may change " + path + ": stat " + dir + ": " + errno_text(errno);
+    }
     if (auto problem = entry_problem(dir + ", a directory above " + path + ",", above, caller)) {
       return problem;
     }

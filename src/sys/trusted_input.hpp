@@ -14,11 +14,13 @@
 
 namespace oarbank {
 
-// nullopt when the file at `path`, whose fstat is `st`, is root's or the caller's (real uid)
-// and writable by neither group nor others, and so is every directory above it (the path
-// resolved through its links), except that a sticky directory (/tmp) may be writable by all:
-// there no other user can rename or remove a file that is not theirs. Else one line saying
-// what is wrong, naming the path.
-std::optional<std::string> untrusted_input_problem(const std::string& path, const struct stat& st);
+// nullopt when the file at `path`, opened as `fd`, whose fstat is `st`, is root's or the
+// caller's (real uid) and writable by neither group nor others, and so is every directory above
+// it, both as `path` names them and where the opened file really lies (/proc/self/fd), except
+// that a sticky directory (/tmp) may be writable by all: there no other user can rename or
+// remove a file that is not theirs. Else one line saying what is wrong, naming the path; a
+// directory that cannot be judged (stat fails) is wrong too.
+std::optional<std::string> untrusted_input_problem(const std::string& path, int fd,
+                                                   const struct stat& st);
 
 }  // namespace oarbank

@@ -59,6 +59,17 @@ TEST_F(OperatorInputs, APolicyOrConfigurationAnotherUserCanChangeIsRefused) {
   ASSERT_EQ(::chmod(dir.c_str(), 01777), 0);
   RunResult sticky = exec_with(config, inside);
   EXPECT_TRUE(sticky.exited(0)) << sticky.describe();
+
+  // Session 14's second review: a link to root's own file, in a directory another user owns,
+  // is theirs to point at any file of root's: the directories the path names are judged too,
+  // not only where it leads.
+  const std::string theirs = tree.path("inputs-theirs");
+  std::filesystem::create_directories(theirs);
+  ASSERT_EQ(::chown(theirs.c_str(), 4242, 4242), 0);
+  const std::string link = theirs + "/policy.json";
+  std::filesystem::create_symlink(policy, link);
+  expect_launcher_failure(exec_with(config, link), 64,
+                          {theirs + ", a directory above " + link, "belongs to uid 4242"});
 }
 
 }  // namespace
