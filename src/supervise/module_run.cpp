@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -342,6 +343,7 @@ RunResult ModuleRun::run() {
       throw Error(ErrorKind::Unenforceable, step_failed_message(LaunchStep::Directories, *problem));
     }
   }
+  if (own_user_) remember_paths();
   // Issue 14: the refusals of the run, from the filter, Landlock's audit log and the proxy.
   std::vector<std::string> writable;
   if (policy.work) writable.push_back(*policy.work);
@@ -498,21 +500,38 @@ void ModuleRun::lease_user() {
   // A generated id is never run again: a lease for it would only grow the registry, and the
   // directories it made would refuse the next run (another id, another uid).
   if (!root_ || !config.module_users || request_.id_generated) return;
+  try {
+    // Its own /etc/passwd and /etc/group where it gets mounts of its own (step mounts). The
+    // directories it is given are remembered once its plan accepts them (remember_paths).
+    const UidLease lease = lease_module_user(user_registry_dir(), request_.id, *config.module_users,
+                                             {}, static_cast<std::int64_t>(std::time(nullptr)),
+                                             config.module_mounts ? &user_database_ : nullptr);
+    module_uid_ = lease.uid;
+    module_gid_ = lease.gid;
+    own_user_ = true;
+    lease_paths_ = lease.paths;
+  } catch (const Error& e) {
+    throw step_error(LaunchStep::ModuleUser, e.what(), 0, e.kind());
+  }
+}
+
+// The id's writable directories of this run, in its lease once its plan accepted them: the
+// only places the module can leave files of its uid, where reclaim looks (uid_registry.hpp),
+// and what no later run may execute (earlier_writable_problem). Most runs name none new and
+// write nothing. (A sandbox-run killed between step directories and here leaves a directory it
+// made, still empty, outside the lease.)
+void ModuleRun::remember_paths() {
   const Policy& policy = request_.policy;
   std::vector<std::string> writable;
   if (policy.work) writable.push_back(*policy.work);
   writable.insert(writable.end(), policy.data.begin(), policy.data.end());
   if (policy.temp) writable.push_back(*policy.temp);
+  const bool known = std::all_of(writable.begin(), writable.end(), [&](const std::string& path) {
+    return std::binary_search(lease_paths_.begin(), lease_paths_.end(), path);
+  });
+  if (known) return;
   try {
-    // Its own /etc/passwd and /etc/group where it gets mounts of its own (step mounts).
-    const UidLease lease =
-        lease_module_user(user_registry_dir(), request_.id, *config.module_users, writable,
-                          static_cast<std::int64_t>(std::time(nullptr)),
-                          config.module_mounts ? &user_database_ : nullptr);
-    module_uid_ = lease.uid;
-    module_gid_ = lease.gid;
-    own_user_ = true;
-    lease_paths_ = lease.paths;
+    remember_lease_paths(user_registry_dir(), request_.id, writable);
   } catch (const Error& e) {
     throw step_error(LaunchStep::ModuleUser, e.what(), 0, e.kind());
   }

@@ -101,6 +101,7 @@ class ModuleRun {
  private:
   void claim_record();
   void lease_user();
+  void remember_paths();
   void make_container();
   void make_directories();
   void take_stock();

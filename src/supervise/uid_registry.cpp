@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -437,10 +438,39 @@ UidLease lease_module_user(const std::string& dir, const std::string& id,
   return *lease;
 }
 
+void remember_lease_paths(const std::string& dir, const std::string& id,
+                          const std::vector<std::string>& paths) {
+  LockedRegistry registry(dir, true);
+  auto lease = registry.lease(id);
+  if (!lease) return;
+  bool changed = false;
+  for (const auto& path : paths) changed = remember_lease_path(*lease, path) || changed;
+  if (changed) registry.write(*lease);
+}
+
 std::vector<UidLease> list_module_users(const std::string& dir) {
   LockedRegistry registry(dir, false);
   return registry.all();
 }
+
+namespace {
+
+// `text` as one word for a POSIX shell: as it is when every character is plain, else in single
+// quotes (each ' written '\''). Session 14's review: a path is the policy's, written by a module's
+// author, and the advice below is a command an operator pastes as root
+// (work "/srv/d$(touch /x)" ran its substitution).
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           (c != '\0' && std::strchr("/._-+,:@%=", c) != nullptr);
+  });
+  if (plain) return text;
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
 
 std::string reclaim_obstacle(const UidLease& lease, std::int64_t now, std::uint32_t days) {
   if (!lease_is_due(lease, now, days)) {
@@ -458,9 +488,9 @@ std::string reclaim_obstacle(const UidLease& lease, std::int64_t now, std::uint3
       // paths are what the policy named (a data path may be a directory every module uses,
       // or one a refused run named), and "rm -r" of it would take what is not this module's.
       return walk_found + " still belongs to uid or gid " + std::to_string(lease.uid) +
-             ": re-own or remove what the module left first (find " + path + " -xdev \\( -uid " +
-             std::to_string(lease.uid) + " -o -gid " + std::to_string(lease.gid) +
-             " \\) lists it all)";
+             ": re-own or remove what the module left first (find " + shell_word(path) +
+             " -xdev \\( -uid " + std::to_string(lease.uid) + " -o -gid " +
+             std::to_string(lease.gid) + " \\) lists it all)";
     }
     if (rc != 0 && errno != ENOENT) {
       return "cannot look through " + path + " for files of uid " + std::to_string(lease.uid) +

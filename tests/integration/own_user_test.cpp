@@ -428,6 +428,14 @@ TEST_F(OwnUser, WhatItWroteInAnEarlierRunIsNotItsCodeInALaterOne) {
   other["tools"] = nlohmann::json::array({tree.path("earlier/one")});
   RunResult stranger = run(c, unique_name("earlier-other"), other, {"true"});
   EXPECT_TRUE(stranger.exited(0)) << stranger.describe();
+  // A refused run's directories are not the id's history (session 14's second review: a
+  // typo under /etc, below a base rule, refused every later plan of the id).
+  auto typo = policy_with_work(tree.path("earlier/three/work"));
+  typo["data"] = nlohmann::json::array({"/etc/oarbank-typo-" + id});
+  RunResult refused = run(c, id, typo, {"true"});
+  EXPECT_TRUE(refused.exited(70)) << refused.describe();
+  RunResult mended = run(c, id, policy_with_work(tree.path("earlier/three/work")), {"true"});
+  EXPECT_TRUE(mended.exited(0)) << mended.describe();
 }
 
 // The same id gets the same uid on every run, another id another; the directory sandbox-run

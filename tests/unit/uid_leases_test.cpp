@@ -276,6 +276,28 @@ TEST_F(UidRegistryDir, ReclaimOnlyWhenDueNotRunningAndNoFileOfTheUidIsLeft) {
   EXPECT_EQ(lease_module_user(dir_, "b", range_, {}, later).uid, a.uid);
 }
 
+// Session 14's attack reviews: the advice is a command an operator may paste as root, so the
+// policy's path in it is one shell word, whatever its author wrote; and a lease learns a run's
+// directories only when told (remember_lease_paths, once the run's plan accepted them).
+TEST_F(UidRegistryDir, TheReclaimAdviceQuotesThePathAndPathsAreRememberedWhenTold) {
+  const std::string work = (base_ / "d$(touch x)'q").string();
+  fs::create_directories(work);
+  const UidLease a = lease_module_user(dir_, "a", range_, {}, 1000);
+  EXPECT_TRUE(list_module_users(dir_)[0].paths.empty());
+  remember_lease_paths(dir_, "a", {work});
+  remember_lease_paths(dir_, "nobody-leased-this", {work});  // no lease: nothing to remember
+  ASSERT_EQ(list_module_users(dir_).size(), 1U);
+  EXPECT_EQ(list_module_users(dir_)[0].paths, std::vector<std::string>{work});
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to leave a file of the module's uid";
+  const std::string left = work + "/left";
+  std::ofstream(left) << "x";
+  ASSERT_EQ(::chown(left.c_str(), a.uid, 0), 0);
+  const std::string why = reclaim_obstacle(list_module_users(dir_)[0], 1000 + 2 * 86400, 1);
+  const std::string quoted = "'" + (base_ / "d$(touch x)'\\''q").string() + "'";
+  EXPECT_NE(why.find("(find " + quoted + " -xdev"), std::string::npos) << why;
+  ASSERT_EQ(::chown(left.c_str(), 0, 0), 0);
+}
+
 // Session 13: the module's own /etc/passwd and /etc/group, as glibc's files module reads them.
 TEST(UidLeases, TheModulesOwnUserDatabaseNamesRootItsUserAndNobody) {
   const UidLease lease{"job-7", 61190, 61190, 0, 0, {}};
