@@ -111,7 +111,23 @@ std::vector<Allowlist32> allowlists32() {
                       {0xffffffffU, 0x0000 /* PER_LINUX */, 0x0008 /* PER_LINUX32 */},
                       EPERM,
                       "only querying (0xffffffff) and the plain personalities PER_LINUX and "
-                      "PER_LINUX32: READ_IMPLIES_EXEC and ADDR_NO_RANDOMIZE survive execve"}};
+                      "PER_LINUX32: READ_IMPLIES_EXEC and ADDR_NO_RANDOMIZE survive execve"},
+          // Attack reviews (session 14): a Landlock domain of the module's own, nested in the
+          // sandbox's, only if it logs as the sandbox's does. Audit records a denial for the
+          // youngest domain that refused it, and a domain logs after its process's exec only
+          // with LOG_NEW_EXEC_ON: one made without it (then an exec), with LOG_SAME_EXEC_OFF,
+          // or under one made with LOG_SUBDOMAINS_OFF (Linux 6.15) took the sandbox's own
+          // refusals out of the run's denials while the module probed the node. Exactly that
+          // flag, as 32 bits: a later kernel's flag is refused until it is judged. Below 6.15
+          // the kernel refuses the flag (EINVAL), so a module nests no domain there. The
+          // launcher's own call comes before the filter.
+          Allowlist32{"landlock_restrict_self",
+                      SYS_landlock_restrict_self,
+                      1,
+                      {LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON},
+                      EPERM,
+                      "a Landlock domain of the module's own must log its refusals as the "
+                      "sandbox's does (flags LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON alone)"}};
 }
 
 std::vector<Rule> rules_for(const FilterVariant& variant) {
@@ -339,27 +355,6 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                        {{1, Compare::MaskedEqual, F_NOTIFY, 0xffffffffULL}},
                        "directory notifications (dnotify) report activity in directories the "
                        "module does not own, as inotify's watches would"});
-  // Attack review (session 14): a domain of the module's own, nested in the sandbox's, is
-  // allowed (a program may sandbox itself further) only if it logs as the sandbox's does. Audit
-  // records a denial for the youngest domain that refused it, and a domain logs after its
-  // process's exec only with LOG_NEW_EXEC_ON: a nested domain made without it (then an exec),
-  // or with LOG_SAME_EXEC_OFF, or under one made with LOG_SUBDOMAINS_OFF (all Linux 6.15),
-  // took the sandbox's own refusals out of the run's denials while the module probed the node.
-  // So the flags must hold NEW_EXEC_ON and neither OFF bit: each bit compared alone, EPERM
-  // where one rule matches. Below Linux 6.15 the kernel refuses NEW_EXEC_ON (EINVAL), so a
-  // module nests no domain there. The launcher's own call comes before the filter.
-  const std::pair<unsigned long long, unsigned long long> kNestedDomainRefused[] = {
-      {LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON, 0},
-      {LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF, LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF},
-      {LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF, LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF}};
-  for (const auto& [mask, value] : kNestedDomainRefused) {
-    rules.push_back(Rule{"landlock_restrict_self",
-                         -1,
-                         EPERM,
-                         {{1, Compare::MaskedEqual, value, mask}},
-                         "a Landlock domain of the module's own must log its refusals as the "
-                         "sandbox's does (flags LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON alone)"});
-  }
   // Leaving the process group (and session) escapes a container that is a process group only,
   // and a new session may read an inherited terminal without job control. With a cgroup leaf
   // as the container (torn down by cgroup.kill, whatever the groups) and no terminal but the
