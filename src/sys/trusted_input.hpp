@@ -15,11 +15,14 @@
 namespace oarbank {
 
 // nullopt when the file at `path`, opened as `fd`, whose fstat is `st`, is root's or the
-// caller's (real uid) and writable by neither group nor others, and so is every directory above
-// it, both as `path` names them and where the opened file really lies (/proc/self/fd), except
-// that a sticky directory (/tmp) may be writable by all: there no other user can rename or
-// remove a file that is not theirs. Else one line saying what is wrong, naming the path; a
-// directory that cannot be judged (stat fails) is wrong too.
+// caller's (real uid) and writable by neither group nor others, and so is every directory the
+// path is resolved through, except that a sticky directory (/tmp) may be writable by all:
+// there no other user can rename or remove a file that is not theirs. The path is walked one
+// component at a time as the kernel resolves it: each symbolic link on the way must be root's
+// or the caller's too (in a sticky directory another user's link would be theirs to point at
+// any file of root's), and its target is walked the same way. The file the walk ends at must
+// be the one opened. Else one line saying what is wrong, naming the path; what cannot be judged
+// (an lstat that fails) is wrong too.
 std::optional<std::string> untrusted_input_problem(const std::string& path, int fd,
                                                    const struct stat& st);
 

@@ -70,6 +70,30 @@ TEST_F(OperatorInputs, APolicyOrConfigurationAnotherUserCanChangeIsRefused) {
   std::filesystem::create_symlink(policy, link);
   expect_launcher_failure(exec_with(config, link), 64,
                           {theirs + ", a directory above " + link, "belongs to uid 4242"});
+
+  // Session 14's third review: another user's link in a sticky directory (as /tmp, where
+  // anyone may make one), to root's file or to a directory of root's on the way to it: theirs
+  // to point at any file of root's. A link of root's (or the caller's) there is fine.
+  const std::string sticky_dir = tree.path("inputs-sticky");
+  std::filesystem::create_directories(sticky_dir);
+  ASSERT_EQ(::chmod(sticky_dir.c_str(), 01777), 0);
+  const std::string their_link = sticky_dir + "/their-policy.json";
+  std::filesystem::create_symlink(policy, their_link);
+  ASSERT_EQ(::lchown(their_link.c_str(), 4242, 4242), 0);
+  expect_launcher_failure(
+      exec_with(config, their_link), 64,
+      {their_link + ", a link on the way to " + their_link, "belongs to uid 4242"});
+  const std::string their_dir_link = sticky_dir + "/their-dir";
+  const std::filesystem::path policy_file(policy);
+  std::filesystem::create_symlink(policy_file.parent_path(), their_dir_link);
+  ASSERT_EQ(::lchown(their_dir_link.c_str(), 4242, 4242), 0);
+  const std::string through = their_dir_link + "/" + policy_file.filename().string();
+  expect_launcher_failure(exec_with(config, through), 64,
+                          {their_dir_link + ", a link on the way to " + through});
+  const std::string root_link = sticky_dir + "/root-policy.json";
+  std::filesystem::create_symlink(policy, root_link);
+  RunResult root_links = exec_with(config, root_link);
+  EXPECT_TRUE(root_links.exited(0)) << root_links.describe();
 }
 
 }  // namespace
