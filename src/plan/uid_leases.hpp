@@ -20,9 +20,10 @@ struct UidLease {
   std::uint32_t gid = 0;
   std::int64_t leased_at = 0;  // Unix time
   std::int64_t last_run = 0;   // Unix time of a run's start (rewritten at most hourly)
-  // Every writable directory a run of this id was given and its plan accepted (work, temp, data:
-  // session 14): the only places the module could leave files of its uid (Landlock grants it
-  // nothing else to write; its /dev/shm and IPC objects end with the run). Reclaim looks there.
+  // Every writable directory a run of this id was given (work, temp, data), but for runs that
+  // ended without their module having run (session 14): the only places the module could leave
+  // files of its uid (Landlock grants it nothing else to write; its /dev/shm and IPC objects
+  // end with the run). Reclaim looks there.
   std::vector<std::string> paths;
   friend bool operator==(const UidLease&, const UidLease&) = default;
 };

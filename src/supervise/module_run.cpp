@@ -343,7 +343,6 @@ RunResult ModuleRun::run() {
       throw Error(ErrorKind::Unenforceable, step_failed_message(LaunchStep::Directories, *problem));
     }
   }
-  if (own_user_) remember_paths();
   // Issue 14: the refusals of the run, from the filter, Landlock's audit log and the proxy.
   std::vector<std::string> writable;
   if (policy.work) writable.push_back(*policy.work);
@@ -412,7 +411,8 @@ RunResult ModuleRun::run() {
 
   // The module ran (its exec was verified, or it was stopped on the way): what it was given
   // to write in is its data now. A launch that failed leaves nothing made for it.
-  if (directories_ && (result.end == RunEnd::Exited || result.end == RunEnd::Signaled)) {
+  module_ran_ = result.end == RunEnd::Exited || result.end == RunEnd::Signaled;
+  if (directories_ && module_ran_) {
     held_.keep(*directories_);
   }
   say_how_it_ended(result);
@@ -500,41 +500,40 @@ void ModuleRun::lease_user() {
   // A generated id is never run again: a lease for it would only grow the registry, and the
   // directories it made would refuse the next run (another id, another uid).
   if (!root_ || !config.module_users || request_.id_generated) return;
+  const Policy& policy = request_.policy;
+  std::vector<std::string> added;
   try {
-    // Its own /etc/passwd and /etc/group where it gets mounts of its own (step mounts). The
-    // directories it is given are remembered once its plan accepts them (remember_paths).
+    // Its own /etc/passwd and /etc/group where it gets mounts of its own (step mounts).
     const UidLease lease = lease_module_user(user_registry_dir(), request_.id, *config.module_users,
                                              {}, static_cast<std::int64_t>(std::time(nullptr)),
                                              config.module_mounts ? &user_database_ : nullptr);
     module_uid_ = lease.uid;
     module_gid_ = lease.gid;
     own_user_ = true;
+    // The id's history before this run: what earlier_writable_problem judges.
     lease_paths_ = lease.paths;
+    // Session 14's attack reviews: this run's directories join the lease before any is made
+    // (the intent: a sandbox-run killed from here on leaves them where reclaim looks), and
+    // leave it again when the run ends without its module having run (a refused run's paths
+    // are no history of the id's).
+    std::vector<std::string> writable;
+    if (policy.work) writable.push_back(*policy.work);
+    writable.insert(writable.end(), policy.data.begin(), policy.data.end());
+    if (policy.temp) writable.push_back(*policy.temp);
+    for (auto& path : writable) {
+      if (!std::binary_search(lease_paths_.begin(), lease_paths_.end(), path) &&
+          std::find(added.begin(), added.end(), path) == added.end()) {
+        added.push_back(std::move(path));
+      }
+    }
+    if (!added.empty()) remember_lease_paths(user_registry_dir(), request_.id, added);
   } catch (const Error& e) {
     throw step_error(LaunchStep::ModuleUser, e.what(), 0, e.kind());
   }
-}
-
-// The id's writable directories of this run, in its lease once its plan accepted them: the
-// only places the module can leave files of its uid, where reclaim looks (uid_registry.hpp),
-// and what no later run may execute (earlier_writable_problem). Most runs name none new and
-// write nothing. (A sandbox-run killed between step directories and here leaves a directory it
-// made, still empty, outside the lease.)
-void ModuleRun::remember_paths() {
-  const Policy& policy = request_.policy;
-  std::vector<std::string> writable;
-  if (policy.work) writable.push_back(*policy.work);
-  writable.insert(writable.end(), policy.data.begin(), policy.data.end());
-  if (policy.temp) writable.push_back(*policy.temp);
-  const bool known = std::all_of(writable.begin(), writable.end(), [&](const std::string& path) {
-    return std::binary_search(lease_paths_.begin(), lease_paths_.end(), path);
+  if (added.empty()) return;
+  held_.push(LaunchStep::ModuleUser, [this, added = std::move(added)] {
+    if (!module_ran_) forget_lease_paths(user_registry_dir(), request_.id, added);
   });
-  if (known) return;
-  try {
-    remember_lease_paths(user_registry_dir(), request_.id, writable);
-  } catch (const Error& e) {
-    throw step_error(LaunchStep::ModuleUser, e.what(), 0, e.kind());
-  }
 }
 
 // The leaf, else the process group (the supervisor's; nothing to make for it).

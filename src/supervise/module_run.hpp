@@ -101,7 +101,6 @@ class ModuleRun {
  private:
   void claim_record();
   void lease_user();
-  void remember_paths();
   void make_container();
   void make_directories();
   void take_stock();
@@ -129,7 +128,8 @@ class ModuleRun {
   // this very user (not root: the module runs as it).
   uid_t module_uid_ = 0;
   bool own_user_ = false;  // module_uid_ is leased to this id alone (the filter's own_user)
-  std::vector<std::string> lease_paths_;  // what every run of the id was given to write
+  std::vector<std::string> lease_paths_;  // what the id's earlier runs were given to write
+  bool module_ran_ = false;  // its exec verified, or stopped on the way: what it was given is its
   gid_t module_gid_ = 0;
   std::optional<CgroupPlace> place_;  // where the leaf goes; nothing: why_not_
   std::string why_not_;

@@ -448,6 +448,18 @@ void remember_lease_paths(const std::string& dir, const std::string& id,
   if (changed) registry.write(*lease);
 }
 
+void forget_lease_paths(const std::string& dir, const std::string& id,
+                        const std::vector<std::string>& paths) {
+  LockedRegistry registry(dir, true);
+  auto lease = registry.lease(id);
+  if (!lease) return;
+  const auto before = lease->paths.size();
+  std::erase_if(lease->paths, [&](const std::string& path) {
+    return std::find(paths.begin(), paths.end(), path) != paths.end();
+  });
+  if (lease->paths.size() != before) registry.write(*lease);
+}
+
 std::vector<UidLease> list_module_users(const std::string& dir) {
   LockedRegistry registry(dir, false);
   return registry.all();

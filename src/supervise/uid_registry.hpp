@@ -75,13 +75,16 @@ UidLease lease_module_user(const std::string& dir, const std::string& id,
                            const ModuleUserRange& range, const std::vector<std::string>& paths,
                            std::int64_t now, ModuleUserDatabase* database = nullptr);
 
-// Session 14's attack review: the directories a run of `id` was given to write, added to its
-// lease only once the run's plan accepted them (sandbox-run passes no paths to
-// lease_module_user): a refused run's paths (a typo under /etc, work inside the bundle) are
-// not the id's history, which would refuse every later plan (earlier_writable_problem). Written
-// only when one is new. Throws as lease_module_user does.
+// Session 14's attack reviews: the directories a run of `id` is given to write, added to its
+// lease before any is made (a sandbox-run killed from there on leaves them in the lease, where
+// reclaim looks), and taken out again by forget_lease_paths when the run ends without its
+// module having run: a refused run's paths (a typo under /etc, work inside the bundle) are not
+// the id's history, which would refuse every later plan (earlier_writable_problem). Each writes
+// only when it changes the lease. Throw as lease_module_user does.
 void remember_lease_paths(const std::string& dir, const std::string& id,
                           const std::vector<std::string>& paths);
+void forget_lease_paths(const std::string& dir, const std::string& id,
+                        const std::vector<std::string>& paths);
 
 // Session 13: the module's own /etc/passwd and /etc/group (plan/uid_leases.hpp's
 // module_passwd_text and module_group_text), each a file of the registry's (ID.UID.passwd,

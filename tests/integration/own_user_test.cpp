@@ -436,6 +436,17 @@ TEST_F(OwnUser, WhatItWroteInAnEarlierRunIsNotItsCodeInALaterOne) {
   EXPECT_TRUE(refused.exited(70)) << refused.describe();
   RunResult mended = run(c, id, policy_with_work(tree.path("earlier/three/work")), {"true"});
   EXPECT_TRUE(mended.exited(0)) << mended.describe();
+  // Nor one refused after its plan (session 14's third review: a work directory of root's
+  // 0755, refused by the identity step's access check), whose directory a later run reads.
+  const std::string roots = tree.path("earlier/roots");
+  std::filesystem::create_directories(roots);
+  ASSERT_EQ(::chmod(roots.c_str(), 0755), 0);
+  RunResult late = run(c, id, policy_with_work(roots), {"true"});
+  EXPECT_TRUE(late.exited(70)) << late.describe();
+  auto reads = policy_with_work(tree.path("earlier/four/work"));
+  reads["runtime"].push_back(roots);
+  RunResult after = run(c, id, reads, {"true"});
+  EXPECT_TRUE(after.exited(0)) << after.describe();
 }
 
 // The same id gets the same uid on every run, another id another; the directory sandbox-run

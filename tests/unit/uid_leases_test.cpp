@@ -278,8 +278,9 @@ TEST_F(UidRegistryDir, ReclaimOnlyWhenDueNotRunningAndNoFileOfTheUidIsLeft) {
 
 // Session 14's attack reviews: the advice is a command an operator may paste as root, so the
 // policy's path in it is one shell word, whatever its author wrote; and a lease learns a run's
-// directories only when told (remember_lease_paths, once the run's plan accepted them).
-TEST_F(UidRegistryDir, TheReclaimAdviceQuotesThePathAndPathsAreRememberedWhenTold) {
+// directories only when told (remember_lease_paths before the run makes any, and
+// forget_lease_paths when it ends without its module having run).
+TEST_F(UidRegistryDir, TheReclaimAdviceQuotesThePathAndPathsAreRememberedAndForgottenWhenTold) {
   const std::string work = (base_ / "d$(touch x)'q").string();
   fs::create_directories(work);
   const UidLease a = lease_module_user(dir_, "a", range_, {}, 1000);
@@ -288,6 +289,9 @@ TEST_F(UidRegistryDir, TheReclaimAdviceQuotesThePathAndPathsAreRememberedWhenTol
   remember_lease_paths(dir_, "nobody-leased-this", {work});  // no lease: nothing to remember
   ASSERT_EQ(list_module_users(dir_).size(), 1U);
   EXPECT_EQ(list_module_users(dir_)[0].paths, std::vector<std::string>{work});
+  forget_lease_paths(dir_, "a", {work, "/never/remembered"});
+  EXPECT_TRUE(list_module_users(dir_)[0].paths.empty());
+  remember_lease_paths(dir_, "a", {work});
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to leave a file of the module's uid";
   const std::string left = work + "/left";
   std::ofstream(left) << "x";
