@@ -13,9 +13,8 @@
 #include "sys/error.hpp"
 
 namespace oarbank {
-namespace {
 
-std::vector<std::string> components(const std::string& path) {
+std::vector<std::string> path_components(const std::string& path) {
   std::vector<std::string> out;
   std::size_t start = 0;
   while (start <= path.size()) {
@@ -26,6 +25,8 @@ std::vector<std::string> components(const std::string& path) {
   }
   return out;
 }
+
+namespace {
 
 const char* file_type_name(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
@@ -40,7 +41,7 @@ const char* file_type_name(mode_t mode) {
 }  // namespace
 
 int open_no_symlinks_by_walk(int dirfd, const std::string& path, int flags, mode_t mode) {
-  const auto names = components(path);
+  const auto names = path_components(path);
   UniqueFd at(::open(path.starts_with("/") ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!path.starts_with("/") && dirfd != AT_FDCWD) at.reset(::fcntl(dirfd, F_DUPFD_CLOEXEC, 3));
   if (!at.valid()) return -1;
@@ -83,7 +84,7 @@ int open_no_symlinks(int dirfd, const std::string& path, int flags, mode_t mode)
 
 std::string first_symlink_component(const std::string& path) {
   std::string sofar = path.starts_with("/") ? "" : ".";
-  for (const auto& name : components(path)) {
+  for (const auto& name : path_components(path)) {
     sofar += "/" + name;
     struct stat st {};
     if (::lstat(sofar.c_str(), &st) != 0) return "";

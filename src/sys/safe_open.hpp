@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "sys/unique_fd.hpp"
 
@@ -34,6 +35,9 @@ struct OperatorFile {
   std::string problem;
 };
 OperatorFile open_operator_file(const std::string& path, bool append, mode_t mode);
+
+// The names between the slashes of `path`, empty ones left out ("/a//b/" -> a, b).
+std::vector<std::string> path_components(const std::string& path);
 
 // The first component of `path` that is a symbolic link (lstat), or "": for messages only.
 std::string first_symlink_component(const std::string& path);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sys/error.hpp"
+#include "sys/safe_open.hpp"
 
 namespace oarbank {
 namespace {
@@ -42,18 +43,6 @@ std::optional<std::string> entry_problem(const std::string& what, const struct s
   return std::nullopt;
 }
 
-std::vector<std::string> components(const std::string& path) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    if (end > start) out.push_back(path.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 // Walks `path` (absolute) as the kernel resolves it, one component at a time with lstat:
 // every directory passed through and every link followed is judged, and a link's target is
 // walked the same way (from the link's own directory when relative). On success `last` is the
@@ -68,7 +57,7 @@ std::optional<std::string> walk(const std::string& path, const std::string& name
   if (auto problem = entry_problem("/, a directory above " + named + ",", last, caller)) {
     return problem;
   }
-  const std::vector<std::string> parts = components(path);
+  const std::vector<std::string> parts = path_components(path);
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::string& part = parts[i];
     if (part == ".") continue;
