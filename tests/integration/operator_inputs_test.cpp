@@ -80,16 +80,23 @@ TEST_F(OperatorInputs, APolicyOrConfigurationAnotherUserCanChangeIsRefused) {
   const std::string their_link = sticky_dir + "/their-policy.json";
   std::filesystem::create_symlink(policy, their_link);
   ASSERT_EQ(::lchown(their_link.c_str(), 4242, 4242), 0);
-  expect_launcher_failure(
-      exec_with(config, their_link), 64,
-      {their_link + ", a link on the way to " + their_link, "belongs to uid 4242"});
+  // Where fs.protected_symlinks is 1 (the 6.12 guest) the kernel already refuses to follow
+  // another user's link in a world-writable sticky directory (EACCES at the open); where it is
+  // 0 (this kernel's default, and this machine) the walk refuses it.
+  const auto refused_through = [&](const std::string& path, const std::string& via) {
+    RunResult r = exec_with(config, path);
+    EXPECT_TRUE(r.exited(64)) << r.describe();
+    EXPECT_TRUE(r.err.find(via + ", a link on the way to " + path) != std::string::npos ||
+                r.err.find("cannot open " + path + ": EACCES") != std::string::npos)
+        << r.describe();
+  };
+  refused_through(their_link, their_link);
   const std::string their_dir_link = sticky_dir + "/their-dir";
   const std::filesystem::path policy_file(policy);
   std::filesystem::create_symlink(policy_file.parent_path(), their_dir_link);
   ASSERT_EQ(::lchown(their_dir_link.c_str(), 4242, 4242), 0);
   const std::string through = their_dir_link + "/" + policy_file.filename().string();
-  expect_launcher_failure(exec_with(config, through), 64,
-                          {their_dir_link + ", a link on the way to " + through});
+  refused_through(through, their_dir_link);
   const std::string root_link = sticky_dir + "/root-policy.json";
   std::filesystem::create_symlink(policy, root_link);
   RunResult root_links = exec_with(config, root_link);
