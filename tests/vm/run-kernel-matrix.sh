@@ -7,9 +7,11 @@
 #                  PID 1: the .deb installed, modules run as oarbank-agent@ID.service on the
 #                  unified cgroup2 layout, stop/kill/restart, two units, the report, the NFD
 #                  file, an upgrade and a purge (guest-systemd.sh)
-# In each busybox guest the integration suite (tests/oarbank-integration-tests) runs too: all
-# of it on 6.12, the tests meaningful where no launch can run (every one refused with 70) on the
-# others.
+# In each busybox guest the integration suite (tests/oarbank-integration-tests) runs too: on
+# 6.12 all of it but the node caps it would simulate at or below the kernel's own ABI 6
+# (LandlockCap/*/cap3 to cap6: landlock_abi_max is the agent's own rule, which the host's run
+# proves on every cap; cap6 is the guest's uncapped run again), the tests meaningful where no
+# launch can run (every one refused with 70) on the others.
 #
 # Usage: tests/vm/run-kernel-matrix.sh BUILD_DIR [CASE...]
 #   BUILD_DIR holds oarbank-agent, tests/oarbank-probe-payload and
@@ -63,6 +65,8 @@ fi
 # agreement with sandbox-check and sandbox-exec at every cap, and the leftover check.
 below_floor_filter='*NodesBelowAbi3*:Usage.*:InvalidPolicy.*:InvalidConfig.*:Report.*:*ReportAgreesWithTheLauncher*:NothingLeftBehindTest.*'
 below_floor_filter+='-Usage.OptionsAfterDoubleDashBelongToTheModule'
+# 6.12's filter: the whole suite but the simulated caps (about a third of its TCG time).
+below_kernel_caps_filter='*-*/cap3:*/cap4:*/cap5:*/cap6'
 cache_dir=${OARBANK_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oarbank-vm}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/oarbank-matrix.XXXXXX")
@@ -145,7 +149,7 @@ for c in "${cases[@]}"; do
   case "$c" in
     6.1) expect=2 ;;
     # The whole suite, and cgroup2 is whole there: the hard-limit tests must run, not skip.
-    6.12) expect=6 filter='*' limits=1 ;;
+    6.12) expect=6 filter=$below_kernel_caps_filter limits=1 ;;
     6.12-systemd) series=6.12 expect=6 ;;
     6.12-no-ll)
       series=6.12 expect=disabled
@@ -198,7 +202,7 @@ for c in "${cases[@]}"; do
   fi
   summary+=("$(printf '%-4s %-11s %6ss  expect=%-8s %s' "${verdict%% *}" "$c" "$elapsed" "$expect" "${checks:-no checks summary${verdict#PASS}}")")
   if [[ -n $suite && $c != 6.12-systemd ]]; then
-    summary[-1]+=$'\n'"$(printf '%28s suite (%s): %s' '' "$(case "$filter" in '*') echo all ;; "$below_floor_filter") echo below-floor subset ;; *) echo "$filter" ;; esac)" "${suite_line:-no suite summary}")"
+    summary[-1]+=$'\n'"$(printf '%28s suite (%s): %s' '' "$(case "$filter" in '*') echo all ;; "$below_kernel_caps_filter") echo "all but the simulated caps" ;; "$below_floor_filter") echo below-floor subset ;; *) echo "$filter" ;; esac)" "${suite_line:-no suite summary}")"
   fi
   if [[ $rc -ne 0 ]]; then
     grep -E '^(FAIL|\[  FAILED  \] [^0-9])' "$log" | sed "s/^/  [$c] /" >"$work/$c.fails" || true
