@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "apply/descriptors.hpp"
+#include "plan/protected_paths.hpp"
 #include "probe/probe.hpp"
 #include "sys/error.hpp"
 
@@ -78,12 +79,8 @@ std::unique_ptr<PreparedExec> prepare_exec(const LaunchRequest& request, const N
   // Issue 10: the writable paths are opened (through no symbolic link) and judged before the
   // plan looks at any path. The module user: the configured one for a launcher started as
   // root, else the caller itself.
-  std::vector<std::string> writable;
-  if (policy.work) writable.push_back(*policy.work);
-  writable.insert(writable.end(), policy.data.begin(), policy.data.end());
-  if (policy.temp) writable.push_back(*policy.temp);
   prepared->paths.open_writable(
-      writable, prepared->features.running_as_root ? config.module_uid : ::geteuid());
+      writable_paths(policy), prepared->features.running_as_root ? config.module_uid : ::geteuid());
   prepared->plan =
       make_plan(prepared->policy, prepared->features, prepared->config, prepared->paths, request);
   if (!explain_only) {

@@ -46,6 +46,14 @@ std::vector<NamedPath> policy_paths(const Policy& policy) {
   return out;
 }
 
+std::vector<std::string> writable_paths(const Policy& policy) {
+  std::vector<std::string> out;
+  if (policy.work) out.push_back(*policy.work);
+  out.insert(out.end(), policy.data.begin(), policy.data.end());
+  if (policy.temp) out.push_back(*policy.temp);
+  return out;
+}
+
 std::vector<NamedPath> writable_policy_paths(const Policy& policy) {
   std::vector<NamedPath> out;
   if (policy.work) out.push_back({"work", {*policy.work}});

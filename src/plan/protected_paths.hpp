@@ -26,8 +26,9 @@ bool paths_overlap(const std::string& a, const std::string& b);
 // Every path of the policy with what it is ("bundle", "runtime path", "work", ...), in the
 // form written.
 std::vector<NamedPath> policy_paths(const Policy& policy);
-// The ones the module may write: work, data, temp.
+// The ones the module may write: work, data, temp (with what each is, and as plain paths).
 std::vector<NamedPath> writable_policy_paths(const Policy& policy);
+std::vector<std::string> writable_paths(const Policy& policy);
 
 // nullopt, or the line that names the policy path, the protected path and how they overlap.
 std::optional<std::string> protected_path_problem(const std::vector<NamedPath>& policy,

@@ -344,12 +344,8 @@ RunResult ModuleRun::run() {
     }
   }
   // Issue 14: the refusals of the run, from the filter, Landlock's audit log and the proxy.
-  std::vector<std::string> writable;
-  if (policy.work) writable.push_back(*policy.work);
-  writable.insert(writable.end(), policy.data.begin(), policy.data.end());
-  if (policy.temp) writable.push_back(*policy.temp);
   denials_ = std::make_unique<RunDenials>(
-      prepared_->plan.filter, LandlockAdviceContext{std::move(writable), policy.exec_writable});
+      prepared_->plan.filter, LandlockAdviceContext{writable_paths(policy), policy.exec_writable});
   // Started unprivileged, the module runs as this very user: only Landlock's signal scoping
   // (ABI 6) keeps it from killing or stopping its supervisor, and the container with it.
   if (!root_ && (prepared_->plan.landlock.scoped & LANDLOCK_SCOPE_SIGNAL) == 0) {
@@ -516,10 +512,7 @@ void ModuleRun::lease_user() {
     // (the intent: a sandbox-run killed from here on leaves them where reclaim looks), and
     // leave it again when the run ends without its module having run (a refused run's paths
     // are no history of the id's).
-    std::vector<std::string> writable;
-    if (policy.work) writable.push_back(*policy.work);
-    writable.insert(writable.end(), policy.data.begin(), policy.data.end());
-    if (policy.temp) writable.push_back(*policy.temp);
+    std::vector<std::string> writable = writable_paths(policy);
     for (auto& path : writable) {
       if (!std::binary_search(lease_paths_.begin(), lease_paths_.end(), path) &&
           std::find(added.begin(), added.end(), path) == added.end()) {
@@ -569,10 +562,7 @@ void ModuleRun::make_container() {
 // contract.md, "No root": the policy's missing directories, the module user's.
 void ModuleRun::make_directories() {
   const Policy& policy = request_.policy;
-  std::vector<std::string> writable;
-  if (policy.work) writable.push_back(*policy.work);
-  writable.insert(writable.end(), policy.data.begin(), policy.data.end());
-  if (policy.temp) writable.push_back(*policy.temp);
+  std::vector<std::string> writable = writable_paths(policy);
   auto created =
       make_writable_dirs(writable, request_.config.writable_roots, module_uid_, module_gid_, root_);
   // Issue 12's review: a directory of its own uid that others may read or search is accepted,

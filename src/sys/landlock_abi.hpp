@@ -36,14 +36,8 @@
 // ABI 7 (Linux 6.15): landlock_restrict_self's logging flags. Denials are logged to audit for
 // the process that restricted itself until it execs; after the exec only with NEW_EXEC_ON
 // (sandbox-run asks for it when it reads the audit log, docs/denials.md).
-#ifndef LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF
-#define LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF (1U << 0)
-#endif
 #ifndef LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
 #define LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON (1U << 1)
-#endif
-#ifndef LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF
-#define LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF (1U << 2)
 #endif
 #ifndef SYS_landlock_create_ruleset
 #define SYS_landlock_create_ruleset 444
