@@ -6,6 +6,7 @@
 #include "apply/before_launch.hpp"
 #include "apply/descriptors.hpp"
 #include "apply/launch.hpp"
+#include "apply/policy_file.hpp"
 #include "apply/prepared_exec.hpp"
 #include "cli/commands.hpp"
 #include "config/node_config.hpp"
@@ -51,6 +52,13 @@ int run_sandbox_exec(const ExecArgs& options) {
         make_launch_request(options.argv, options.setenv, options.keep_fds);
     const NodeConfig config = load_node_config(options.config_path);
     const Policy policy = load_policy_file(options.policy_path);
+    // As sandbox-run: a policy the module could rewrite is not read for its next run. Started
+    // by the module's own user, the file it wrote is that user's, which the trusted-input check
+    // accepts; started as root, a launch that reads its policy from there is refused the same.
+    if (auto problem = policy_file_inside_writable(options.policy_path, policy)) {
+      throw Error(ErrorKind::Unenforceable, step_failed_message(LaunchStep::Directories, *problem) +
+                                                ": " + kPolicyFileInsideWritableWhy);
+    }
     // Probe only what this policy's rows depend on: the launch path stays short.
     auto prepared = prepare_exec(request, config, policy, options.explain);
     if (options.explain) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "apply/policy_file.hpp"
 #include "cli/commands.hpp"
 #include "config/node_config.hpp"
 #include "oarbank/policy.hpp"

@@ -18,6 +18,7 @@
 
 #include "apply/before_launch.hpp"
 #include "apply/ipc_namespace.hpp"
+#include "apply/policy_file.hpp"
 #include "apply/module_mounts.hpp"
 #include "apply/prepared_exec.hpp"
 #include "plan/denial_advice.hpp"
@@ -51,14 +52,6 @@ int own_seccomp_filters() {
   return parse_proc_status(read_text_file("/proc/self/status")).seccomp_filters.value_or(0);
 }
 
-std::string absolute_path(std::string path) {
-  if (!path.empty() && path[0] != '/') {
-    char cwd[PATH_MAX];
-    if (::getcwd(cwd, sizeof cwd) != nullptr) path = std::string(cwd) + "/" + path;
-  }
-  return path;
-}
-
 // The configuration file sandbox-run reads (load_node_config's order), absolute.
 std::string effective_config_path(const std::optional<std::string>& explicit_path) {
   std::string path = kDefaultConfigPath;
@@ -85,42 +78,6 @@ std::string seconds_text(double s) {
 }
 
 }  // namespace
-
-// A path as written and as the kernel resolves it (symbolic links followed as far as the
-// path exists), for protected_path_problem: a link to the state directory is the directory.
-std::vector<std::string> path_forms(const std::string& path) {
-  std::vector<std::string> forms{path};
-  std::string head = normalize_path(path), tail;
-  // A plain absolute path (normalized: no ".", "..", "//") that opens through no symbolic link
-  // (RESOLVE_NO_SYMLINKS, which refuses /proc's magic links too) is its own resolved form:
-  // one openat2 instead of realpath's readlink of every component (about 5 us each here, ten
-  // for sandbox-run's three usual paths). Any failure (a link: ELOOP; missing: ENOENT; before
-  // Linux 5.6: ENOSYS) takes realpath's way, as before.
-  if (is_plain_absolute_path(head)) {
-    open_how how{};
-    how.flags = O_PATH | O_CLOEXEC;
-    how.resolve = RESOLVE_NO_SYMLINKS;
-    const int fd =
-        static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, head.c_str(), &how, sizeof how));
-    if (fd >= 0) {
-      ::close(fd);
-      forms.push_back(head);
-      return forms;
-    }
-  }
-  for (;;) {
-    if (char* real = ::realpath(head.c_str(), nullptr)) {
-      forms.push_back(std::string(real) + tail);
-      std::free(real);
-      break;
-    }
-    if (head == "/") break;
-    const auto slash = head.rfind('/');
-    tail = head.substr(slash) + tail;
-    head = slash == 0 ? "/" : head.substr(0, slash);
-  }
-  return forms;
-}
 
 std::string generate_module_id() {
   unsigned char bytes[8];
@@ -440,17 +397,9 @@ void ModuleRun::claim_record() {
   // Attack review (session 14): the policy file itself, where the module may write (reading it
   // is harmless: a bundle may hold it). Inside work, temp or data the module replaced it, and
   // its next run read the grants it wrote (a runtime path, egress, exec_writable).
-  if (!request_.policy_path.empty() && request_.policy_path != "-") {
-    const std::vector<NamedPath> policy_file = {
-        {"the policy file", path_forms(absolute_path(request_.policy_path))}};
-    std::vector<NamedPath> writable = writable_policy_paths(request_.policy);
-    for (auto& path : writable) path.forms = path_forms(path.forms.front());
-    if (auto problem = protected_path_problem(writable, policy_file)) {
-      throw Error(ErrorKind::Unenforceable,
-                  step_failed_message(LaunchStep::RunState, *problem) +
-                      ": the module could rewrite its own policy for its next run; keep the "
-                      "policy outside work, temp and data");
-    }
+  if (auto problem = policy_file_inside_writable(request_.policy_path, request_.policy)) {
+    throw Error(ErrorKind::Unenforceable, step_failed_message(LaunchStep::RunState, *problem) +
+                                              ": " + kPolicyFileInsideWritableWhy);
   }
   std::string repaired;
   // Walked and checked once (each component, no link, owner, mode); the sweep and the claim

@@ -73,10 +73,6 @@ struct ModuleRunRequest {
 // A generated module id: "run-" and 16 hex digits from getrandom. Throws Error(StepFailed).
 std::string generate_module_id();
 
-// A path as written, then as the kernel resolves it (links followed as far as it exists): what
-// sandbox-run compares to keep its own files out of a module's reach (protected_paths.hpp).
-std::vector<std::string> path_forms(const std::string& path);
-
 class ModuleRun {
  public:
   explicit ModuleRun(ModuleRunRequest request);

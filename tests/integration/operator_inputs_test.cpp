@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "sandbox_fixture.hpp"
 
@@ -101,6 +102,40 @@ TEST_F(OperatorInputs, APolicyOrConfigurationAnotherUserCanChangeIsRefused) {
   std::filesystem::create_symlink(policy, root_link);
   RunResult root_links = exec_with(config, root_link);
   EXPECT_TRUE(root_links.exited(0)) << root_links.describe();
+}
+
+// Session 15: the bare launcher, as sandbox-run, reads no policy the module could rewrite for
+// its next run: one inside its work, temp or data (named, or reached through a link) is
+// refused (70) before anything is made. Started by the module's own user, what the module
+// wrote would be that user's, which the trusted-input check accepts; root's launch refuses the
+// same place. The same policy outside them runs.
+TEST_F(OperatorInputs, ThePolicyFileInsideWhatTheModuleWritesIsRefused) {
+  const std::string work = tree.path("inputs-work");
+  std::filesystem::create_directories(work);
+  auto policy = base_policy();
+  policy["work"] = work;
+  const std::string inside = work + "/policy.json";
+  {
+    std::ofstream out(inside);
+    out << policy.dump();
+  }
+  ASSERT_EQ(::chmod(inside.c_str(), 0644), 0);
+  const std::string config = tree.write_json("inputs-config-work.json", node_config());
+  ASSERT_EQ(::chmod(config.c_str(), 0644), 0);
+  expect_launcher_failure(exec_with(config, inside), 70,
+                          {"step directories failed: the policy's work " + work +
+                               " contains the policy file " + inside,
+                           "the module could rewrite its own policy for its next run"});
+  const std::string link = tree.path("inputs-link-policy.json");
+  std::filesystem::create_symlink(inside, link);
+  expect_launcher_failure(exec_with(config, link), 70,
+                          {"the policy's work " + work + " contains the policy file " + inside,
+                           "keep the policy outside work, temp and data"});
+  // Outside: the check is not what refuses it (the launch goes on to its own steps).
+  const std::string outside = tree.write_json("inputs-work-policy.json", policy);
+  ASSERT_EQ(::chmod(outside.c_str(), 0644), 0);
+  RunResult r = exec_with(config, outside);
+  EXPECT_EQ(r.err.find("could rewrite its own policy"), std::string::npos) << r.describe();
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "apply/policy_file.hpp"
 #include "policy/module_id.hpp"
 #include "probe/proc_status.hpp"
 #include "supervise/exec_verification.hpp"
