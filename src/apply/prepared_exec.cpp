@@ -81,6 +81,7 @@ std::unique_ptr<PreparedExec> prepare_exec(const LaunchRequest& request, const N
   // root, else the caller itself.
   prepared->paths.open_writable(
       writable_paths(policy), prepared->features.running_as_root ? config.module_uid : ::geteuid());
+  prepared->paths.open_system_directories(base_read_execute_paths());
   prepared->plan =
       make_plan(prepared->policy, prepared->features, prepared->config, prepared->paths, request);
   if (!explain_only) {

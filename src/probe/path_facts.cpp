@@ -176,6 +176,46 @@ void OpenedPaths::open_writable(const std::vector<std::string>& paths, uid_t mod
   }
 }
 
+void OpenedPaths::open_system_directories(const std::vector<std::string>& paths) {
+  const auto open_directory = [](const std::string& path) {
+    open_how how{};
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS;
+    return static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how));
+  };
+  for (const auto& path : paths) {
+    if (entries_.contains(path) || !is_plain_absolute_path(path) || path == "/") continue;
+    Entry entry;
+    const int fd = open_directory(path);
+    const int error = errno;
+    entry.fd.reset(fd);
+    if (entry.fd.valid()) {
+      entry.kind = PathKind::Directory;
+      entry.canonical = path;
+      entries_.emplace(path, std::move(entry));
+      continue;
+    }
+    // ENOENT through no link at all (a link on the way would have been ELOOP first): missing.
+    if (error == ENOENT) {
+      entries_.emplace(path, std::move(entry));
+      continue;
+    }
+    if (error != ELOOP) continue;
+    // EINVAL: the link is a directory above, not the last component.
+    char target[4096];
+    const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+    if (n <= 0) continue;
+    std::string joined(target, static_cast<std::size_t>(n));
+    if (joined.front() != '/') joined = path.substr(0, path.rfind('/')) + "/" + joined;
+    if (joined == "/" || !is_plain_absolute_path(joined)) continue;
+    entry.fd.reset(open_directory(joined));
+    if (!entry.fd.valid()) continue;
+    entry.kind = PathKind::Directory;
+    entry.canonical = std::move(joined);
+    entries_.emplace(path, std::move(entry));
+  }
+}
+
 int OpenedPaths::fd(const std::string& path) const {
   auto it = entries_.find(path);
   return it == entries_.end() ? -1 : it->second.fd.get();

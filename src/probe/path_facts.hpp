@@ -38,6 +38,15 @@ class OpenedPaths : public PathOracle {
   // Throws Error(StepFailed), "step directories failed: ...", naming the path.
   void open_writable(const std::vector<std::string>& paths, uid_t module_uid);
 
+  // Issue 11: the base system's directories (plan.hpp, base_read_execute_paths), opened before
+  // the plan asks of them in fewer calls than kind() makes: O_DIRECTORY says what each is (no
+  // fstat), and a top-level link of a merged /usr (/lib -> usr/lib) is followed by its text,
+  // the target opened through no link at all: 3 calls where kind() makes 7. These names are
+  // the launcher's own, on the root file system, so no /proc magic link is among them (a
+  // policy's path goes through kind(), which refuses magic links). Anything else (a file, a
+  // link to a link or below one, a target with "." or "..", openat2 missing) is left to kind().
+  void open_system_directories(const std::vector<std::string>& paths);
+
  private:
   struct Entry {
     UniqueFd fd;

@@ -18,8 +18,8 @@
 
 #include "apply/before_launch.hpp"
 #include "apply/ipc_namespace.hpp"
-#include "apply/policy_file.hpp"
 #include "apply/module_mounts.hpp"
+#include "apply/policy_file.hpp"
 #include "apply/prepared_exec.hpp"
 #include "plan/denial_advice.hpp"
 #include "plan/launch_steps.hpp"

@@ -122,10 +122,10 @@ TEST_F(OperatorInputs, ThePolicyFileInsideWhatTheModuleWritesIsRefused) {
   ASSERT_EQ(::chmod(inside.c_str(), 0644), 0);
   const std::string config = tree.write_json("inputs-config-work.json", node_config());
   ASSERT_EQ(::chmod(config.c_str(), 0644), 0);
-  expect_launcher_failure(exec_with(config, inside), 70,
-                          {"step directories failed: the policy's work " + work +
-                               " contains the policy file " + inside,
-                           "the module could rewrite its own policy for its next run"});
+  expect_launcher_failure(
+      exec_with(config, inside), 70,
+      {"step directories failed: the policy's work " + work + " contains the policy file " + inside,
+       "the module could rewrite its own policy for its next run"});
   const std::string link = tree.path("inputs-link-policy.json");
   std::filesystem::create_symlink(inside, link);
   expect_launcher_failure(exec_with(config, link), 70,

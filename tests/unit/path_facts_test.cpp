@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace oarbank {
 namespace {
@@ -128,6 +129,38 @@ TEST(PathFactsSystem, TheBaseSystemLinksResolveAsProcSays) {
     char real[PATH_MAX];
     ASSERT_NE(::realpath(path, real), nullptr) << path;
     EXPECT_EQ(paths.canonical(path), std::string(real)) << path;
+  }
+}
+
+// Issue 11: the base system's directories opened ahead (open_system_directories, fewer calls)
+// answer what kind() answers of each: a directory, a link to one (its target, the same inode),
+// a link to a link or to a file or through a dangling one, a missing path, a file; and the
+// base system's own list on this machine.
+TEST_F(PathFactsTree, TheSystemDirectoriesOpenedAheadAnswerAsKindDoes) {
+  std::vector<std::string> names;
+  for (const char* name : {"/real", "/link", "/absolute", "/chain", "/dotted", "/dangling",
+                           "/filelink", "/real/file", "/missing", "/link/file"}) {
+    names.push_back(root_ + name);
+  }
+  for (const char* path : {"/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt",
+                           "/proc", "/sys/devices/system/cpu"}) {
+    names.emplace_back(path);
+  }
+  OpenedPaths ahead, plain;
+  ahead.open_system_directories(names);
+  for (const auto& name : names) {
+    EXPECT_EQ(ahead.kind(name), plain.kind(name)) << name;
+    EXPECT_EQ(ahead.canonical(name), plain.canonical(name)) << name;
+    if (plain.kind(name) == PathKind::Missing) {
+      EXPECT_LT(ahead.fd(name), 0) << name;
+      continue;
+    }
+    struct stat a {
+    }, b{};
+    ASSERT_EQ(::fstat(ahead.fd(name), &a), 0) << name;
+    ASSERT_EQ(::fstat(plain.fd(name), &b), 0) << name;
+    EXPECT_EQ(a.st_dev, b.st_dev) << name;
+    EXPECT_EQ(a.st_ino, b.st_ino) << name;
   }
 }
 
