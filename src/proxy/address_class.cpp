@@ -30,6 +30,15 @@ const std::vector<Rule>& rules() {
       {range("172.16.0.0/12"), AddressClass::Private, "private address (172.16.0.0/12)"},
       {range("192.168.0.0/16"), AddressClass::Private, "private address (192.168.0.0/16)"},
       {range("100.64.0.0/10"), AddressClass::Private, "shared CGNAT address (100.64.0.0/10)"},
+      // Attack review (session 15): IANA's special-purpose ranges that are not globally
+      // reachable. The build machine's own network had a service in 198.18.0.0/15, which the
+      // proxy reached for a module whose allowlist named an address there. (The documentation
+      // ranges, 192.0.2.0/24 and the like, stay public: nothing is ever routed to them.)
+      {range("198.18.0.0/15"), AddressClass::Private, "benchmarking address (198.18.0.0/15)"},
+      {range("192.0.0.0/24"), AddressClass::Private,
+       "IETF protocol assignment address (192.0.0.0/24)"},
+      {range("192.88.99.0/24"), AddressClass::Private,
+       "deprecated 6to4 relay anycast address (192.88.99.0/24)"},
       {range("::/128"), AddressClass::Forbidden, "unspecified address (::)"},
       {range("::1/128"), AddressClass::Forbidden, "loopback address (::1)"},
       // Deprecated IPv4-compatible addresses (::a.b.c.d): nothing legitimate uses them.
@@ -40,6 +49,9 @@ const std::vector<Rule>& rules() {
       {range("100::/64"), AddressClass::Forbidden, "discard-only address (100::/64)"},
       {range("fc00::/7"), AddressClass::Private, "unique local address (fc00::/7)"},
       {range("64:ff9b:1::/48"), AddressClass::Private, "local-use NAT64 address (64:ff9b:1::/48)"},
+      {range("2001:2::/48"), AddressClass::Private, "benchmarking address (2001:2::/48)"},
+      {range("2001:10::/28"), AddressClass::Forbidden, "deprecated ORCHID address (2001:10::/28)"},
+      {range("5f00::/16"), AddressClass::Private, "SRv6 segment identifier (5f00::/16)"},
   };
   return table;
 }
@@ -120,7 +132,8 @@ bool address_permitted(const IpAddress& address, const AddressContext& context,
                   [&](const IpRange& r) { return r.contains(address); });
   if (exempt) return true;
   reason = address.to_string() + " is refused: " + verdict.reason;
-  if (verdict.cls == AddressClass::Private) reason += " (this node does not allow private ranges)";
+  if (verdict.cls == AddressClass::Private)
+    reason += " (this node does not allow private ranges: proxy_allow_private_ranges)";
   return false;
 }
 

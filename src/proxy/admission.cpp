@@ -142,6 +142,7 @@ void Session::connect_next() {
   close_socket(upstream_, false);
   upstream_.open(endpoint.protocol(), ec);
   if (!ec) upstream_.native_non_blocking(true, ec);
+  if (!ec) bound_socket_buffers(upstream_.native_handle());
   if (ec) {
     connect_error_ = endpoint_text(endpoint) + ": " + ec.message();
     connect_next();

@@ -150,9 +150,11 @@ struct ProxyServer::Impl {
     // Over a limit: answer at once and close, without reading or allocating for it.
     refuse_now(*module, socket, peer, 503,
                module_full ? "too many concurrent connections for this module (" +
-                                 std::to_string(state.settings.max_tunnels_per_module) + ")"
+                                 std::to_string(state.settings.max_tunnels_per_module) +
+                                 ", the node's proxy_max_tunnels_per_module)"
                            : "too many concurrent connections in all (" +
-                                 std::to_string(state.settings.max_tunnels_total) + ")");
+                                 std::to_string(state.settings.max_tunnels_total) +
+                                 ", the node's proxy_max_tunnels_total)");
   }
 
   // Answers `status` at once and closes, without reading the request; logged.

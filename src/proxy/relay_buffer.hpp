@@ -3,6 +3,8 @@
 // HTTP forwarding (http_forward.cpp).
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstddef>
 #include <memory>
 
@@ -10,6 +12,26 @@ namespace oarbank::proxy {
 
 // Bytes read at once in each direction of a relay.
 inline constexpr std::size_t kRelayBufferBytes = 64 * 1024;
+
+// Attack review (session 15): the kernel's buffers of the proxy's own sockets (the client's,
+// accepted, and the upstream's) are the proxy's, charged to sandbox-run's cgroup and not the
+// module's, and TCP autotuning grows each to tcp_rmem/tcp_wmem's maximum (32 MiB on the build
+// machine). A module that opened 16 tunnels to an upstream sending fast and read nothing held
+// about 440 MiB of the node's TCP memory (tcp_mem's pressure is node-wide: every socket of the
+// node is throttled). Fixed sizes turn autotuning off (SO_RCVBUF/SO_SNDBUF lock them; the kernel
+// doubles the value for its bookkeeping): at most about 2 MiB a tunnel, 256 MiB at the default
+// 128 tunnels a module. The price is a window of about 256 KiB to the upstream: some 10 MB/s a
+// tunnel at 25 ms of round trip (docs/proxy.md, "Memory").
+inline constexpr int kSocketBufferBytes = 256 * 1024;
+
+// Set before connect (the upstream) or at accept (the client): the window scale is chosen at
+// the handshake, and an accepted socket has the listener's until set. Best effort: a failure
+// leaves the kernel's autotuning, as before.
+inline void bound_socket_buffers(int fd) {
+  const int bytes = kSocketBufferBytes;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+}
 
 // A relay buffer that is not zero-filled: its pages become resident only as bytes arrive, so an
 // idle tunnel holds little memory (a std::vector's resize would touch all 64 KiB at once).

@@ -48,6 +48,7 @@ Session::~Session() {
 void Session::start() {
   std::error_code ignored;
   client_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  bound_socket_buffers(client_.native_handle());
   arm_head_timer();
   read_head();
 }

@@ -2,14 +2,17 @@
 // log lines, and no descriptor left behind.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 
+#include "proxy/relay_buffer.hpp"
 #include "test_support.hpp"
 
 namespace oarbank::proxy::testing {
@@ -572,6 +575,52 @@ TEST(ProxyServer, ConnectionsInALoopArePaced) {
   }
   EXPECT_EQ(refusals, 600u);
   EXPECT_LE(lines, 10u);
+}
+
+// Session 15's attack review: the proxy's own sockets (the client's, accepted, and the
+// upstream's) have fixed buffers, so a module that reads nothing cannot grow them to
+// tcp_rmem's maximum in the node's TCP memory (docs/proxy.md, "Memory"). The proxy runs in
+// this process: its sockets are found among our descriptors by their ports.
+TEST(ProxyServer, TheProxysSocketsHaveBoundedBuffers) {
+  std::atomic<bool> done{false};
+  Upstream hold([&](int fd) {
+    while (!done) {
+      std::this_thread::sleep_for(10ms);
+    }
+    ::close(fd);
+  });
+  Proxy proxy(quick_settings(), {ip_entry("127.0.0.1", hold.port)});
+  const int fd = connect_tcp(proxy.port);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(open_tunnel(fd, hold.port), "HTTP/1.1 200 Connection established\r\n\r\n");
+  const auto port_of = [](const sockaddr_storage& address) {
+    return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
+  };
+  int found = 0;
+  for (int candidate = 3; candidate < 1024; ++candidate) {
+    sockaddr_storage local{}, peer{};
+    socklen_t local_size = sizeof local, peer_size = sizeof peer;
+    if (::getsockname(candidate, reinterpret_cast<sockaddr*>(&local), &local_size) != 0 ||
+        ::getpeername(candidate, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0 ||
+        local.ss_family != AF_INET) {
+      continue;
+    }
+    const bool accepted_client = port_of(local) == proxy.port;
+    const bool to_upstream = port_of(peer) == hold.port;
+    if (!accepted_client && !to_upstream) continue;
+    ++found;
+    for (int option : {SO_RCVBUF, SO_SNDBUF}) {
+      int bytes = 0;
+      socklen_t size = sizeof bytes;
+      ASSERT_EQ(::getsockopt(candidate, SOL_SOCKET, option, &bytes, &size), 0);
+      // The kernel doubles what was set, for its bookkeeping.
+      EXPECT_EQ(bytes, 2 * kSocketBufferBytes) << (accepted_client ? "client " : "upstream ")
+                                               << (option == SO_RCVBUF ? "SO_RCVBUF" : "SO_SNDBUF");
+    }
+  }
+  EXPECT_EQ(found, 2);
+  done = true;
+  ::close(fd);
 }
 
 TEST(ProxyServer, PerModuleLimit) {

@@ -28,7 +28,9 @@ TEST(AddressClass, ForbiddenIpv4) {
 
 TEST(AddressClass, PrivateIpv4) {
   for (const char* text : {"10.0.0.1", "10.255.255.255", "172.16.0.1", "172.31.255.255",
-                           "192.168.1.1", "100.64.0.1", "100.127.255.255"}) {
+                           "192.168.1.1", "100.64.0.1", "100.127.255.255",
+                           // Session 15's attack review: special-purpose, not globally reachable.
+                           "198.18.0.5", "198.19.255.1", "192.0.0.170", "192.88.99.1"}) {
     EXPECT_EQ(cls(text), AddressClass::Private) << text;
   }
 }
@@ -36,6 +38,7 @@ TEST(AddressClass, PrivateIpv4) {
 TEST(AddressClass, PublicIpv4AndRangeEdges) {
   for (const char* text : {"1.1.1.1", "8.8.8.8", "93.184.216.34", "172.15.255.255", "172.32.0.0",
                            "100.63.255.255", "100.128.0.0", "169.253.255.255", "169.255.0.0",
+                           "198.17.255.255", "198.20.0.0", "192.0.1.255", "192.88.98.255",
                            "126.255.255.255", "128.0.0.0", "223.255.255.255", "192.0.2.7"}) {
     EXPECT_EQ(cls(text), AddressClass::Public) << text;
   }
@@ -43,13 +46,15 @@ TEST(AddressClass, PublicIpv4AndRangeEdges) {
 
 TEST(AddressClass, ForbiddenIpv6) {
   for (const char* text : {"::", "::1", "fe80::1", "febf::1", "fec0::1", "ff02::1", "ff05::2",
-                           "::7f00:1", "::a00:1", "100::1"}) {
+                           "::7f00:1", "::a00:1", "100::1", "2001:10::1"}) {
     EXPECT_EQ(cls(text), AddressClass::Forbidden) << text;
   }
 }
 
 TEST(AddressClass, PrivateIpv6) {
-  for (const char* text : {"fc00::1", "fd12:3456::1", "64:ff9b:1::808:808"}) {
+  for (const char* text : {"fc00::1", "fd12:3456::1", "64:ff9b:1::808:808", "2001:2::1", "5f00::1",
+                           // The IPv4 they carry is judged: NAT64 and 6to4 of 198.18.0.1.
+                           "64:ff9b::c612:1", "2002:c612:1::1"}) {
     EXPECT_EQ(cls(text), AddressClass::Private) << text;
   }
 }
