@@ -115,6 +115,20 @@ DecisionRecord Session::decision_record() const {
 void Session::on_verdict(Verdict verdict) {
   if (phase_ != Phase::Deciding) return;  // aborted while resolving
   verdict_ = std::move(verdict);
+  // Attack review (session 15): the kernel's word on where each checked address would go, just
+  // before connecting: an address the node delivers to itself (a local route, one added since
+  // the addresses were last read) is the node's, refused as its interface addresses are. As
+  // for a resolution's answers, one such address refuses them all.
+  if (verdict_.allowed) {
+    for (const auto& address : verdict_.addresses) {
+      if (auto why = server_.routed_to_this_node(address)) {
+        verdict_.allowed = false;
+        verdict_.http_status = 403;
+        verdict_.reason = *why;
+        break;
+      }
+    }
+  }
   if (!verdict_.allowed) {
     server_.log.decision(decision_record());
     refuse(verdict_.http_status, verdict_.reason, false);

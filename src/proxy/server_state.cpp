@@ -21,10 +21,17 @@ const AddressContext& ServerState::address_context() {
   const auto now = std::chrono::steady_clock::now();
   if (refreshed_ == std::chrono::steady_clock::time_point{} ||
       now - refreshed_ >= kNodeAddressRefresh) {
-    context_.node_addresses = node_addresses();
+    if (auto addresses = node_addresses()) context_.node_addresses = std::move(*addresses);
     refreshed_ = now;
   }
   return context_;
+}
+
+std::optional<std::string> ServerState::routed_to_this_node(const IpAddress& address) const {
+  for (const auto& range : context_.testing_exemptions) {
+    if (range.contains(address)) return std::nullopt;
+  }
+  return proxy::routed_to_this_node(address);
 }
 
 }  // namespace oarbank::proxy

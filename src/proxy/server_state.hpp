@@ -36,6 +36,10 @@ struct ServerState {
   // (interfaces come and go; getifaddrs per connection would cost more than it is worth).
   const AddressContext& address_context();
 
+  // routed_to_this_node (local_addresses.hpp), but nullopt for an address the testing
+  // exemptions allow (the tests' loopback upstreams).
+  std::optional<std::string> routed_to_this_node(const IpAddress& address) const;
+
   asio::io_context& io;
   ProxySettings settings;
   ProxyLog log;
