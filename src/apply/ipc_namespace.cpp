@@ -7,7 +7,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include "plan/launch_steps.hpp"
 #include "sys/error.hpp"
@@ -56,6 +59,49 @@ int detached_mqueue_mount(const char** what) {
 }
 
 }  // namespace
+
+IpcLimits ipc_limits_for(std::uint64_t shm_max_bytes) {
+  IpcLimits limits;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const std::uint64_t page_bytes = page > 0 ? static_cast<std::uint64_t>(page) : 4096;
+  // A queue holds msgmnb bytes (16384 by default, and in a new namespace).
+  const std::uint64_t queues = std::max<std::uint64_t>(1, std::min<std::uint64_t>(
+                                                              32000, shm_max_bytes / 16384));
+  std::snprintf(limits.shmmax, sizeof limits.shmmax, "%llu",
+                static_cast<unsigned long long>(shm_max_bytes));
+  std::snprintf(limits.shmall, sizeof limits.shmall, "%llu",
+                static_cast<unsigned long long>((shm_max_bytes + page_bytes - 1) / page_bytes));
+  std::snprintf(limits.msgmni, sizeof limits.msgmni, "%llu",
+                static_cast<unsigned long long>(queues));
+  // SEMMSL SEMMNS SEMOPM SEMMNI: the kernel's per-set and per-call values, and 65536
+  // semaphores in at most 4096 sets (the new namespace's are 32000 and 1024000000).
+  std::snprintf(limits.sem, sizeof limits.sem, "32000 65536 500 4096");
+  return limits;
+}
+
+int limit_ipc_namespace(const IpcLimits& limits, const char** what) {
+  struct File {
+    const char* path;
+    const char* value;
+  };
+  const File files[] = {{"/proc/sys/kernel/shmmax", limits.shmmax},
+                        {"/proc/sys/kernel/shmall", limits.shmall},
+                        {"/proc/sys/kernel/msgmni", limits.msgmni},
+                        {"/proc/sys/kernel/sem", limits.sem}};
+  for (const File& file : files) {
+    const int fd = ::open(file.path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return ipc_call_failed(what, file.path);
+    const std::size_t length = std::strlen(file.value);
+    const ssize_t written = ::write(fd, file.value, length);
+    const int err = errno;
+    ::close(fd);
+    if (written != static_cast<ssize_t>(length)) {
+      *what = file.path;
+      return written < 0 ? err : EIO;
+    }
+  }
+  return 0;
+}
 
 int enter_own_ipc_namespace(const char** what) {
   return ::unshare(CLONE_NEWIPC) == 0 ? 0 : ipc_call_failed(what, "unshare(CLONE_NEWIPC)");

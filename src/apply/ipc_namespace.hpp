@@ -17,6 +17,27 @@ inline constexpr const char* kModuleMqueuePath = "/dev/mqueue";
 // Async-signal-safe: the child shares its parent's memory.
 int enter_own_ipc_namespace(const char** what);
 
+// Attack review (session 15): a new IPC namespace starts with the kernel's limits, which bound
+// nothing (shmmax and shmall about 2^64, msgmni 32000 queues of 16 KiB): a module made a 200 MiB
+// SysV segment past its 64 MiB /dev/shm bound, memory the node's and not its cgroup's. The
+// limits written into the module's namespace, from the node's module_shm_max_bytes: a segment
+// and all segments together at most that (shmmax, shmall), message queues as many as that
+// holds of 16 KiB (msgmni), semaphores 65536 in 4096 sets (sem). Each is a decimal text made
+// before the child starts (the child is async-signal-safe).
+struct IpcLimits {
+  char shmmax[24] = {};
+  char shmall[24] = {};
+  char msgmni[24] = {};
+  char sem[48] = {};
+};
+IpcLimits ipc_limits_for(std::uint64_t shm_max_bytes);
+
+// Writes `limits` into this thread's IPC namespace (/proc/sys/kernel/shmmax, shmall, msgmni,
+// sem: each names the namespace of whoever writes it). As root, right after entering or
+// joining the module's namespace. Returns 0, or the errno with `*what` naming the file.
+// Async-signal-safe.
+int limit_ipc_namespace(const IpcLimits& limits, const char** what);
+
 // setns into an IPC namespace made ahead (make_ipc_namespace, by the namespace stock).
 // Returns 0, or the errno with `*what` naming the call. Async-signal-safe.
 int join_ipc_namespace(int ipc_fd, const char** what);

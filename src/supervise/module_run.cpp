@@ -117,6 +117,9 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
       err != 0) {
     ipc_failed(err);
   }
+  if (child->own_ipc) {
+    if (int err = limit_ipc_namespace(child->ipc_limits, &what); err != 0) ipc_failed(err);
+  }
   if (child->netns_fd >= 0) {
     if (int err = join_network_namespace(child->netns_fd); err != 0) {
       std::string line =
@@ -336,6 +339,7 @@ RunResult ModuleRun::run() {
   child_.netns_fd = network_.netns.get();
   child_.own_ipc = request_.launch.world.own_namespaces;
   child_.ipc_fd = stock_ ? stock_->ipc.get() : -1;
+  child_.ipc_limits = ipc_limits_for(request_.config.module_shm_max_bytes);
   child_.mqueue_fd = stock_ ? stock_->mqueue.get() : -1;
   child_.mount_sources = {devpts_.get(), user_database_.passwd.get(), user_database_.group.get()};
   child_.send_mounts = own_mounts_ && stock_.has_value();

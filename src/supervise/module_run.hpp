@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "apply/ipc_namespace.hpp"
 #include "apply/launch.hpp"
 #include "apply/module_mounts.hpp"
 #include "apply/module_network.hpp"
@@ -149,6 +150,7 @@ class ModuleRun {
     bool own_ipc = false;  // its own IPC namespace before the launcher's steps
     int ipc_fd = -1;       // that namespace, made ahead by the stock (-1: unshare one)
     int mqueue_fd = -1;    // its mqueue file system, detached, made ahead by the stock
+    IpcLimits ipc_limits;  // written into that namespace (ipc_namespace.hpp)
     // What it attaches in its mount namespace: devpts_, user_database_ (module_mounts.hpp).
     ModuleMountSources mount_sources;
     // Sends its mount namespace to the supervisor once made (the run gives it to the stock).

@@ -267,6 +267,19 @@ TEST_F(ModuleWorld, OneModulesIpcObjectsAreInvisibleToAnotherAndToTheHostAndGoWi
   EXPECT_LT(::shmget(key, 0, 0), 0);
 }
 
+// Session 15's attack review: a new IPC namespace bounds nothing by itself (shmmax about 2^64),
+// and a module made a 200 MiB SysV segment past its /dev/shm bound. Its namespace's limits are
+// the node's module_shm_max_bytes (64 MiB by default): one segment, and all together.
+TEST_F(ModuleWorld, SysVSharedMemoryIsBoundedAsDevShmIs) {
+  const std::string max = std::to_string(64ULL << 20);
+  const std::string forty = std::to_string(40ULL << 20);
+  EXPECT_EQ(run_out(base_policy(), {"batch", "shm-bytes", std::to_string((64ULL << 20) + 1), ",",
+                                    "shm-bytes", forty, ",", "shm-bytes", forty}),
+            "errno EINVAL\nok\nerrno ENOSPC\n");
+  EXPECT_EQ(run_out(base_policy(), {"spawn", "/bin/cat", "/proc/sys/kernel/shmmax"}),
+            max + "\nexit 0\n");
+}
+
 TEST_F(ModuleWorld, IpcmkAndIpcsWorkInside) {
   if (!have_program("/usr/bin/ipcmk") || !have_program("/usr/bin/ipcs")) {
     GTEST_SKIP() << "util-linux's ipcmk and ipcs are not here";

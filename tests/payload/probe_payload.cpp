@@ -562,6 +562,10 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     if (msgctl(msg, IPC_RMID, nullptr) != 0) return report(-1);
     return report(std::strcmp(in.text, "msg") == 0 ? 0 : (errno = EIO, -1));
   }
+  // A private SysV segment of BYTES, left in place (the namespace's limits, session 15).
+  if (cmd == "shm-bytes" && need(1)) {
+    return report(shmget(IPC_PRIVATE, std::stoull(a[0]), IPC_CREAT | 0600));
+  }
   // shmget(KEY) with IPC_CREAT, left in place (the namespace's end removes it).
   if (cmd == "shm-create" && need(1)) {
     return report(
