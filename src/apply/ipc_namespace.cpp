@@ -65,8 +65,8 @@ IpcLimits ipc_limits_for(std::uint64_t shm_max_bytes) {
   const long page = ::sysconf(_SC_PAGESIZE);
   const std::uint64_t page_bytes = page > 0 ? static_cast<std::uint64_t>(page) : 4096;
   // A queue holds msgmnb bytes (16384 by default, and in a new namespace).
-  const std::uint64_t queues = std::max<std::uint64_t>(1, std::min<std::uint64_t>(
-                                                              32000, shm_max_bytes / 16384));
+  const std::uint64_t queues =
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(32000, shm_max_bytes / 16384));
   std::snprintf(limits.shmmax, sizeof limits.shmmax, "%llu",
                 static_cast<unsigned long long>(shm_max_bytes));
   std::snprintf(limits.shmall, sizeof limits.shmall, "%llu",

@@ -286,7 +286,6 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
       if (config.pids_max) plan.identity.process_limit = *config.pids_max;
     }
   }
-  plan.identity.no_realtime = plan.filter.own_user;
   plan.own_network_namespace = own_network_namespace(policy, features, config, plan.filter);
   if (request.own_mounts) {
     std::vector<std::string> dirs;

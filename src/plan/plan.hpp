@@ -69,12 +69,13 @@ struct IdentityPlan {
   // user can read or list it). -1:
   // the umask the launcher was started with (the shared module_user: nothing changes).
   int umask = -1;
-  // Attack review: where the filter lets the module set its own processes' scheduling
-  // (+own-user: sched_setscheduler, sched_setattr, setpriority by pid), the launcher lowers
-  // RLIMIT_RTPRIO and RLIMIT_NICE to 0 (soft and hard) before the exec. Otherwise a module
-  // inherits the caller's (a service with LimitRTPRIO=) and a SCHED_FIFO busy loop starves the
-  // node: cpu.max governs no real-time task. Lowering a limit needs no privilege.
-  bool no_realtime = false;
+  // Attack review: the filter lets every module set its own scheduling (pid 0 in every variant;
+  // +own-user: by pid too), so the launcher lowers RLIMIT_RTPRIO and RLIMIT_NICE to 0 (soft and
+  // hard) before the exec. Otherwise a module inherits the caller's (a service's LimitRTPRIO=,
+  // limits.conf's rtprio of an audio group) and a SCHED_FIFO busy loop starves the node:
+  // cpu.max governs no real-time task. Lowering a limit needs no privilege. (Until session 15
+  // only under +own-user: its review saw that pid 0 was allowed in the others too.)
+  bool no_realtime = true;
   // Under a uid of its own: the node's pids_max as RLIMIT_NPROC, soft and hard (only ever
   // lowered), set at the identity step. The kernel counts the tasks (threads included) of a
   // real uid, and no other process has this one (a lease is this id's alone, never one a

@@ -313,6 +313,20 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                        "a process group or a whole user (every module) at once"});
   rules.push_back(
       Rule{"ioprio_set", -1, EPERM, {{0, Compare::Equal, 0, 0}}, "not an ioprio_set target"});
+  // Attack review (session 15): the best-effort class at any level needs no capability, so a
+  // module its operator put in the idle class (IOSchedulingClass=idle, ionice -c 3) took its
+  // I/O priority back (`ionice -c 2 -n 0 -p $$`). Only the idle class is the module's to
+  // choose, as a higher nice and SCHED_IDLE are; none (0: back to what nice gives) and
+  // best-effort are refused, and real time needs CAP_SYS_ADMIN anyway. The class is bits 13 to
+  // 15 of the value (IOPRIO_PRIO_CLASS).
+  for (std::uint64_t io_class : {0x0000ULL, 0x2000ULL, 0x4000ULL}) {
+    rules.push_back(Rule{"ioprio_set",
+                         -1,
+                         EPERM,
+                         {{2, Compare::MaskedEqual, io_class, 0xE000}},
+                         "raises the I/O priority the operator gave it: only the idle class "
+                         "(ionice -c 3) is the module's to choose"});
+  }
   if (!variant.own_user) {
     rules.push_back(Rule{"ioprio_set",
                          -1,

@@ -280,6 +280,29 @@ TEST_F(ModuleWorld, SysVSharedMemoryIsBoundedAsDevShmIs) {
             max + "\nexit 0\n");
 }
 
+// Session 15's attack review: descriptors a module sends into a unix socket pair of its own,
+// with both ends of the pair, outlived it (a cycle no process holds) until something else on
+// the node closed a unix socket. The teardown runs the kernel's collector: the FIFO's write end
+// the module put in the cycle is closed once the run is over, and the test reads its end.
+TEST_F(ModuleWorld, DescriptorsInFlightInACycleDoNotOutliveTheRun) {
+  const std::string fifo = base_policy()["work"].get<std::string>() + "/" + unique_name("cycle");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0) << std::strerror(errno);
+  ASSERT_EQ(::chmod(fifo.c_str(), 0666), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0) << std::strerror(errno);
+  EXPECT_EQ(run_out(base_policy(), {"scm-cycle", fifo}), "ok\n");
+  // End of file once no writer is left: the collector has closed the cycle's copy.
+  char byte = 0;
+  ssize_t n = -1;
+  for (int i = 0; i < 200 && n != 0; ++i) {
+    n = ::read(reader, &byte, 1);
+    if (n != 0) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(n, 0) << "the FIFO's write end is still held after the run";
+  ::close(reader);
+  ::unlink(fifo.c_str());
+}
+
 TEST_F(ModuleWorld, IpcmkAndIpcsWorkInside) {
   if (!have_program("/usr/bin/ipcmk") || !have_program("/usr/bin/ipcs")) {
     GTEST_SKIP() << "util-linux's ipcmk and ipcs are not here";

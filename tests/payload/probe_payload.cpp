@@ -663,6 +663,34 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     waitpid(pid, &status, 0);
     return report(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM ? 0 : (errno = EIO, -1));
   }
+  // PATH opened for writing (a FIFO: O_NONBLOCK), then sent with both ends of a new unix
+  // socket pair into that pair, and every descriptor of ours closed: a cycle no process holds,
+  // which only the kernel's collector ends (session 15's attack review).
+  if (cmd == "scm-cycle" && need(1)) {
+    const int held = open(a[0].c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (held < 0) return report(-1);
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return report(-1);
+    const int fds[3] = {held, pair[0], pair[1]};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
+    char byte = 'x';
+    iovec io{&byte, 1};
+    msghdr message{};
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    cmsghdr* header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof fds);
+    std::memcpy(CMSG_DATA(header), fds, sizeof fds);
+    if (sendmsg(pair[0], &message, 0) != 1) return report(-1);
+    close(held);
+    close(pair[0]);
+    close(pair[1]);
+    return report(0);
+  }
   // setsid() in a child (the first process leads its group: the kernel refuses it setsid).
   if (cmd == "fork-setsid") {
     std::fflush(stdout);

@@ -257,7 +257,13 @@ TEST(SeccompPrograms, ModuleWorldAllowances) {
     EXPECT_EQ(run(p, SYS_prlimit64, {1234, RLIMIT_NOFILE, 0, 0x1000}), same_user);
     EXPECT_EQ(run(p, SYS_sched_setaffinity, {1234, 8, 0x1000}), same_user);
     EXPECT_EQ(run(p, SYS_setpriority, {0 /* PRIO_PROCESS */, 1234, 5}), same_user);
-    EXPECT_EQ(run(p, SYS_ioprio_set, {1 /* IOPRIO_WHO_PROCESS */, 1234, 0}), same_user);
+    // The idle class (3 << 13, level 7): session 15's review refuses every other class.
+    EXPECT_EQ(run(p, SYS_ioprio_set, {1 /* IOPRIO_WHO_PROCESS */, 1234, 0x6007}), same_user);
+    EXPECT_EQ(run(p, SYS_ioprio_set, {1, 0, 0x6007}), kAllow);
+    for (std::uint64_t ioprio : {0x0ULL /* none */, 0x2000ULL /* real time */,
+                                 0x4000ULL /* best effort, level 0 */, 0x4007ULL, 0x14000ULL}) {
+      EXPECT_EQ(run(p, SYS_ioprio_set, {1, 0, ioprio}), refused(EPERM)) << ioprio;
+    }
     // inotify: its own instances, and every watch refused here (EPERM), which the notifying
     // program hands to the supervisor to add on what the module's uid owns (session 11's
     // attack review: a watch is not Landlock's, and every uid can read /tmp, /usr/bin).
