@@ -41,6 +41,10 @@ TEST_F(SameUid, TheModuleMayStillTuneItself) {
   EXPECT_EQ(probe({"setpriority", "0", "0"}), "ok");
   EXPECT_EQ(probe({"sched_setaffinity", "0"}), "ok");
   EXPECT_EQ(probe({"ioprio_set", "1", "0"}), "ok");
+  // Session 15's attack review: to the idle class only; best effort (any level: ionice -c 2
+  // -n 0) and none (back to what nice gives) would undo an operator's idle class.
+  EXPECT_EQ(probe({"ioprio_set", "1", "0", "0x4000"}), "errno EPERM");
+  EXPECT_EQ(probe({"ioprio_set", "1", "0", "0"}), "errno EPERM");
 }
 
 TEST_F(SameUid, LeavingTheProcessGroupIsRefused) {

@@ -767,7 +767,7 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     if (errno != 0) return report(-1);
     if (setpriority(PRIO_PROCESS, static_cast<id_t>(self), nice_now < 19 ? nice_now + 1 : 19) != 0)
       return report(-1);
-    return report(syscall(SYS_ioprio_set, 1, static_cast<int>(syscall(SYS_gettid)), 0));
+    return report(syscall(SYS_ioprio_set, 1, static_cast<int>(syscall(SYS_gettid)), (3 << 13) | 7));
   }
   // prlimit64 reading (no new limit) the limits of PID.
   if (cmd == "prlimit-read" && need(1)) {
@@ -943,8 +943,12 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     CPU_SET(0, &set);
     return report(sched_setaffinity(std::atoi(a[0].c_str()), sizeof set, &set));
   }
+  // To the idle class (3 << 13, level 7), which is the module's to choose (session 15: every
+  // other class is refused); a third argument gives the value.
   if (cmd == "ioprio_set" && need(2)) {
-    return report(syscall(SYS_ioprio_set, std::atoi(a[0].c_str()), std::atoi(a[1].c_str()), 0));
+    const int value =
+        a.size() > 2 ? static_cast<int>(std::strtol(a[2].c_str(), nullptr, 0)) : (3 << 13) | 7;
+    return report(syscall(SYS_ioprio_set, std::atoi(a[0].c_str()), std::atoi(a[1].c_str()), value));
   }
   if (cmd == "setsid") return report(setsid());
   if (cmd == "setpgid") return report(setpgid(0, 0));
