@@ -181,9 +181,12 @@ int run_learn(const RunArgs& options) {
       started = proposed;
       started_changes = changes.size();
       std::size_t added = 0;
+      const bool worked = result.value("end", "") == "exited" && result.value("exit_code", -1) == 0;
       for (const auto& denial : result.value("denials", nlohmann::json::array())) {
-        const std::string change =
-            checked_grant(proposed, denial.value("grant", nlohmann::json()), protect);
+        const nlohmann::json grant = denial.value("grant", nlohmann::json());
+        // A refusal the program carries on without (nscd's socket): only when it did not work.
+        if (worked && grant.is_object() && grant.value("only_if_the_run_failed", false)) continue;
+        const std::string change = checked_grant(proposed, grant, protect);
         if (!change.empty()) {
           changes.push_back(change);
           ++added;

@@ -179,9 +179,10 @@ Denial seccomp_denial(const seccomp::FilterVariant& variant, const SeccompCall& 
       d.allowed_by =
           "add \"broker\": true (unix sockets are the broker grant: connecting to the node's "
           "broker; a module never listens)";
-      d.grant = {{"key", "broker"}, {"set", true}};
       // glibc's user and host lookups try nscd's socket first and go on without it: a
-      // program that worked needs no grant for this refusal.
+      // program that worked needs no grant for this refusal, and --learn proposes it only
+      // after a trial that failed (session 15: curl and ls were proposed the broker).
+      d.grant = {{"key", "broker"}, {"set", true}, {"only_if_the_run_failed", true}};
       d.reason =
           "unix sockets: not granted (user and host lookups try nscd's socket and carry on "
           "without it)";

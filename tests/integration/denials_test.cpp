@@ -487,6 +487,29 @@ TEST_F(LandlockDenials, LearnProposesExactlyTheDataDirectoryAndTheEgressDestinat
   EXPECT_EQ(nlohmann::json::parse(read_file(policy_file)), policy);
 }
 
+// Session 15's attack review: glibc's lookups try nscd's unix socket and carry on without it,
+// so a module that worked is not proposed the broker for that refusal; one that failed is.
+TEST_F(LandlockDenials, LearnProposesTheBrokerOnlyWhenTheModuleDidNotWorkWithoutIt) {
+  const std::string policy_file = tree.write_json("learn-unix.json", base_policy());
+  RunOptions o;
+  o.env = env();
+  o.timeout = 60s;
+  const auto learn = [&](const std::vector<std::string>& module) {
+    std::vector<std::string> argv{
+        OARBANK_AGENT_BINARY, "sandbox-run", "--config", config, "--id", id, "--learn", "2",
+        policy_file,          "--"};
+    argv.insert(argv.end(), module.begin(), module.end());
+    return run_command(argv, o);
+  };
+  const std::string socket = tree.probe() + " socket unix stream";
+  RunResult worked = learn({tree.probe(), "spawn", "/bin/sh", "-c", socket + "; exit 0"});
+  EXPECT_TRUE(worked.exited(0)) << worked.describe();
+  EXPECT_NE(worked.out.find("no change to propose"), std::string::npos) << worked.out;
+  RunResult failed = learn({"/bin/sh", "-c", socket + "; exit 3"});
+  EXPECT_NE(failed.out.find("\n\"broker\": (unset) -> true\n"), std::string::npos)
+      << failed.describe();
+}
+
 // Attack review: what --learn proposes is what a hostile module chose to be refused. Refused a
 // listing of "/" and a read of the node's own configuration (beside a read and a write it
 // needs), the proposal adds only what it needs: the directory it read as runtime (read and
