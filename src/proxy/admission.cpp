@@ -95,7 +95,8 @@ void Session::on_head(const RequestParse& parse) {
   }
   destination_ = request_->target->authority();
   phase_ = Phase::Deciding;
-  decide(*request_->target, module_->allowlist, server_.address_context(), *server_.resolver,
+  BudgetedResolver resolver(*server_.resolver, module_->lookups);
+  decide(*request_->target, module_->allowlist, server_.address_context(), resolver,
          [self = shared_from_this()](Verdict verdict) { self->on_verdict(std::move(verdict)); });
 }
 

@@ -13,6 +13,7 @@
 
 #include "oarbank/policy.hpp"
 #include "proxy/address_class.hpp"
+#include "proxy/lookup_budget.hpp"
 #include "proxy/proxy_log.hpp"
 #include "proxy/proxy_settings.hpp"
 #include "proxy/resolver.hpp"
@@ -26,6 +27,7 @@ struct ModuleState {
   std::vector<EgressDestination> allowlist;
   std::size_t active = 0;  // connections of this module being handled
   PeerCheck peer_check;    // empty: every connection to the module's listener is its own
+  LookupBucket lookups;    // the names it may have looked up (lookup_budget.hpp)
 };
 
 struct ServerState {

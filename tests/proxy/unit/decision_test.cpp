@@ -7,6 +7,7 @@
 #include <map>
 
 #include "policy/egress.hpp"
+#include "proxy/lookup_budget.hpp"
 
 namespace oarbank::proxy {
 namespace {
@@ -156,6 +157,37 @@ TEST(Decision, IpLiteralsAreNotResolvedAndStillChecked) {
   std::vector<EgressDestination> loop = {EgressDestination{"127.0.0.1", 80, false, true}};
   EXPECT_EQ(run("127.0.0.1:80", loop, resolver).http_status, 403);
   EXPECT_FALSE(run("[::1]:80", {EgressDestination{"::1", 80, false, true}}, resolver).allowed);
+}
+
+// Session 15's attack review: a wildcard entry let a module have any number of distinct names
+// looked up (2000 queries in half a second). Past its budget (a burst of 200, then 100 a second)
+// a lookup fails at once, naming the bound, and the resolver is not asked.
+TEST(LookupBudget, ABurstThenARateAndNothingAskedPastIt) {
+  LookupBucket bucket;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(bucket.take(t0)) << i;
+  EXPECT_FALSE(bucket.take(t0));
+  EXPECT_TRUE(bucket.take(t0 + std::chrono::milliseconds(10)));  // one more token
+  EXPECT_FALSE(bucket.take(t0 + std::chrono::milliseconds(10)));
+
+  FakeResolver inner;
+  inner.answers["a.wild.example"] = ok({ip("93.184.216.34")});
+  LookupBucket empty;
+  const auto now = std::chrono::steady_clock::now();
+  while (empty.take(now)) {
+  }
+  BudgetedResolver resolver(inner, empty);
+  std::string problem;
+  auto target = parse_authority("a.wild.example:443", 0, problem);
+  std::optional<Verdict> out;
+  decide(*target, allowlist({"*.wild.example:443"}), {}, resolver,
+         [&](Verdict v) { out = std::move(v); });
+  ASSERT_TRUE(out.has_value());
+  EXPECT_FALSE(out->allowed);
+  EXPECT_EQ(out->http_status, 502);
+  EXPECT_NE(out->reason.find("more than 100 name lookups a second"), std::string::npos)
+      << out->reason;
+  EXPECT_TRUE(inner.calls.empty());
 }
 
 }  // namespace
