@@ -98,6 +98,16 @@ std::string generate_module_id() {
 void ModuleRun::launch_in_child(void* context, int status_fd) {
   auto* child = static_cast<ChildLaunch*>(context);
   set_launch_status_fd(status_fd);
+  // Attack review (session 15): a negative oom_score_adj of sandbox-run's (an orchestrator's,
+  // protecting the agent) is not the module's: the OOM killer would take the node's processes
+  // before a module that ate the memory. Best effort: the value is advice to the kernel.
+  if (child->reset_oom_score_adj) {
+    const int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      [[maybe_unused]] const ssize_t written = ::write(fd, "0", 1);
+      ::close(fd);
+    }
+  }
   // Issue 12: an IPC namespace of the module's own, made by its first process (as root, before
   // the launcher drops the capability to). Its SysV objects and POSIX message queues are the
   // module's alone and go with its last process: nothing to release.
@@ -340,6 +350,7 @@ RunResult ModuleRun::run() {
   child_.own_ipc = request_.launch.world.own_namespaces;
   child_.ipc_fd = stock_ ? stock_->ipc.get() : -1;
   child_.ipc_limits = ipc_limits_for(request_.config.module_shm_max_bytes);
+  child_.reset_oom_score_adj = read_text_file("/proc/self/oom_score_adj").starts_with("-");
   child_.mqueue_fd = stock_ ? stock_->mqueue.get() : -1;
   child_.mount_sources = {devpts_.get(), user_database_.passwd.get(), user_database_.group.get()};
   child_.send_mounts = own_mounts_ && stock_.has_value();

@@ -147,10 +147,11 @@ class ModuleRun {
   struct ChildLaunch {
     PreparedExec* prepared = nullptr;
     int netns_fd = -1;
-    bool own_ipc = false;  // its own IPC namespace before the launcher's steps
-    int ipc_fd = -1;       // that namespace, made ahead by the stock (-1: unshare one)
-    int mqueue_fd = -1;    // its mqueue file system, detached, made ahead by the stock
-    IpcLimits ipc_limits;  // written into that namespace (ipc_namespace.hpp)
+    bool own_ipc = false;              // its own IPC namespace before the launcher's steps
+    int ipc_fd = -1;                   // that namespace, made ahead by the stock (-1: unshare one)
+    int mqueue_fd = -1;                // its mqueue file system, detached, made ahead by the stock
+    IpcLimits ipc_limits;              // written into that namespace (ipc_namespace.hpp)
+    bool reset_oom_score_adj = false;  // sandbox-run's own is negative: the module's is 0
     // What it attaches in its mount namespace: devpts_, user_database_ (module_mounts.hpp).
     ModuleMountSources mount_sources;
     // Sends its mount namespace to the supervisor once made (the run gives it to the stock).

@@ -341,6 +341,30 @@ TEST_F(SandboxRun, TimeoutStopsTheModuleWith124) {
 
 // Issue 16: durations with units, as timeout(1) takes them, by both parsers (the plain form
 // and CLI11's, which --explain or an = form takes).
+// Session 15's attack review: a negative oom_score_adj of sandbox-run's (an orchestrator's, to
+// protect the agent) is not the module's, which starts at 0; a positive one is inherited.
+TEST_F(SandboxRun, TheModuleDoesNotInheritANegativeOomScoreAdj) {
+  if (!running_as_root()) GTEST_SKIP() << "lowering oom_score_adj needs root";
+  if (!have_program("/usr/bin/choom")) GTEST_SKIP() << "util-linux's choom is not here";
+  // A root without CAP_SYS_RESOURCE (a container's, as the build machine's) cannot lower it:
+  // then only the inherited positive value is checked (the kernel matrix's guests do both).
+  const bool can_lower = std::system("/usr/bin/choom -n -1 -- /bin/true 2>/dev/null") == 0;
+  std::vector<std::pair<std::string, std::string>> cases{{"300", "300"}};
+  if (can_lower) cases.emplace_back("-500", "0");
+  for (const auto& [given, seen] : cases) {
+    std::vector<std::string> argv{"/usr/bin/choom", "-n", given, "--"};
+    const auto run = run_argv({}, {"/bin/cat", "/proc/self/oom_score_adj"});
+    argv.insert(argv.end(), run.begin(), run.end());
+    RunOptions o;
+    o.env = env();
+    o.timeout = 20s;
+    RunResult r = run_command(argv, o);
+    EXPECT_TRUE(r.exited(0)) << r.describe();
+    EXPECT_EQ(r.out, seen + "\n") << given;
+  }
+  expect_nothing_left();
+}
+
 TEST_F(SandboxRun, TimeoutTakesUnits) {
   RunResult r = run({"--timeout", "0.005m", "--kill-after", "1s"}, payload({"sleep-forever"}));
   EXPECT_TRUE(r.exited(124)) << r.describe();
