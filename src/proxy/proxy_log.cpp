@@ -91,6 +91,27 @@ bool RefusalRepeats::admit(const DecisionRecord& record, Clock::time_point now) 
   auto it = entries_.find(key);
   // due(now) was asked first: an entry still here is within its second.
   if (it == entries_.end()) {
+    ModuleWindow& window = modules_[record.module];
+    if (window.distinct == 0 || now - window.start >= kWindow) window = ModuleWindow{now, 0};
+    if (window.distinct >= kDistinctPerWindow) {
+      // Folded: one count a module, whatever the destination ("fold:" cannot begin a
+      // repeat_key, which begins with a length).
+      DecisionRecord folded = record;
+      folded.reason = "folded with the other refusals of this module past " +
+                      std::to_string(kDistinctPerWindow) +
+                      " distinct ones a second; the last: " + record.reason;
+      const std::string fold_key =
+          "fold:" + std::to_string(record.module.size()) + ":" + record.module;
+      auto fold = entries_.find(fold_key);
+      if (fold == entries_.end()) {
+        entries_.emplace(fold_key, Entry{now, Repeat{std::move(folded), 1}});
+      } else {
+        fold->second.repeat.record = std::move(folded);
+        ++fold->second.repeat.count;
+      }
+      return false;
+    }
+    ++window.distinct;
     entries_.emplace(key, Entry{now, Repeat{{}, 0}});
     return true;
   }
@@ -101,6 +122,7 @@ bool RefusalRepeats::admit(const DecisionRecord& record, Clock::time_point now) 
 
 std::vector<RefusalRepeats::Repeat> RefusalRepeats::due(Clock::time_point now) {
   std::vector<Repeat> out;
+  std::erase_if(modules_, [&](const auto& module) { return now - module.second.start >= kWindow; });
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (now - it->second.start < kWindow) {
       ++it;
@@ -125,6 +147,7 @@ std::vector<RefusalRepeats::Repeat> RefusalRepeats::flush() {
     if (entry.repeat.count > 0) out.push_back(std::move(entry.repeat));
   }
   entries_.clear();
+  modules_.clear();
   return out;
 }
 

@@ -52,10 +52,15 @@ std::string closed_line(const ClosedRecord& record);
 // is one line, "repeated": N, the last of them as its record. A key still refused then stays
 // counted second by second (one line a second); one not refused in a whole second is
 // forgotten (its next refusal is logged at once). Pure: the caller gives the time.
+// Attack review (session 15): refusals that differ (a new destination each) were a line each,
+// 3000 lines and 1 MB of log in 1.4 s from one module. Past kDistinctPerWindow distinct
+// refusals of one module in a second, its others are folded into one count of their own,
+// written as the last of them with "repeated": N and a reason that says they were folded.
 class RefusalRepeats {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr Clock::duration kWindow = std::chrono::seconds(1);
+  static constexpr std::size_t kDistinctPerWindow = 20;
   struct Repeat {
     DecisionRecord record;  // the last one counted
     std::uint64_t count = 0;
@@ -74,7 +79,12 @@ class RefusalRepeats {
     Clock::time_point start;
     Repeat repeat;
   };
+  struct ModuleWindow {
+    Clock::time_point start;
+    std::size_t distinct = 0;  // refusals logged at once in this second
+  };
   std::map<std::string, Entry> entries_;
+  std::map<std::string, ModuleWindow> modules_;
 };
 
 // Writes lines to a sink, or to stderr when the sink is empty; repeated refusals as counts

@@ -94,6 +94,39 @@ TEST(RefusalRepeats, IdenticalRefusalsWithinASecondAreOneLineWithACount) {
   EXPECT_TRUE(repeats.flush().empty());
 }
 
+// Session 15's attack review: refusals to a new destination each were a line each. Past 20
+// distinct ones of a module in a second, the rest are one count for that module, its last as
+// the record with a reason that says so; another module's are its own.
+TEST(RefusalRepeats, DistinctRefusalsPastTheBoundAreFoldedForTheModule) {
+  using namespace std::chrono_literals;
+  RefusalRepeats repeats;
+  const auto t0 = RefusalRepeats::Clock::time_point{} + std::chrono::hours(1);
+  DecisionRecord r;
+  r.module = "m";
+  r.method = "GET";
+  r.status = 403;
+  r.reason = "not on the module's egress allowlist";
+  for (int i = 0; i < 50; ++i) {
+    r.destination = "x" + std::to_string(i) + ".test:80";
+    const auto at = t0 + i * 1ms;
+    EXPECT_TRUE(repeats.due(at).empty());
+    EXPECT_EQ(repeats.admit(r, at), i < 20) << i;
+  }
+  DecisionRecord other = r;
+  other.module = "m2";
+  EXPECT_TRUE(repeats.admit(other, t0 + 60ms));
+  auto due = repeats.due(t0 + 1100ms);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].count, 30u);
+  EXPECT_EQ(due[0].record.destination, "x49.test:80");
+  EXPECT_EQ(due[0].record.reason,
+            "folded with the other refusals of this module past 20 distinct ones a second; the "
+            "last: not on the module's egress allowlist");
+  // A new second: logged at once again.
+  r.destination = "y.test:80";
+  EXPECT_TRUE(repeats.admit(r, t0 + 1200ms));
+}
+
 // ProxyLog itself: the lines a sink gets for a burst, the count written at the end.
 TEST(RefusalRepeats, TheLogWritesTheFirstLineAndTheCountAtItsEnd) {
   std::vector<std::string> lines;
