@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "config/node_config.hpp"
 #include "plan/plan.hpp"
+#include "plan/protected_paths.hpp"
 #include "policy/paths.hpp"
 #include "probe/path_facts.hpp"
 #include "probe/probe.hpp"
@@ -21,8 +22,9 @@ namespace {
 
 constexpr const char* kCommand = "sandbox-check";
 
-// Every path the policy names, with its JSON Pointer.
-std::vector<std::pair<std::string, std::string>> policy_paths(const Policy& policy) {
+// Every path the policy names, with its JSON Pointer (protected_paths.hpp's policy_paths names
+// them by what they are instead).
+std::vector<std::pair<std::string, std::string>> policy_paths_by_pointer(const Policy& policy) {
   std::vector<std::pair<std::string, std::string>> out{{"/bundle", policy.bundle}};
   for (std::size_t i = 0; i < policy.runtime.size(); ++i)
     out.emplace_back("/runtime/" + std::to_string(i), policy.runtime[i]);
@@ -76,11 +78,7 @@ int run_sandbox_check(const CheckArgs& options) {
         }
       }
     }
-    std::vector<std::string> writable;
-    if (policy.work) writable.push_back(*policy.work);
-    writable.insert(writable.end(), policy.data.begin(), policy.data.end());
-    if (policy.temp) writable.push_back(*policy.temp);
-    for (const auto& path : writable) {
+    for (const auto& path : writable_paths(policy)) {
       try {
         paths.open_writable({path}, module_uid);
       } catch (const Error& e) {
@@ -95,7 +93,7 @@ int run_sandbox_check(const CheckArgs& options) {
     for (const auto& root : config.writable_roots) {
       root_list += (root_list.empty() ? "" : ", ") + root;
     }
-    for (const auto& [pointer, path] : policy_paths(policy)) {
+    for (const auto& [pointer, path] : policy_paths_by_pointer(policy)) {
       if (paths.kind(path) != PathKind::Missing) {
         // As the launch refuses it: a link leading to / or a kernel tree (plan/plan.cpp).
         if (std::string problem =

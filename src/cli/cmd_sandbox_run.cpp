@@ -72,12 +72,10 @@ std::string resolved(std::string path) {
 // the operator reading a result (or a proxy log) of its making: refused (64).
 void refuse_inside_writable(const std::string& option, const std::string& path,
                             const Policy& policy) {
-  std::vector<std::pair<std::string, std::string>> writable;
-  if (policy.work) writable.emplace_back("work", *policy.work);
-  if (policy.temp) writable.emplace_back("temp", *policy.temp);
-  for (const auto& dir : policy.data) writable.emplace_back("data", dir);
   const std::string file = resolved(path);
-  for (const auto& [role, dir] : writable) {
+  for (const auto& named : writable_policy_paths(policy)) {
+    const std::string role = named.what == "data path" ? "data" : named.what;
+    const std::string& dir = named.forms.front();
     std::string real_dir = dir;
     if (char* real = ::realpath(dir.c_str(), nullptr)) {
       real_dir = real;
