@@ -19,10 +19,11 @@ inline constexpr std::size_t kRelayBufferBytes = 64 * 1024;
 // machine). A module that opened 16 tunnels to an upstream sending fast and read nothing held
 // about 440 MiB of the node's TCP memory (tcp_mem's pressure is node-wide: every socket of the
 // node is throttled). Fixed sizes turn autotuning off (SO_RCVBUF/SO_SNDBUF lock them; the kernel
-// doubles the value for its bookkeeping): at most about 2 MiB a tunnel, 256 MiB at the default
-// 128 tunnels a module. The price is a window of about 256 KiB to the upstream: some 10 MB/s a
-// tunnel at 25 ms of round trip (docs/proxy.md, "Memory").
-inline constexpr int kSocketBufferBytes = 256 * 1024;
+// doubles the value for its bookkeeping): at most about 4 MiB a tunnel, 512 MiB at the default
+// 128 tunnels a module. The price is a window of about 512 KiB to the upstream (some 20 MB/s a
+// tunnel at 25 ms of round trip), and more wake-ups a byte: 256 KiB cost twice the proxy's CPU
+// a GiB relayed over veth, 512 KiB 1.4 times (docs/proxy.md, "Memory").
+inline constexpr int kSocketBufferBytes = 512 * 1024;
 
 // Set before connect (the upstream) or at accept (the client): the window scale is chosen at
 // the handshake, and an accepted socket has the listener's until set. Best effort: a failure
