@@ -64,9 +64,12 @@ IpcLimits ipc_limits_for(std::uint64_t shm_max_bytes) {
   IpcLimits limits;
   const long page = ::sysconf(_SC_PAGESIZE);
   const std::uint64_t page_bytes = page > 0 ? static_cast<std::uint64_t>(page) : 4096;
-  // A queue holds msgmnb bytes (16384 by default, and in a new namespace).
+  // A queue holds msgmnb bytes of text (16384 in a new namespace, which the module cannot
+  // raise: IPC_SET above it needs CAP_SYS_RESOURCE) and as many messages, each a kernel
+  // msg_msg of about 64 bytes even when empty: about 80 times msgmnb at worst (session 15's
+  // second review filled 4096 queues with empty messages: 4.6 GiB).
   const std::uint64_t queues =
-      std::max<std::uint64_t>(1, std::min<std::uint64_t>(32000, shm_max_bytes / 16384));
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(32000, shm_max_bytes / (16384ULL * 80)));
   std::snprintf(limits.shmmax, sizeof limits.shmmax, "%llu",
                 static_cast<unsigned long long>(shm_max_bytes));
   std::snprintf(limits.shmall, sizeof limits.shmall, "%llu",

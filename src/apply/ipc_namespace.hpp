@@ -22,8 +22,9 @@ int enter_own_ipc_namespace(const char** what);
 // SysV segment past its 64 MiB /dev/shm bound, memory the node's and not its cgroup's. The
 // limits written into the module's namespace, from the node's module_shm_max_bytes: a segment
 // and all segments together at most that (shmmax, shmall), message queues as many as that
-// holds of 16 KiB (msgmni), semaphores 65536 in 4096 sets (sem). Each is a decimal text made
-// before the child starts (the child is async-signal-safe).
+// holds at their worst (msgmni: a queue of 16 KiB may hold 16384 empty messages, about 1.3 MiB
+// of the kernel's; 51 queues for 64 MiB), semaphores 65536 in 4096 sets (sem). Each is a
+// decimal text made before the child starts (the child is async-signal-safe).
 struct IpcLimits {
   char shmmax[24] = {};
   char shmall[24] = {};

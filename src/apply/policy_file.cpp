@@ -61,8 +61,19 @@ std::optional<std::string> policy_file_inside_writable(const std::string& policy
   std::vector<NamedPath> writable = writable_policy_paths(policy);
   if (writable.empty()) return std::nullopt;
   for (auto& path : writable) path.forms = path_forms(path.forms.front());
-  return protected_path_problem(writable,
-                                {{"the policy file", path_forms(absolute_path(policy_path))}});
+  // The policy file exists (it was just read): where the kernel resolves it, with ".." after
+  // the links before it (session 15's second review: work/cfg/../../policy.json, through a link
+  // the module made, folded as text to a path outside work while the kernel read the one
+  // inside). path_forms folds ".." first, for paths that may not exist; only where realpath
+  // fails (the file went meanwhile) is it used here.
+  std::vector<std::string> forms;
+  if (char* real = ::realpath(policy_path.c_str(), nullptr)) {
+    forms.emplace_back(real);
+    std::free(real);
+  } else {
+    forms = path_forms(absolute_path(policy_path));
+  }
+  return protected_path_problem(writable, {{"the policy file", forms}});
 }
 
 }  // namespace oarbank

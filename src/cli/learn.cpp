@@ -182,14 +182,24 @@ int run_learn(const RunArgs& options) {
       started_changes = changes.size();
       std::size_t added = 0;
       const bool worked = result.value("end", "") == "exited" && result.value("exit_code", -1) == 0;
-      for (const auto& denial : result.value("denials", nlohmann::json::array())) {
-        const nlohmann::json grant = denial.value("grant", nlohmann::json());
-        // A refusal the program carries on without (nscd's socket): only when it did not work.
-        if (worked && grant.is_object() && grant.value("only_if_the_run_failed", false)) continue;
-        const std::string change = checked_grant(proposed, grant, protect);
-        if (!change.empty()) {
-          changes.push_back(change);
-          ++added;
+      const auto denials = result.value("denials", nlohmann::json::array());
+      const auto conditional = [](const nlohmann::json& grant) {
+        return grant.is_object() && grant.value("only_if_the_run_failed", false);
+      };
+      // Two passes: what the refusals need first; then a refusal the program carries on
+      // without (nscd's socket) only when the trial failed and nothing else was added, so
+      // that it is the one left to blame (session 15's second review: a first trial failed
+      // for a missing runtime path, and the broker was proposed with it).
+      for (int pass = 0; pass < 2; ++pass) {
+        if (pass == 1 && (worked || added > 0)) break;
+        for (const auto& denial : denials) {
+          const nlohmann::json grant = denial.value("grant", nlohmann::json());
+          if (conditional(grant) != (pass == 1)) continue;
+          const std::string change = checked_grant(proposed, grant, protect);
+          if (!change.empty()) {
+            changes.push_back(change);
+            ++added;
+          }
         }
       }
       if (added == 0) break;  // nothing more a policy can grant

@@ -112,10 +112,10 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
   // the launcher drops the capability to). Its SysV objects and POSIX message queues are the
   // module's alone and go with its last process: nothing to release.
   const char* what = nullptr;
-  auto ipc_failed = [&](int err) {
+  auto ipc_failed = [&](int err, const char* advice = "") {
     std::string line =
         "oarbank-agent sandbox-run: " +
-        step_failed_message(LaunchStep::Ipc, std::string(what) + ": " + errno_text(err));
+        step_failed_message(LaunchStep::Ipc, std::string(what) + ": " + errno_text(err)) + advice;
     std::fprintf(stderr, "%s\n", line.c_str());
     report_launch_status(exit_code_for(ErrorKind::StepFailed), line);
     ::_exit(exit_code_for(ErrorKind::StepFailed));
@@ -128,7 +128,12 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
     ipc_failed(err);
   }
   if (child->own_ipc) {
-    if (int err = limit_ipc_namespace(child->ipc_limits, &what); err != 0) ipc_failed(err);
+    if (int err = limit_ipc_namespace(child->ipc_limits, &what); err != 0) {
+      ipc_failed(err,
+                 ": the module's IPC namespace gets its limits there, which sandbox-run must be "
+                 "able to write (not under systemd's ProtectKernelTunables= or a container's "
+                 "read-only /proc/sys); a node with module_world false makes no IPC namespace");
+    }
   }
   if (child->netns_fd >= 0) {
     if (int err = join_network_namespace(child->netns_fd); err != 0) {

@@ -508,6 +508,19 @@ TEST_F(LandlockDenials, LearnProposesTheBrokerOnlyWhenTheModuleDidNotWorkWithout
   RunResult failed = learn({"/bin/sh", "-c", socket + "; exit 3"});
   EXPECT_NE(failed.out.find("\n\"broker\": (unset) -> true\n"), std::string::npos)
       << failed.describe();
+  // A first trial that failed for a path it lacked: that path is proposed, and the second
+  // trial, which works, proposes no broker (the session's second review).
+  const std::string extra = tree.path("learn-extra");
+  ::mkdir(extra.c_str(), 0755);
+  write_file(extra + "/input.txt", "input\n");
+  RunResult path_first =
+      learn({"/bin/sh", "-c",
+             socket + "; " + tree.probe() + " read " + extra + "/input.txt" + " | grep -qx ok"});
+  EXPECT_TRUE(path_first.exited(0)) << path_first.describe();
+  EXPECT_NE(path_first.out.find("2 run(s); 1 change(s)"), std::string::npos) << path_first.out;
+  EXPECT_NE(path_first.out.find("\n+ \"runtime\": \"" + extra + "\"\n"), std::string::npos)
+      << path_first.out;
+  EXPECT_EQ(path_first.out.find("broker"), std::string::npos) << path_first.out;
 }
 
 // Attack review: what --learn proposes is what a hostile module chose to be refused. Refused a

@@ -278,6 +278,10 @@ TEST_F(ModuleWorld, SysVSharedMemoryIsBoundedAsDevShmIs) {
             "errno EINVAL\nok\nerrno ENOSPC\n");
   EXPECT_EQ(run_out(base_policy(), {"spawn", "/bin/cat", "/proc/sys/kernel/shmmax"}),
             max + "\nexit 0\n");
+  // Message queues as many as 64 MiB holds at their worst (the second review: 16384 empty
+  // messages a queue, about 1.3 MiB of the kernel's each; 4096 queues held 4.6 GiB).
+  EXPECT_EQ(run_out(base_policy(), {"spawn", "/bin/cat", "/proc/sys/kernel/msgmni"}),
+            "51\nexit 0\n");
 }
 
 // Session 15's attack review: descriptors a module sends into a unix socket pair of its own,

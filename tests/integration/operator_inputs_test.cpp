@@ -131,6 +131,12 @@ TEST_F(OperatorInputs, ThePolicyFileInsideWhatTheModuleWritesIsRefused) {
   expect_launcher_failure(exec_with(config, link), 70,
                           {"the policy's work " + work + " contains the policy file " + inside,
                            "keep the policy outside work, temp and data"});
+  // Session 15's second review: ".." after a link the module made (work/cfg -> work/a/b) is
+  // where the kernel resolves it (work), not where the text folds to (work's parent).
+  std::filesystem::create_directories(work + "/a/b");
+  std::filesystem::create_directory_symlink(work + "/a/b", work + "/cfg");
+  expect_launcher_failure(exec_with(config, work + "/cfg/../../policy.json"), 70,
+                          {"the policy's work " + work + " contains the policy file " + inside});
   // Outside: the check is not what refuses it (the launch goes on to its own steps).
   const std::string outside = tree.write_json("inputs-work-policy.json", policy);
   ASSERT_EQ(::chmod(outside.c_str(), 0644), 0);
