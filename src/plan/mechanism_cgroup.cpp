@@ -28,6 +28,10 @@ LeafLimits make_leaf_limits(const Policy& policy, const NodeConfig& config) {
     limits.pids_max = *config.pids_max;
     limits.controllers.emplace_back("pids");
   }
+  if (std::find(limits.controllers.begin(), limits.controllers.end(), "cpu") ==
+      limits.controllers.end()) {
+    limits.best_effort_controllers.emplace_back("cpu");
+  }
   return limits;
 }
 

@@ -25,6 +25,12 @@ struct LeafLimits {
   std::optional<std::uint64_t> pids_max;
   // Controllers the limits above need; with hard_limits every one is required (70 without).
   std::vector<std::string> controllers;
+  // Enabled where the parent has them, and left alone where not (never a refusal). "cpu":
+  // the leaf a task group of its own. Attack review (session 15): in the root task group, with
+  // scheduler autogroups on (Debian's default), each setsid() of a module made a group weighed
+  // as a whole login session, whatever its nice (one module at nice 19 took 419 ms of 800 from
+  // a node loop at nice 0); a task group of its own weighs one share, however many sessions.
+  std::vector<std::string> best_effort_controllers;
   bool required = false;  // the node's hard_limits: a missing controller refuses the run
 };
 

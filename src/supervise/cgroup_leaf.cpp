@@ -153,17 +153,21 @@ namespace {
 // children may hold no process itself. When the parent is our own cgroup, move this process
 // into a supervisor leaf first (systemd's documented pattern for Delegate=yes services).
 void enable_controllers(const CgroupPlace& place, const LeafLimits& limits) {
-  if (limits.controllers.empty()) return;
+  if (limits.controllers.empty() && limits.best_effort_controllers.empty()) return;
   auto enabled = words(read_text_file(place.parent + "/cgroup.subtree_control"));
   // cgroup.controllers only when a controller is not enabled already (an enabled one is
   // available by definition): one read fewer on a node whose parent is set up.
   std::optional<std::vector<std::string>> available;
   std::vector<std::string> to_enable;
-  for (const auto& controller : limits.controllers) {
+  std::vector<std::string> wanted = limits.controllers;
+  wanted.insert(wanted.end(), limits.best_effort_controllers.begin(),
+                limits.best_effort_controllers.end());
+  for (const auto& controller : wanted) {
     if (contains(enabled, controller)) continue;
     if (!available) available = words(read_text_file(place.parent + "/cgroup.controllers"));
+    const bool best_effort = contains(limits.best_effort_controllers, controller);
     if (!contains(*available, controller)) {
-      if (!limits.required) continue;  // pids.max without hard_limits: best effort
+      if (!limits.required || best_effort) continue;  // pids.max without hard_limits, cpu
       throw step_error(LaunchStep::Cgroup,
                        "the node requires hard limits, and the " + controller +
                            " controller is not available in " + place.parent +
@@ -184,6 +188,7 @@ void enable_controllers(const CgroupPlace& place, const LeafLimits& limits) {
   }
   for (const auto& controller : to_enable) {
     if (int err = write_file(place.parent + "/cgroup.subtree_control", "+" + controller)) {
+      if (contains(limits.best_effort_controllers, controller)) continue;
       // EBUSY: the parent holds processes of its own (not ours to move).
       throw step_error(LaunchStep::Cgroup,
                        "enabling " + controller + " in " + place.parent + "/cgroup.subtree_control",

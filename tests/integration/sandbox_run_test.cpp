@@ -824,6 +824,19 @@ TEST_F(HardLimits, AModuleOverItsMemoryIsOomKilledAndReported) {
   expect_nothing_left();
 }
 
+// Session 15's attack review: with scheduler autogroups on, a module in the root task group got a
+// share of a whole login session for each setsid(). Where the parent has the cpu controller,
+// sandbox-run enables it (without hard_limits too, best effort): each leaf is a task group of
+// its own, one share however many sessions its module makes.
+TEST_F(HardLimits, EachModuleIsATaskGroupOfItsOwnWhereTheCpuControllerIs) {
+  if (!have("cpu")) GTEST_SKIP() << kSkipHybrid;
+  RunResult r = run({}, payload({"true"}));
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  const std::string enabled = read_file(own_cgroup_dir() + "/cgroup.subtree_control");
+  EXPECT_NE((" " + enabled).find(" cpu"), std::string::npos) << enabled;
+  expect_nothing_left();
+}
+
 TEST_F(HardLimits, AForkBombStopsAtPidsMax) {
   if (!have("pids")) GTEST_SKIP() << kSkipHybrid;
   use_hard_limits(16);
