@@ -119,6 +119,24 @@ std::string checked_grant(nlohmann::json& proposed, const nlohmann::json& grant,
   return change;
 }
 
+// Attack review (session 15): each trial ran with what the module's refusals proposed, so a
+// hostile module was refused a read of a file and a connection to its own host in one trial,
+// and in the next read the file and sent it there. Destinations the trials proposed are in
+// the proposal printed, for the operator to judge, but no trial runs with them: a trial
+// reaches only the destinations the given policy names. (Paths stay: what is read cannot
+// leave without one.)
+nlohmann::json trial_policy(const nlohmann::json& proposed, const nlohmann::json& given) {
+  nlohmann::json trial = proposed;
+  if (trial.contains("egress")) {
+    if (given.contains("egress")) {
+      trial["egress"] = given["egress"];
+    } else {
+      trial.erase("egress");
+    }
+  }
+  return trial;
+}
+
 }  // namespace
 
 int run_learn(const RunArgs& options) {
@@ -148,7 +166,7 @@ int run_learn(const RunArgs& options) {
   int code = 0, runs = 0;
   try {
     for (int round = 1; round <= rounds; ++round) {
-      write_text(policy_file, proposed.dump(2) + "\n");
+      write_text(policy_file, trial_policy(proposed, given).dump(2) + "\n");
       ::unlink(result_file.c_str());
       std::vector<std::string> argv{"oarbank-agent", "sandbox-run", "--result", result_file};
       if (options.exec.config_path)

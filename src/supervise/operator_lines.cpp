@@ -37,7 +37,16 @@ std::string operator_line_prefix() {
   if (g_marks == nullptr) return "";
   const std::uint32_t marks = g_marks->exchange(0);
   if ((marks & kShown) == 0) return "";
-  std::string prefix = "\x1b\\\x1b[0m";
+  // Attack review (session 15): an attribute reset is not all a module can leave behind. The
+  // DEC line-drawing set (ESC ( 0, or SO) garbled the lines, default colours set to the
+  // background's (OSC 10 and 11) hid them, and line wrap off (ESC [ ? 7 l) cut them short. So
+  // first: the ASCII set in G0 and G0 in use (ESC ( B, SI), the default colours and cursor
+  // colour back (OSC 110, 111, 112), wrap and the cursor on, mouse reports off, the main
+  // screen. An ESC ends any string the module left open (the VT parser's "anywhere"
+  // transition); ST then ends one in terminals that wait for it, and the attributes go last.
+  std::string prefix =
+      "\x1b(B\x0f\x1b]110\x07\x1b]111\x07\x1b]112\x07\x1b[?7h\x1b[?25h"
+      "\x1b[?1000;1002;1003;1006l\x1b[?1049l\x1b\\\x1b[0m";
   if ((marks & kMidLine) != 0) prefix += "\r\n";
   return prefix;
 }

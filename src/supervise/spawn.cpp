@@ -60,8 +60,24 @@ extern "C" long oarbank_clone3_on_stack(clone_args* args, std::size_t size, void
 namespace oarbank {
 namespace {
 
-[[noreturn]] void run_child(const SpawnRequest& request, int join_cgroup_procs_fd) {
-  ::setpgid(0, 0);
+[[noreturn]] void run_child(const SpawnRequest& request, int join_cgroup_procs_fd,
+                            int session_ready_fd) {
+  if (request.terminal_fd >= 0) {
+    // On a terminal: the module's pty's session, whose leader is sandbox-run (terminal.hpp).
+    ::setpgid(0, 0);
+  } else if (::setsid() < 0) {
+    // Attack review (session 15): in the caller's session a module's process could join the
+    // session leader's group (setpgid is allowed in a leaf), stop itself, and leave that group
+    // orphaned, and the kernel sent SIGHUP and SIGCONT to the caller's shell or the service's
+    // main process. In a session of its own, every group it can join is its own.
+    static constexpr auto kLine = step_failure_status_line(
+        exit_code_for(ErrorKind::StepFailed), LaunchStep::Spawn, "setsid of the module");
+    [[maybe_unused]] auto n = ::write(request.status_write_fd, kLine.data(), kLine.size);
+    ::_exit(exit_code_for(ErrorKind::StepFailed));
+  }
+  // The parent reads this pipe's end of file before it goes on (where it does not wait for the
+  // exec: CLONE_VFORK), so that it never signals the group before there is one.
+  if (session_ready_fd >= 0) ::close(session_ready_fd);
   if (join_cgroup_procs_fd >= 0) {
     if (::write(join_cgroup_procs_fd, "0", 1) != 1) {
       // Built at compile time: this child may share its parent's memory, so no allocation.
@@ -105,8 +121,28 @@ int signal_process_group(int leader_pidfd, pid_t group, int sig) {
   return ::kill(-group, sig) == 0 ? 0 : errno;
 }
 
+namespace {
+
+struct SessionReadyPipe {
+  UniqueFd read;
+  UniqueFd write;
+};
+
+// Where the parent does not wait for the child's exec (no CLONE_VFORK): see run_child.
+SessionReadyPipe make_session_ready_pipe() {
+  int ends[2];
+  if (::pipe2(ends, O_CLOEXEC) != 0) throw step_error(LaunchStep::Spawn, "pipe2", errno);
+  SessionReadyPipe pipe;
+  pipe.read.reset(ends[0]);
+  pipe.write.reset(ends[1]);
+  return pipe;
+}
+
+}  // namespace
+
 Spawned spawn_launcher(const SpawnRequest& request) {
   Spawned spawned;
+  SessionReadyPipe session_ready;
   int pidfd = -1;
   clone_args args{};
   args.flags = CLONE_PIDFD;
@@ -130,7 +166,8 @@ Spawned spawn_launcher(const SpawnRequest& request) {
   args.stack = reinterpret_cast<std::uintptr_t>(stack);
   args.stack_size = kChildStack;
   long pid = oarbank_clone3_on_stack(
-      &args, sizeof args, [](void* raw) { run_child(*static_cast<const SpawnRequest*>(raw), -1); },
+      &args, sizeof args,
+      [](void* raw) { run_child(*static_cast<const SpawnRequest*>(raw), -1, -1); },
       const_cast<SpawnRequest*>(&request));
   ::munmap(stack, kChildStack);
   if (pid < 0) {
@@ -138,8 +175,9 @@ Spawned spawn_launcher(const SpawnRequest& request) {
     pid = -1;
   }
 #else
+  session_ready = make_session_ready_pipe();
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
-  if (pid == 0) run_child(request, -1);
+  if (pid == 0) run_child(request, -1, session_ready.write.get());
 #endif
   if (pid > 0) {
     spawned.pid = static_cast<pid_t>(pid);
@@ -158,9 +196,10 @@ Spawned spawn_launcher(const SpawnRequest& request) {
         throw step_error(LaunchStep::Cgroup, "open cgroup.procs of the leaf", errno);
       }
     }
+    if (!session_ready.read.valid()) session_ready = make_session_ready_pipe();
     pid_t child = ::fork();
     if (child < 0) throw step_error(LaunchStep::Spawn, "fork", errno);
-    if (child == 0) run_child(request, procs.get());
+    if (child == 0) run_child(request, procs.get(), session_ready.write.get());
     spawned.pid = child;
     spawned.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
     if (!spawned.pidfd.valid()) {
@@ -169,8 +208,16 @@ Spawned spawn_launcher(const SpawnRequest& request) {
       throw step_error(LaunchStep::Spawn, "pidfd_open", open_err);
     }
   }
-  // Both sides set the group, so that it is set before either goes on (the classic race).
-  ::setpgid(spawned.pid, spawned.pid);
+  if (request.terminal_fd >= 0) {
+    // Both sides set the group, so that it is set before either goes on (the classic race).
+    ::setpgid(spawned.pid, spawned.pid);
+  } else if (session_ready.read.valid()) {
+    // The child's session (and group) is made once its end of the pipe is closed.
+    session_ready.write.reset();
+    char byte;
+    while (::read(session_ready.read.get(), &byte, 1) < 0 && errno == EINTR) {
+    }
+  }
   return spawned;
 }
 

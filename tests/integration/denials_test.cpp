@@ -485,6 +485,11 @@ TEST_F(LandlockDenials, LearnProposesExactlyTheDataDirectoryAndTheEgressDestinat
   expected["egress"].push_back("192.0.2.9:443");
   EXPECT_EQ(proposal, expected);
   EXPECT_EQ(nlohmann::json::parse(read_file(policy_file)), policy);
+  // Session 15's review: no trial runs with a destination the trials proposed (a hostile
+  // module read a file in one trial and sent it in the next): the proxy allowed nothing.
+  const std::string proxy_log = read_file(tree.path("learn-proxy.log"));
+  EXPECT_NE(proxy_log.find("192.0.2.9:443"), std::string::npos) << proxy_log;
+  EXPECT_EQ(proxy_log.find("\"verdict\":\"allow\""), std::string::npos) << proxy_log;
 }
 
 // Session 15's attack review: glibc's lookups try nscd's unix socket and carry on without it,

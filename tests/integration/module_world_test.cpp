@@ -307,6 +307,26 @@ TEST_F(ModuleWorld, DescriptorsInFlightInACycleDoNotOutliveTheRun) {
   ::unlink(fifo.c_str());
 }
 
+// Session 15's third review: in its caller's session, a module's process joined the session
+// leader's group (setpgid is allowed in a leaf), stopped itself, and orphaned that group: the
+// kernel sent SIGHUP to the caller's shell (or a service's main process). The module is in a
+// session of its own now: the caller goes on, whatever the module does to its own groups.
+TEST_F(ModuleWorld, AModuleCannotOrphanItsCallersGroupIntoASighup) {
+  if (!have_program("/usr/bin/setsid")) GTEST_SKIP() << "util-linux's setsid is not here";
+  const std::string survived = tree.path("orphan-survived");
+  std::string command;
+  for (const auto& word : run_argv(base_policy(), {tree.probe(), "orphan-hup"})) {
+    command += "'" + word + "' ";
+  }
+  command += "</dev/null >/dev/null 2>&1; echo survived > '" + survived + "'";
+  RunOptions o;
+  o.env = env();
+  o.timeout = 30s;
+  RunResult r = run_command({"/usr/bin/setsid", "-w", "/bin/sh", "-c", command}, o);
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(read_if_there(survived), "survived\n") << r.describe();
+}
+
 TEST_F(ModuleWorld, IpcmkAndIpcsWorkInside) {
   if (!have_program("/usr/bin/ipcmk") || !have_program("/usr/bin/ipcs")) {
     GTEST_SKIP() << "util-linux's ipcmk and ipcs are not here";

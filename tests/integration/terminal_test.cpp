@@ -689,6 +689,11 @@ TEST_F(TerminalRun, SandboxRunsLinesAfterTheModulesOutputBeginWithAReset) {
                  out.find('\n', at) < first,
              "no string terminator, reset and new line just before the first refusal line");
     sh.check(out.find(reset) == out.rfind(reset), "the reset was written more than once");
+    // Session 15's review: the character set, the default colours and line wrap too, before it.
+    const auto charset = out.rfind("\x1b(B\x0f", at);
+    sh.check(charset != std::string::npos && charset > hidden &&
+                 out.find("\x1b[?7h", charset) < at && out.find("\x1b]111\x07", charset) < at,
+             "no character set, colour and wrap reset before the attribute reset");
     sh.check(out.find("refused (seccomp): listen") != std::string::npos, "no second line");
   });
 }

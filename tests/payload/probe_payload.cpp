@@ -691,6 +691,28 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     close(pair[1]);
     return report(0);
   }
+  // Session 15's third review: a grandchild joins the group of this session's leader and stops
+  // itself, and its parent exits: that group is orphaned with a stopped member, and the kernel
+  // sends it SIGHUP and SIGCONT. Prints "ok" if this process is still there to print it.
+  if (cmd == "orphan-hup") {
+    const pid_t leader_group = getsid(0);
+    std::fflush(stdout);
+    const pid_t parent = fork();
+    if (parent < 0) return report(-1);
+    if (parent == 0) {
+      const pid_t stopped = fork();
+      if (stopped == 0) {
+        if (setpgid(0, leader_group) != 0) _exit(2);
+        raise(SIGSTOP);
+        _exit(0);
+      }
+      usleep(200000);
+      _exit(0);
+    }
+    waitpid(parent, nullptr, 0);
+    usleep(300000);
+    return report(0);
+  }
   // setsid() in a child (the first process leads its group: the kernel refuses it setsid).
   if (cmd == "fork-setsid") {
     std::fflush(stdout);
