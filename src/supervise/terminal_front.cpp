@@ -16,6 +16,7 @@
 
 #include "apply/descriptors.hpp"
 #include "supervise/operator_lines.hpp"
+#include "supervise/terminal_output_filter.hpp"
 #include "sys/error.hpp"
 
 namespace oarbank {
@@ -51,9 +52,15 @@ class ByteQueue {
     char buffer[4096];
     std::size_t room = kBufferBytes - (data_.size() - begin_);
     ssize_t n = ::read(fd, buffer, room < sizeof buffer ? room : sizeof buffer);
-    if (n > 0) data_.append(buffer, static_cast<std::size_t>(n));
+    if (n > 0 && filter_ != nullptr) {
+      filter_->feed(std::string_view(buffer, static_cast<std::size_t>(n)), data_);
+    } else if (n > 0) {
+      data_.append(buffer, static_cast<std::size_t>(n));
+    }
     return n;
   }
+  // What is read passes through `filter` first (the module's output: terminal_output_filter).
+  void filter_with(TerminalOutputFilter* filter) { filter_ = filter; }
   ssize_t drain_to(int fd, std::size_t most) {
     std::size_t size = data_.size() - begin_;
     ssize_t n = ::write(fd, data_.data() + begin_, size < most ? size : most);
@@ -74,6 +81,7 @@ class ByteQueue {
   std::string data_;
   std::size_t begin_ = 0;
   char last_ = '\n';
+  TerminalOutputFilter* filter_ = nullptr;
 };
 
 class Front {
@@ -85,7 +93,9 @@ class Front {
         signals_(signals),
         supervisor_(supervisor),
         output_(output_fd(terminal)),
-        output_fd_ok_(output_ >= 0) {}
+        output_fd_ok_(output_ >= 0) {
+    to_operator_.filter_with(&output_filter_);
+  }
 
   [[noreturn]] void run() {
     enter();
@@ -307,6 +317,7 @@ class Front {
   bool supervisor_ended_ = false;
   bool ended_ = false;  // the supervisor said kEnded: no more stops
   int exit_code_ = 0;
+  TerminalOutputFilter output_filter_;
   ByteQueue to_module_, to_operator_;
 };
 

@@ -665,8 +665,9 @@ TEST_F(TerminalRun, SandboxRunsLinesAfterTheModulesOutputBeginWithAReset) {
   const std::vector<std::string> argv =
       shell_argv(tree.write_json("run.json", base_policy()),
                  tree.probe() + " listen >/dev/null 2>&1; " + tree.probe() +
-                     " ptrace >/dev/null 2>&1; printf '\\033]0;title\\033[8mhidden'; " +
-                     tree.probe() + " sleep-ms 300 >/dev/null; exit 3");
+                     " ptrace >/dev/null 2>&1; printf '\\033]52;c;QUJD\\007'; " +
+                     "printf '\\033]0;title\\033[8mhidden'; " + tree.probe() +
+                     " sleep-ms 300 >/dev/null; exit 3");
   // The pause: the front relays the module's output on its own, the supervisor writes its
   // lines when the module ends; without it the two may cross (docs/sandbox-run.md's known
   // limit), and what is tested here is the reset before a line that follows the output.
@@ -695,6 +696,12 @@ TEST_F(TerminalRun, SandboxRunsLinesAfterTheModulesOutputBeginWithAReset) {
                  out.find("\x1b[?7h", charset) < at && out.find("\x1b]111\x07", charset) < at,
              "no character set, colour and wrap reset before the attribute reset");
     sh.check(out.find("refused (seccomp): listen") != std::string::npos, "no second line");
+    // Session 15's review: the clipboard (OSC 52) and the title (OSC 0) never reach the
+    // operator's terminal (terminal_output_filter.hpp); the rest of the output does.
+    sh.check(out.find("\x1b]52;") == std::string::npos && out.find("QUJD") == std::string::npos,
+             "the module's OSC 52 reached the operator's terminal");
+    sh.check(out.find("\x1b]0;title") == std::string::npos,
+             "the module's title reached the operator's terminal");
   });
 }
 
