@@ -66,8 +66,12 @@ std::optional<std::string> policy_file_inside_writable(const std::string& policy
   // the module made, folded as text to a path outside work while the kernel read the one
   // inside). path_forms folds ".." first, for paths that may not exist; only where realpath
   // fails (the file went meanwhile) is it used here.
+  // A plain absolute path has no ".." to fold: path_forms' one openat2 (through no link) says
+  // where it is, where realpath would have made a call for each component, on the launch path.
   std::vector<std::string> forms;
-  if (char* real = ::realpath(policy_path.c_str(), nullptr)) {
+  if (const std::string absolute = absolute_path(policy_path); is_plain_absolute_path(absolute)) {
+    forms = path_forms(absolute);
+  } else if (char* real = ::realpath(policy_path.c_str(), nullptr)) {
     forms.emplace_back(real);
     std::free(real);
   } else {

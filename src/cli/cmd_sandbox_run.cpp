@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "apply/descriptors.hpp"
+#include "apply/policy_file.hpp"
 #include "apply/prepared_exec.hpp"
 #include "cli/commands.hpp"
 #include "cli/denial_report.hpp"
@@ -76,12 +77,8 @@ void refuse_inside_writable(const std::string& option, const std::string& path,
   for (const auto& named : writable_policy_paths(policy)) {
     const std::string role = named.what == "data path" ? "data" : named.what;
     const std::string& dir = named.forms.front();
-    std::string real_dir = dir;
-    if (char* real = ::realpath(dir.c_str(), nullptr)) {
-      real_dir = real;
-      std::free(real);
-    }
-    for (const std::string& form : {normalize_path(dir), real_dir}) {
+    for (const std::string& written : path_forms(dir)) {
+      const std::string form = normalize_path(written);
       if (paths_overlap(file, form) && file != form && file.starts_with(form)) {
         throw Error(ErrorKind::Usage, option + " " + path + " lies in the module's " + role +
                                           " directory " + dir +

@@ -10,6 +10,9 @@ constexpr char kSub = '\x1a';
 // Longer than any OSC number a terminal knows: such a sequence is passed, not held on.
 constexpr std::size_t kMostDigits = 6;
 
+// BEL and ST end a string; CAN and SUB cancel it (ST, ESC \, is handled where ESC is).
+bool ends_string(char byte) { return byte == kBel || byte == kCan || byte == kSub; }
+
 // The OSC numbers that reach beyond the module's screen: the window and icon titles, the
 // clipboard and selections.
 bool dropped_number(const std::string& digits) {
@@ -29,7 +32,7 @@ void TerminalOutputFilter::decide(char byte, std::string& out) {
   if (dropped_number(digits)) {
     ++dropped_;
     held_.clear();
-    if (byte == kBel || byte == kCan || byte == kSub) {
+    if (ends_string(byte)) {
       state_ = State::Ground;
     } else if (byte == kEsc) {
       state_ = State::OscDropEscape;
@@ -46,7 +49,7 @@ void TerminalOutputFilter::decide(char byte, std::string& out) {
     return;
   }
   out += byte;
-  state_ = (byte == kBel || byte == kCan || byte == kSub) ? State::Ground : State::OscPass;
+  state_ = ends_string(byte) ? State::Ground : State::OscPass;
 }
 
 void TerminalOutputFilter::feed(std::string_view in, std::string& out) {
@@ -85,7 +88,7 @@ void TerminalOutputFilter::feed(std::string_view in, std::string& out) {
           state_ = State::OscPassEscape;
         } else {
           out += byte;
-          if (byte == kBel || byte == kCan || byte == kSub) state_ = State::Ground;
+          if (ends_string(byte)) state_ = State::Ground;
         }
         break;
       case State::OscPassEscape:
@@ -112,7 +115,7 @@ void TerminalOutputFilter::feed(std::string_view in, std::string& out) {
       case State::OscDrop:
         if (byte == kEsc) {
           state_ = State::OscDropEscape;
-        } else if (byte == kBel || byte == kCan || byte == kSub) {
+        } else if (ends_string(byte)) {
           state_ = State::Ground;
         }
         break;

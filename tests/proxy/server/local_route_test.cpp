@@ -15,15 +15,9 @@
 namespace oarbank::proxy {
 namespace {
 
-IpAddress ip(const std::string& text) {
-  auto parsed = parse_ip_address(text);
-  EXPECT_TRUE(parsed.has_value()) << text;
-  return parsed.value_or(IpAddress{});
-}
-
 TEST(RoutedToThisNode, LoopbackAndTheNodesOwnAddressesAreRefusedNamingTheRoute) {
   for (const char* text : {"127.0.0.1", "127.3.4.5", "::1", "::ffff:127.0.0.1"}) {
-    const auto why = routed_to_this_node(ip(text));
+    const auto why = routed_to_this_node(*parse_ip_address(text));
     ASSERT_TRUE(why.has_value()) << text;
     EXPECT_NE(why->find("is refused: the node would deliver it to itself (a local route"),
               std::string::npos)
