@@ -2,6 +2,9 @@
 
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/ioprio.h>
+#include <sched.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -24,6 +27,45 @@ int clear_capability_sets() {
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
   return static_cast<int>(::syscall(SYS_capset, &header, data));
+}
+
+// What the caller's process carries across the exec that the filter would never let the module
+// choose for itself (attack review, session 16: `chrt -f 10 nice -n -5 ionice -c1 setarch -R
+// sandbox-exec ...` handed all four to the module). Lowering each is allowed to anyone, so this
+// runs after the uid change too. A real-time policy goes back to SCHED_OTHER (a SCHED_FIFO busy
+// loop starves the node and cpu.max governs no real-time task); a negative nice to 0; the
+// real-time I/O class to best effort at the default level; the personality to its plain base
+// (PER_LINUX, or PER_LINUX32 if the caller ran as one), without ADDR_NO_RANDOMIZE,
+// READ_IMPLIES_EXEC or any other flag: the filter lets the module set only those two values.
+bool reset_scheduling(StepError& error) {
+  const int policy = ::sched_getscheduler(0);
+  if (policy < 0) return identity_failed(error, "sched_getscheduler");
+  if (policy != SCHED_OTHER && policy != SCHED_BATCH && policy != SCHED_IDLE) {
+    const sched_param normal{};
+    if (::sched_setscheduler(0, SCHED_OTHER, &normal) != 0) {
+      return identity_failed(error, "sched_setscheduler(SCHED_OTHER)");
+    }
+  }
+  errno = 0;
+  const int nice_now = ::getpriority(PRIO_PROCESS, 0);
+  if (nice_now == -1 && errno != 0) return identity_failed(error, "getpriority");
+  if (nice_now < 0 && ::setpriority(PRIO_PROCESS, 0, 0) != 0) {
+    return identity_failed(error, "setpriority(PRIO_PROCESS, 0, 0)");
+  }
+  const long io = ::syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0);
+  if (io < 0) return identity_failed(error, "ioprio_get");
+  if (IOPRIO_PRIO_CLASS(io) == IOPRIO_CLASS_RT &&
+      ::syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, 4)) !=
+          0) {
+    return identity_failed(error, "ioprio_set(IOPRIO_CLASS_BE)");
+  }
+  const int persona = ::personality(0xffffffffU);
+  if (persona < 0) return identity_failed(error, "personality(query)");
+  const unsigned long plain = (persona & PER_MASK) == PER_LINUX32 ? PER_LINUX32 : PER_LINUX;
+  if (static_cast<unsigned long>(persona) != plain && ::personality(plain) < 0) {
+    return identity_failed(error, "personality(PER_LINUX)");
+  }
+  return true;
 }
 
 }  // namespace
@@ -57,6 +99,7 @@ bool apply_identity(const IdentityPlan& identity, StepError& error) {
   }
   if (clear_capability_sets() != 0) return identity_failed(error, "capset(empty)");
   if (identity.no_realtime) {
+    if (!reset_scheduling(error)) return false;
     const rlimit none{0, 0};
     if (::setrlimit(RLIMIT_RTPRIO, &none) != 0)
       return identity_failed(error, "setrlimit(RLIMIT_RTPRIO, 0)");

@@ -74,7 +74,9 @@ struct IdentityPlan {
   // hard) before the exec. Otherwise a module inherits the caller's (a service's LimitRTPRIO=,
   // limits.conf's rtprio of an audio group) and a SCHED_FIFO busy loop starves the node:
   // cpu.max governs no real-time task. Lowering a limit needs no privilege. (Until session 15
-  // only under +own-user: its review saw that pid 0 was allowed in the others too.)
+  // only under +own-user: its review saw that pid 0 was allowed in the others too.) Session 16:
+  // it also undoes what the caller's process already carries (a real-time policy, a negative
+  // nice, the real-time I/O class, personality flags such as ADDR_NO_RANDOMIZE).
   bool no_realtime = true;
   // Under a uid of its own: the node's pids_max as RLIMIT_NPROC, soft and hard (only ever
   // lowered), set at the identity step. The kernel counts the tasks (threads included) of a

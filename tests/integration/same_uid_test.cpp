@@ -47,6 +47,26 @@ TEST_F(SameUid, TheModuleMayStillTuneItself) {
   EXPECT_EQ(probe({"ioprio_set", "1", "0", "0"}), "errno EPERM");
 }
 
+// Attack review (session 16): a caller started under a real-time policy, a negative nice, the
+// real-time I/O class and without address randomization handed all four to the module; the
+// identity step resets them (the filter would let the module set none of them itself).
+TEST_F(SameUid, TheCallersSchedulingAndPersonalityDoNotReachTheModule) {
+  for (const char* tool :
+       {"/usr/bin/chrt", "/usr/bin/nice", "/usr/bin/ionice", "/usr/bin/setarch"}) {
+    if (::access(tool, X_OK) != 0) GTEST_SKIP() << tool << " is not here";
+  }
+  const std::string policy = tree.write_json("p.json", tree.base_policy());
+  auto result =
+      run_command({"/usr/bin/chrt", "-f", "10", "/usr/bin/nice", "-n", "-5", "/usr/bin/ionice",
+                   "-c1", "-n2", "/usr/bin/setarch", "-R", "--", "/bin/sh", "-c",
+                   // The wrapper really runs so (SCHED_FIFO 1, nice -5, class 1, 0x40000).
+                   std::string(tree.probe()) + " sched-state >&2; exec \"$@\"", "sh", kAgent,
+                   "sandbox-exec", policy, "--", tree.probe(), "sched-state"});
+  ASSERT_TRUE(result.exited(0)) << result.describe();
+  EXPECT_EQ(result.err, "1 -5 1 0x40000\n");
+  EXPECT_EQ(result.out_line(), "0 0 2 0x0");
+}
+
 TEST_F(SameUid, LeavingTheProcessGroupIsRefused) {
   EXPECT_EQ(probe({"setsid"}), "errno EPERM");
   EXPECT_EQ(probe({"setpgid"}), "errno EPERM");

@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/msg.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -945,6 +946,16 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   if (cmd == "ids") {
     // The uid and gid this process runs as, "UID GID".
     std::printf("%u %u\n", getuid(), getgid());
+    return 0;
+  }
+  if (cmd == "sched-state") {
+    // What the caller's process could hand the module across the exec: "POLICY NICE IOCLASS
+    // PERSONALITY" (the launcher's identity step resets them: 0 0 0-or-2 0x0).
+    errno = 0;
+    const int nice_now = getpriority(PRIO_PROCESS, 0);
+    const long io = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
+    std::printf("%d %d %ld 0x%x\n", sched_getscheduler(0), nice_now, io < 0 ? -1 : io >> 13,
+                static_cast<unsigned>(personality(0xffffffffU)));
     return 0;
   }
   if (cmd == "pid") {
