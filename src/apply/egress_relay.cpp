@@ -1,6 +1,7 @@
 #include "apply/egress_relay.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <grp.h>
 #include <sched.h>
 #include <sys/prctl.h>
@@ -22,6 +23,7 @@
 #include "plan/launch_steps.hpp"
 #include "plan/mechanism_network.hpp"
 #include "sys/error.hpp"
+#include "sys/socket_owner.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace oarbank {
@@ -35,11 +37,13 @@ namespace {
 struct ReadyMessage {
   int step = 0;
   int err = 0;
+  uid_t owner = 0;  // step kNotRootsListener: whose socket listens at proxy_listen
 };
 
+constexpr int kNotRootsListener = 4;
 constexpr const char* kRelaySteps[] = {"", "setns back to the node's namespace",
                                        "dropping root (setgroups, setresgid, setresuid)",
-                                       "prctl(PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE)"};
+                                       "prctl(PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE)", ""};
 
 // The relay process: never returns.
 [[noreturn]] void relay_main(const RelaySettings& settings, const RelayTarget& target, int listener,
@@ -69,6 +73,11 @@ constexpr const char* kRelaySteps[] = {"", "setns back to the node's namespace",
     // Not dumpable: the module (the same uid) cannot read this process's memory through
     // /proc/<pid>/mem, which still holds what the launcher held (its caller's environment).
     message = {3, errno};
+  } else if (auto owner = tcp_listener_owner(target.address); owner && *owner != 0) {
+    // Attack review (session 16): proxy_listen's port is unprivileged, so when no root proxy
+    // listens there any local user can, and would be this module's proxy for every
+    // destination. Refused at the launch when seen; each connection is checked again.
+    message = {kNotRootsListener, 0, *owner};
   }
   ::close(node_netns);
   [[maybe_unused]] auto n = ::write(ready, &message, sizeof message);
@@ -131,6 +140,13 @@ void start_egress_relay(const RelaySettings& settings) {
   }
   if (message.step < 0 || message.step >= static_cast<int>(std::size(kRelaySteps))) {
     relay_failed("the relay to the proxy answered nonsense", EPROTO);
+  }
+  if (message.step == kNotRootsListener) {
+    relay_failed(fmt::format("proxy_listen {}:{} is served by a socket of uid {}, not root's: "
+                             "any local user may listen on that port and would be this "
+                             "module's proxy; run egress-proxy as root there",
+                             settings.proxy_host, settings.proxy_port, message.owner),
+                 0);
   }
   if (message.step != 0) {
     relay_failed(std::string("the relay to the proxy: ") + kRelaySteps[message.step], message.err);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "sys/socket_owner.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace oarbank {
@@ -86,6 +87,15 @@ short flow_events_from(const Flow& flow) {
 }
 short flow_events_to(const Flow& flow) { return !flow.done && flow.in_pipe > 0 ? POLLOUT : 0; }
 
+// The proxy the relay reached is root's socket (attack review, session 16): proxy_listen's
+// port is unprivileged, so another local user could listen there once the proxy is gone and
+// be the module's proxy for every destination. The far end's socket inherits its listener's
+// owner, so this asks about the very connection made, not the port a moment before.
+bool reached_roots_proxy(int upstream) {
+  const auto owner = tcp_peer_owner(upstream);
+  return owner && *owner == 0;
+}
+
 void set_no_delay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -106,6 +116,7 @@ void accept_waiting(int listener, const RelayTarget& target, std::size_t max_lin
                              reinterpret_cast<const sockaddr*>(&target.address), target.length);
     if (rc != 0 && errno != EINPROGRESS) continue;  // the proxy is not there: refused, closed
     link->connecting = rc != 0;
+    if (!link->connecting && !reached_roots_proxy(link->upstream.get())) continue;
     set_no_delay(client.get());
     set_no_delay(link->upstream.get());
     link->client = std::move(client);
@@ -158,6 +169,10 @@ void run_relay(int listener, const RelayTarget& target, int module_pidfd, std::s
           continue;
         }
         link.connecting = false;
+        if (!reached_roots_proxy(link.upstream.get())) {
+          link.failed = true;
+          continue;
+        }
       }
       if (!pump(link.up, link.client.get(), link.upstream.get()) ||
           !pump(link.down, link.upstream.get(), link.client.get())) {

@@ -6,6 +6,10 @@
 // a bare sandbox-exec. Moved unchanged from mapping_test.cpp, exit_codes_test.cpp and
 // sandbox_run_test.cpp; their suites (EgressAllowlist, EgressAny, Unenforceable, SandboxRun)
 // keep their names.
+#include <grp.h>
+
+#include <fstream>
+
 #include "launcher_exit.hpp"
 #include "sandbox_run_fixture.hpp"
 
@@ -498,6 +502,92 @@ TEST_F(SandboxRun, ABareSandboxExecEgressModuleReachesTheProxyAloneThroughItsRel
       << plain.describe();
   ::kill(egress_proxy.pid(), SIGTERM);
   EXPECT_EQ(egress_proxy.wait(), 0) << read_if_there(output);
+}
+
+// A process of another user that listens at `port` on 127.0.0.1 and answers every connection
+// as a proxy that lets everything through: what any local user could do on the unprivileged
+// proxy port while no root proxy listens there.
+pid_t rogue_proxy(int port, uid_t uid) {
+  int ready[2];
+  if (::pipe(ready) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(ready[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
+        ::setresuid(uid, uid, uid) != 0) {
+      ::_exit(1);
+    }
+    const int listener = listen_at("127.0.0.1", port);
+    if (listener < 0) ::_exit(1);
+    [[maybe_unused]] auto w = ::write(ready[1], "r", 1);
+    ::close(ready[1]);
+    for (;;) {
+      const int client = ::accept(listener, nullptr, nullptr);
+      if (client < 0) continue;
+      constexpr char kYes[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+      [[maybe_unused]] auto n = ::write(client, kYes, sizeof kYes - 1);
+      ::close(client);
+    }
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  const bool up = ::read(ready[0], &byte, 1) == 1;
+  ::close(ready[0]);
+  if (!up && pid > 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return -1;
+  }
+  return pid;
+}
+
+// Attack review (session 16): a bare root sandbox-exec's relay joined the module to whatever
+// listened at proxy_listen, an unprivileged port: with no root proxy there, another local user
+// listening on it was the module's proxy for every destination. Refused at the launch (70,
+// naming proxy_listen and the owner) and, for a listener that appears later, per connection.
+TEST_F(SandboxRun, AnotherUsersListenerOnProxyListenIsNeverTheModulesProxy) {
+  if (!running_as_root()) GTEST_SKIP() << "network namespaces need root";
+  if (kernel_landlock_abi() < 4) GTEST_SKIP() << "egress-allowlist needs Landlock ABI 4";
+  int port = 0;
+  {
+    TcpListener probe;
+    port = probe.port();
+  }
+  const std::string p = std::to_string(port);
+  auto config = node_config();
+  config["proxy_listen"] = "127.0.0.1:" + p;
+  config_path = tree.write_json("agent-rogue.json", config);
+  const auto policy_json = egress_policy();
+  const std::string policy_file = tree.write_json("egress.json", policy_json);
+  const std::string work = policy_json["work"].get<std::string>();
+  RunOptions o;
+  o.env = env();
+  // Later: the module starts while nothing listens, then another user's listener appears.
+  const std::string started = work + "/started";
+  const std::string go = work + "/go";
+  const std::string output = tree.path("late.out");
+  Background late(
+      {agent, "sandbox-exec", "--config", config_path, policy_file, "--", "/bin/sh", "-c",
+       ": > " + started + "; while [ ! -e " + go + " ]; do sleep 0.05; done; " + tree.probe() +
+           " http-connect 127.0.0.1 " + p + " 192.0.2.9:443"},
+      o.env, output);
+  ASSERT_TRUE(eventually([&] { return ::access(started.c_str(), F_OK) == 0; }))
+      << read_if_there(output);
+  const pid_t rogue = rogue_proxy(port, 65533);
+  ASSERT_GT(rogue, 0);
+  { std::ofstream(go) << ""; }
+  EXPECT_EQ(late.wait(), 0) << read_if_there(output);
+  // The relay drops the connection it made (a reset, or the end before any answer).
+  const std::string answer = read_if_there(output);
+  EXPECT_TRUE(answer == "closed\n" || answer == "errno ECONNRESET\n") << answer;
+  // Now: the launch sees it and refuses.
+  RunResult r = run_command({agent, "sandbox-exec", "--config", config_path, policy_file, "--",
+                             tree.probe(), "http-connect", "127.0.0.1", p, "192.0.2.9:443"},
+                            o);
+  ::kill(rogue, SIGKILL);
+  ::waitpid(rogue, nullptr, 0);
+  expect_launcher_failure(
+      r, 70, {"step network failed", "proxy_listen 127.0.0.1:" + p, "uid 65533, not root's"});
 }
 
 TEST_F(SandboxRun, UnprivilegedEgressIsRefusedUnlessTheNodeAcceptsPortOnly) {
