@@ -113,8 +113,16 @@ struct StockAddress {
 };
 
 std::optional<StockAddress> read_stock_address(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  // O_NONBLOCK and a regular file of this process's own user that no one else may write
+  // (attack review, session 16): a FIFO there blocked every root sandbox-run in open(2), with
+  // its SIGTERM blocked; a file another user wrote would name the process to take from.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return std::nullopt;
+  }
   char text[128] = {};
   const ssize_t n = ::read(fd.get(), text, sizeof text - 1);
   if (n <= 0) return std::nullopt;

@@ -664,6 +664,13 @@ TEST_F(ModuleWorld, AStaleOrForgedStockFileIsPassedOverAndTheRunMakesItsOwn) {
       << r.describe();
   EXPECT_NE(r.out.substr(0, r.out.find('\n')), own_namespace("net"));
   ::unlink(file.c_str());
+  // Attack review (session 16): a FIFO there held every root run in open(2), its SIGTERM
+  // blocked. Now it is no stock file, passed over as none.
+  ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+  r = run(base_policy(), {"spawn", "/bin/sh", "-c", "readlink /proc/self/ns/net"});
+  ::unlink(file.c_str());
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.err.find("namespace stock"), std::string::npos) << r.describe();
 }
 
 // A process that queues one forged set, as a stock does, and that `file` names: what a run
