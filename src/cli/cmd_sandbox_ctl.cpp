@@ -149,6 +149,11 @@ int run_sandbox_ctl(const CtlArgs& options) {
                     "usage: reclaim needs the module's id (sandbox-ctl reclaim "
                     "ID; sandbox-ctl leases shows them)");
       }
+      // Before the registry is read (attack review, session 16: `reclaim ../reg/x` reached
+      // a path outside it).
+      if (auto problem = module_id_problem(options.id)) {
+        throw Error(ErrorKind::Usage, "module id " + options.id + ": " + *problem);
+      }
       const std::uint32_t days = config.module_users ? config.module_users->reclaim_after_days
                                                      : ModuleUserRange{}.reclaim_after_days;
       const UidLease removed =

@@ -497,6 +497,13 @@ TEST_F(OwnUser, SameIdSameUidAndTheRegistryIsKeptAndProtected) {
   EXPECT_TRUE(reclaim.exited(70)) << reclaim.describe();
   EXPECT_NE(reclaim.err.find("reclaim_after_days"), std::string::npos) << reclaim.err;
   EXPECT_EQ(reclaim.err_line_count(), 1U) << reclaim.err;
+  // An id that is no module id is 64 before the registry is read (attack review, session 16:
+  // `reclaim ../reg/x` named a path outside it).
+  RunResult outside = run_command(
+      {OARBANK_AGENT_BINARY, "sandbox-ctl", "reclaim", "../reg/" + x, "--config", c}, o);
+  EXPECT_TRUE(outside.exited(64)) << outside.describe();
+  EXPECT_NE(outside.err.find("module id ../reg/" + x + ": "), std::string::npos) << outside.err;
+  EXPECT_EQ(outside.err_line_count(), 1U) << outside.err;
 
   // sandbox-check judges x's existing directory with x's leased uid when told the id, and
   // with module_user (which does not own it) when not.
