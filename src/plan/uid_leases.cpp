@@ -93,6 +93,29 @@ std::vector<std::uint32_t> proc_status_ids(std::string_view status) {
   return ids;
 }
 
+bool database_names(std::string_view text, std::uint32_t id, bool primary_group) {
+  const std::string wanted = std::to_string(id);
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    std::string_view fields[4];
+    std::size_t count = 0;
+    for (; count < 4; ++count) {
+      const auto colon = line.find(':');
+      fields[count] = line.substr(0, colon);
+      if (colon == std::string_view::npos) {
+        ++count;
+        break;
+      }
+      line.remove_prefix(colon + 1);
+    }
+    if (count > 2 && fields[2] == wanted) return true;
+    if (primary_group && count > 3 && fields[3] == wanted) return true;
+  }
+  return false;
+}
+
 std::optional<std::string> subordinate_range_holding(std::string_view text, std::uint32_t id) {
   while (!text.empty()) {
     const auto end = text.find('\n');

@@ -47,6 +47,12 @@ std::optional<std::uint32_t> choose_module_uid(std::uint32_t first, std::uint32_
 // its directories and its /dev/shm (the kernel's same-user checks let it).
 std::vector<std::uint32_t> proc_status_ids(std::string_view status);
 
+// Whether the text of a colon-separated database (passwd, group: "NAME:PW:ID:..." a line) has an
+// entry whose third field is `id`, or, with `primary_group` (passwd's), whose fourth is: the
+// leased number is the module's gid too, and an account whose primary group it is (useradd -g
+// NUMBER leaves no /etc/group line) would share the module's group (attack review, session 16).
+bool database_names(std::string_view text, std::uint32_t id, bool primary_group = false);
+
 // The line of a subordinate id file (/etc/subuid or /etc/subgid: "OWNER:START:COUNT" a
 // line) whose range holds `id`; nullopt when none does. Attack review: newuidmap and
 // newgidmap (setuid root) let OWNER map that range into a user namespace of theirs and run

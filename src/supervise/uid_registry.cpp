@@ -41,20 +41,11 @@ constexpr std::int64_t kLastRunGranularity = 3600;
                                          (err != 0 ? ": " + errno_text(err) : std::string()));
 }
 
-// Whether a colon-separated database file (passwd, group) has an entry whose third field is
-// `id`. A missing file names nothing.
-bool file_names(const char* path, std::uint32_t id) {
+// database_names over a file's text (plan/uid_leases.hpp). A missing file names nothing.
+bool file_names(const char* path, std::uint32_t id, bool primary_group = false) {
   std::ifstream in(path);
-  const std::string wanted = std::to_string(id);
-  for (std::string line; std::getline(in, line);) {
-    std::size_t first = line.find(':');
-    if (first == std::string::npos) continue;
-    std::size_t second = line.find(':', first + 1);
-    if (second == std::string::npos) continue;
-    std::size_t third = line.find(':', second + 1);
-    if (line.compare(second + 1, third - second - 1, wanted) == 0) return true;
-  }
-  return false;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return database_names(text, id, primary_group);
 }
 
 // Whether /etc/nsswitch.conf names a source other than "files" for passwd or group.
@@ -345,6 +336,7 @@ std::string leased_uid_conflict(std::uint32_t uid) {
     return "reserved by systemd for a dynamic user (" + reservation + " exists)";
   }
   if (file_names("/etc/passwd", uid)) return "named by /etc/passwd";
+  if (file_names("/etc/passwd", uid, true)) return "named by /etc/passwd as an account's group";
   if (file_names("/etc/group", uid)) return "named by /etc/group";
   // The number is the module's uid and its gid: a range of either file holding it lets the
   // range's owner be the module's user or group. A missing file delegates nothing.

@@ -302,6 +302,21 @@ TEST_F(UidRegistryDir, TheReclaimAdviceQuotesThePathAndPathsAreRememberedAndForg
   ASSERT_EQ(::chown(left.c_str(), 0, 0), 0);
 }
 
+// Attack review (session 16): the leased number is the module's gid too, so an account whose
+// primary group it is names it as much as one whose uid it is.
+TEST(UidLeases, TheUserDatabaseNamesANumberAsAUidAGidOrAPrimaryGroup) {
+  const std::string passwd =
+      "root:x:0:0:root:/root:/bin/bash\nsvc:x:1001:4000000007::/:/bin/false\nbad line\n";
+  EXPECT_TRUE(database_names(passwd, 0));
+  EXPECT_TRUE(database_names(passwd, 1001));
+  EXPECT_FALSE(database_names(passwd, 4000000007U));
+  EXPECT_TRUE(database_names(passwd, 4000000007U, true));
+  EXPECT_FALSE(database_names(passwd, 400000000U, true));
+  EXPECT_FALSE(database_names("a:x:12\n", 1));
+  EXPECT_TRUE(database_names("staff:x:50:alice,bob", 50));
+  EXPECT_FALSE(database_names("", 0));
+}
+
 // Session 13: the module's own /etc/passwd and /etc/group, as glibc's files module reads them.
 TEST(UidLeases, TheModulesOwnUserDatabaseNamesRootItsUserAndNobody) {
   const UidLease lease{"job-7", 61190, 61190, 0, 0, {}};
