@@ -483,6 +483,16 @@ std::string reclaim_obstacle(const UidLease& lease, std::int64_t now, std::uint3
            " (module_users.reclaim_after_days)";
   }
   for (const auto& path : lease.paths) {
+    // Attack review (session 16): nftw does not follow a symbolic link at the top either, so
+    // a path that became one (the directory moved, a link left in its place) was "clean"
+    // while the files stayed the uid's. A path that is gone is: what the advice below asks for.
+    struct stat top {};
+    if (::lstat(path.c_str(), &top) == 0 && S_ISLNK(top.st_mode)) {
+      return path +
+             " is a symbolic link now, and what it points to is not looked through: "
+             "look for files of uid " +
+             std::to_string(lease.uid) + " where the directory went, then remove the link";
+    }
     walk_uid = lease.uid;
     walk_found.clear();
     // FTW_PHYS: symbolic links not followed; FTW_MOUNT: another file system is not walked.

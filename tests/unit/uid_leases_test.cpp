@@ -302,6 +302,23 @@ TEST_F(UidRegistryDir, TheReclaimAdviceQuotesThePathAndPathsAreRememberedAndForg
   ASSERT_EQ(::chown(left.c_str(), 0, 0), 0);
 }
 
+// Attack review (session 16): a remembered path that became a symbolic link (its directory moved
+// away, a link left in its place) is not "clean": the walk does not look behind it. One that
+// is gone is (removing what the module left is what the advice asks for).
+TEST_F(UidRegistryDir, AReclaimLooksBehindNoSymbolicLinkAndAcceptsAPathThatIsGone) {
+  const std::string work = (base_ / "work").string();
+  const std::string moved = (base_ / "moved").string();
+  fs::create_directories(work);
+  lease_module_user(dir_, "a", range_, {}, 1000);
+  remember_lease_paths(dir_, "a", {work});
+  fs::rename(work, moved);
+  fs::create_directory_symlink(moved, work);
+  const std::string why = reclaim_obstacle(list_module_users(dir_)[0], 1000 + 2 * 86400, 1);
+  EXPECT_EQ(why.find(work + " is a symbolic link now"), 0U) << why;
+  fs::remove(work);
+  EXPECT_EQ(reclaim_obstacle(list_module_users(dir_)[0], 1000 + 2 * 86400, 1), "");
+}
+
 // Attack review (session 16): the leased number is the module's gid too, so an account whose
 // primary group it is names it as much as one whose uid it is.
 TEST(UidLeases, TheUserDatabaseNamesANumberAsAUidAGidOrAPrimaryGroup) {
