@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -176,6 +177,22 @@ NodeConfig parse_node_config(std::string_view text, const std::string& source) {
           port_text.find_first_not_of("0123456789") != std::string::npos ||
           std::stoul(port_text) == 0 || std::stoul(port_text) > 65535) {
         r.fail(pointer, "port must be a number from 1 to 65535");
+      }
+      // Session 16's review: a module reaches the proxy inside its own network namespace,
+      // which holds only loopback, so 192.0.2.2:3128 passed sandbox-check and the report's
+      // --verify (which listens on 127.0.0.1) and then failed every launch (EADDRNOTAVAIL);
+      // and a proxy on a network address serves that network. Loopback, or the wildcard.
+      const bool v6 = host.find(':') != std::string::npos;
+      static constexpr std::array<unsigned char, 16> kLoopback6{0, 0, 0, 0, 0, 0, 0, 0,
+                                                                0, 0, 0, 0, 0, 0, 0, 1};
+      const bool loopback = v6 ? buf == kLoopback6 : buf[0] == 127;
+      const bool wildcard =
+          std::all_of(buf.begin(), buf.end(), [](unsigned char b) { return b == 0; });
+      if (!loopback && !wildcard) {
+        r.fail(pointer,
+               "must be a loopback address (127.0.0.0/8 or [::1]) or the wildcard "
+               "(0.0.0.0, [::]): a module reaches the proxy inside its own network "
+               "namespace, which holds only loopback");
       }
       config.proxy_host = host;
       config.proxy_port = static_cast<std::uint16_t>(std::stoul(port_text));

@@ -65,16 +65,24 @@ Listener listen_tcp(std::uint32_t host = INADDR_LOOPBACK, int port = 0) {
 }
 
 // An abstract unix socket outside the sandbox, which IPC scoping must keep the module from.
-UniqueFd listen_abstract(const std::string& name) {
+// Its name is the kernel's (autobind: bound with no name, five hex digits chosen among the
+// free ones): a fixed one ("oarbank-verify-PID", session 16's review) could be bound first by
+// any local user, and every --verify then failed its setup.
+UniqueFd listen_abstract(std::string& name) {
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path + 1, name.data(), name.size());
-  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  socklen_t len = sizeof addr.sun_family;
   if (!fd.valid() || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
       ::listen(fd.get(), 8) != 0) {
     throw setup_error("cannot listen on an abstract unix socket for the IPC probe");
   }
+  len = sizeof addr;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      len <= offsetof(sockaddr_un, sun_path) + 1 || addr.sun_path[0] != '\0') {
+    throw setup_error("cannot read the name of the IPC probe's abstract unix socket");
+  }
+  name.assign(addr.sun_path + 1, len - offsetof(sockaddr_un, sun_path) - 1);
   return fd;
 }
 
@@ -279,7 +287,7 @@ std::vector<RowVerification> verify_report(const Report& report, const NodeConfi
     out.push_back(run_checks(CapabilityRow::EgressAllowlist, tree, policy, checks));
   }
   if (enforced(report, CapabilityRow::Ipc)) {
-    const std::string name = fmt::format("oarbank-verify-{}", ::getpid());
+    std::string name;
     UniqueFd abstract = listen_abstract(name);
     pid_t sleeper = start_sleeper(config);
     auto policy = tree.write_policy("ipc", R"(, "broker": true, "ipc_isolation": "required")");

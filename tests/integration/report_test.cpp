@@ -88,6 +88,16 @@ TEST(Report, VerifyProvesEveryEnforcedRowOnThisKernel) {
                 std::string::npos)
           << row.dump();
     }
+    // The IPC probe's abstract socket has a name the kernel chose (autobind, five hex digits):
+    // a fixed one could be bound first by any local user (session 16's review).
+    if (row["row"] == "ipc" && row.contains("verification")) {
+      const std::string text = row["verification"].get<std::string>();
+      const auto at = text.find("connect-abstract ");
+      ASSERT_NE(at, std::string::npos) << text;
+      const std::string name = text.substr(at + 17, text.find(':', at) - at - 17);
+      EXPECT_EQ(name.size(), 5U) << text;
+      EXPECT_EQ(name.find_first_not_of("0123456789abcdef"), std::string::npos) << text;
+    }
   }
   // filesystem and setid-files from ABI 3 (the launcher runs nothing below), egress-allowlist
   // from ABI 4, IPC from ABI 6; below ABI 3 there is nothing to verify.
