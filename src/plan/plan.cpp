@@ -265,6 +265,14 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
                    "the module's own devpts: read, write and device ioctls");
   }
 
+  if (request.own_terminal) {
+    // /dev/tty is the opener's controlling terminal: under sandbox-run the pty made for the
+    // module (its slave the module's own), or none (ENXIO). Read, write and its termios.
+    rules.optional("/dev/tty", landlock::device_rw_rights() | LANDLOCK_ACCESS_FS_IOCTL_DEV,
+                   "the module's controlling terminal: sandbox-run's pty of its own, never the "
+                   "operator's");
+  }
+
   refuse_overlapping_rules(ll, policy.exec_writable, writable_begin, writable_end);
 
   // Each mechanism's section (plan/mechanisms.cpp): the network's port rule.

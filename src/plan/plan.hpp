@@ -32,6 +32,11 @@ struct LaunchRequest {
   // sandbox-run as root with the node's module_mounts: the module gets mounts of its own
   // (plan.mounts) and the Landlock grants for them. Never set by sandbox-exec.
   bool own_mounts = false;
+  // sandbox-run: the module's controlling terminal, when it has one, is the pty sandbox-run
+  // made for it, never the operator's, so /dev/tty (which opens the caller's controlling
+  // terminal) is granted (session 16: ssh-keygen and sudo-like prompts read /dev/tty). Never
+  // set by sandbox-exec, whose caller's terminal may be the operator's.
+  bool own_terminal = false;
   // As root: whose uid config.module_uid is (sandbox-run sets Own where it leased the id one,
   // or, for --explain, OwnLeasedAtRun where the run will). Ignored unprivileged (Caller).
   ModuleUserSource user_source = ModuleUserSource::ModuleUser;

@@ -306,6 +306,7 @@ RunResult ModuleRun::run() {
     own_mounts_ = true;
   }
   request_.launch.own_mounts = own_mounts_;
+  request_.launch.own_terminal = true;
 
   // Everything the launch can fail at softly, here in the parent: a failure is one line and
   // an exit code, with what was made released.
@@ -657,7 +658,11 @@ void ModuleRun::make_proxy() {
 void ModuleRun::make_terminal() {
   auto operator_terminal = find_operator_terminal();
   if (!operator_terminal) return;
-  terminal_ = std::make_unique<SupervisorTerminal>(split_front(*operator_terminal, devpts_.get()));
+  const std::pair<uid_t, gid_t> owner =
+      root_ ? std::pair(module_config_.module_uid, module_config_.module_gid)
+            : std::pair(static_cast<uid_t>(-1), static_cast<gid_t>(-1));
+  terminal_ =
+      std::make_unique<SupervisorTerminal>(split_front(*operator_terminal, devpts_.get(), owner));
   held_.push(LaunchStep::Terminal, [this] { terminal_.reset(); });
   // The record names the supervising process (sandbox-ctl status, the liveness check of a
   // later start): after the split that is this one, not the front.

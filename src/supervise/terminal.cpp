@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,7 +39,7 @@ std::optional<OperatorTerminal> find_operator_terminal() {
   return t;
 }
 
-PtyPair open_module_pty(int settings_fd, int devpts_fd) {
+PtyPair open_module_pty(int settings_fd, int devpts_fd, std::pair<uid_t, gid_t> owner) {
   PtyPair pair;
   pair.master.reset(devpts_fd >= 0 ? ::openat(devpts_fd, "ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
                                    : ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
@@ -54,6 +55,12 @@ PtyPair open_module_pty(int settings_fd, int devpts_fd) {
   }
   if (!pair.slave.valid()) {
     throw step_error(LaunchStep::Terminal, "opening the pty's slave", errno);
+  }
+  if (owner.first != static_cast<uid_t>(-1) &&
+      (::fchown(pair.slave.get(), owner.first, owner.second) != 0 ||
+       ::fchmod(pair.slave.get(), 0600) != 0)) {
+    throw step_error(LaunchStep::Terminal,
+                     "giving the pty's slave to uid " + std::to_string(owner.first), errno);
   }
   termios settings{};
   if (::tcgetattr(settings_fd, &settings) == 0) {

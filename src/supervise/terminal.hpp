@@ -6,9 +6,11 @@
 // (terminal_front.hpp) relays between the two.
 #pragma once
 
+#include <sys/types.h>
 #include <termios.h>
 
 #include <optional>
+#include <utility>
 
 #include "sys/unique_fd.hpp"
 
@@ -36,8 +38,13 @@ struct PtyPair {
 // through the master, never by its path; older kernels open ptsname's path. Throws
 // Error(StepFailed) naming the call. `devpts_fd`: the module's own devpts instance (issue 12,
 // apply/module_mounts.hpp), whose ptmx opens the pair there, so that the module finds its
-// terminal under its own /dev/pts (ttyname); -1: the node's (posix_openpt).
-PtyPair open_module_pty(int settings_fd, int devpts_fd = -1);
+// terminal under its own /dev/pts (ttyname); -1: the node's (posix_openpt). `owner`: the
+// module's uid and gid, given the slave (0600) where this process is root: devpts makes it
+// its opener's (root's), and the module could then not open its own /dev/pts/N (session 16:
+// ssh-keygen, which reads a passphrase from /dev/tty, echoed it); (uid_t)-1 leaves it.
+PtyPair open_module_pty(int settings_fd, int devpts_fd = -1,
+                        std::pair<uid_t, gid_t> owner = {static_cast<uid_t>(-1),
+                                                         static_cast<gid_t>(-1)});
 
 // TIOCGWINSZ of `from` to TIOCSWINSZ of `to` (the kernel sends SIGWINCH to the pty's
 // foreground group when it changes).

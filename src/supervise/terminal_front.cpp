@@ -323,8 +323,9 @@ class Front {
 
 }  // namespace
 
-SupervisorTerminal split_front(const OperatorTerminal& terminal, int devpts_fd) {
-  PtyPair pty = open_module_pty(terminal.settings_fd, devpts_fd);
+SupervisorTerminal split_front(const OperatorTerminal& terminal, int devpts_fd,
+                               std::pair<uid_t, gid_t> owner) {
+  PtyPair pty = open_module_pty(terminal.settings_fd, devpts_fd, owner);
   SupervisorTerminal result;
   result.operator_terminal = terminal;
   if (terminal.input()) {

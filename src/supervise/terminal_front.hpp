@@ -49,7 +49,8 @@ struct SupervisorTerminal {
 // exits and then exits with its status (128+N when signal N ended it): it never returns. In
 // the child, the supervisor, it returns once the child leads a session of its own with the
 // pty as its controlling terminal. Throws Error(StepFailed) before the fork, or in the child.
-// `devpts_fd`: where the pty is made (open_module_pty).
-SupervisorTerminal split_front(const OperatorTerminal& terminal, int devpts_fd = -1);
+// `devpts_fd`, `owner`: where the pty is made and whose its slave is (open_module_pty).
+SupervisorTerminal split_front(const OperatorTerminal& terminal, int devpts_fd,
+                               std::pair<uid_t, gid_t> owner);
 
 }  // namespace oarbank

@@ -288,6 +288,30 @@ TEST_F(TerminalRun, TheModuleGetsAPtyOfItsOwnAndTheKeystrokesTypedForIt) {
   });
 }
 
+// Session 16's review: the module could open neither /dev/tty (no Landlock grant) nor its own
+// /dev/pts/N (root's, 0600), so ssh-keygen, which reads a passphrase from /dev/tty, echoed it
+// from fd 0 instead. Both open now, and stty through /dev/tty turns echo off.
+TEST_F(TerminalRun, TheModuleOpensItsOwnTerminalByDevTtyAndByItsName) {
+  const std::string policy_file = tree.write_json("tty.json", base_policy());
+  as_shell([&](OperatorShell& sh) {
+    pid_t job = sh.start(
+        shell_argv(policy_file,
+                   "exec 3<>/dev/tty && echo tty-opened; stty -echo </dev/tty && echo echo-off; "
+                   "stty echo </dev/tty; exec 4<>\"$(tty)\" && echo pts-opened; true"),
+        env(), true);
+    auto status = sh.wait_change(job);
+    sh.check(exited_with(status, 0), "the module: " + describe_status(status));
+    sh.check(sh.shows("tty-opened"), "the module could not open /dev/tty");
+    sh.check(sh.shows("echo-off"), "stty through /dev/tty failed");
+    // Its own devpts and a slave of its uid: as root (own mounts). Unprivileged the node's
+    // /dev/pts is not granted (shared with everyone).
+    if (running_as_root()) {
+      sh.check(sh.shows("pts-opened"), "the module could not open its own /dev/pts/N");
+    }
+    sh.check_settings_restored("after the module");
+  });
+}
+
 // Issue 16: on a terminal, sandbox-run names the module id it used, a generated one too (not
 // on a pipe: SandboxRun's tests see one line or none on stderr).
 TEST_F(TerminalRun, TheModuleIdIsShownOnTheTerminal) {

@@ -340,6 +340,31 @@ TEST(PlanWorld, WhereTheFilterAllowsSchedulingTheRealtimeLimitsAreLowered) {
   EXPECT_TRUE(plan.identity.no_realtime);
 }
 
+// Session 16's review: /dev/tty (the opener's controlling terminal) is granted where that can
+// only be sandbox-run's pty of the module's own, never to a bare sandbox-exec, whose caller's
+// terminal may be the operator's.
+TEST(PlanWorld, DevTtyIsGrantedOnlyWhenTheTerminalIsTheModulesOwn) {
+  FakePaths paths;
+  paths.kinds_["/dev/tty"] = PathKind::File;
+  const Policy policy = filesystem_policy();
+  const auto features = features_with_abi(7);
+  LaunchRequest r = request();
+  auto tty_rule = [&](const Plan& plan) -> const LandlockPathRule* {
+    for (const auto& rule : plan.landlock.path_rules) {
+      if (rule.path == "/dev/tty") return &rule;
+    }
+    return nullptr;
+  };
+  EXPECT_EQ(tty_rule(make_plan(policy, features, NodeConfig{}, paths, r)), nullptr);
+  r.own_terminal = true;
+  const Plan plan = make_plan(policy, features, NodeConfig{}, paths, r);
+  const auto* rule = tty_rule(plan);
+  ASSERT_NE(rule, nullptr);
+  EXPECT_NE(rule->access & LANDLOCK_ACCESS_FS_IOCTL_DEV, 0U);
+  EXPECT_EQ(rule->access & LANDLOCK_ACCESS_FS_EXECUTE, 0U);
+  EXPECT_NE(rule->why.find("never the operator's"), std::string::npos);
+}
+
 TEST(PlanWorld, ExplainShowsTheModulesOwnWorldAndItsUser) {
   FakePaths paths;
   NodeConfig config;
