@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -163,6 +164,18 @@ int run_learn(const RunArgs& options) {
   nlohmann::json started = given;
   std::size_t started_changes = 0;
   std::vector<std::string> changes;
+  // A round that added only conditional grants (a refusal the program carries on without,
+  // blamed because nothing else was): how that trial ended and the proposal before it. When
+  // the next trial ends the same way and shows nothing new, the grant did not help and is
+  // taken back (session 16's review: the broker was proposed for a program that merely
+  // looked its user up on the way to failing for another reason).
+  struct ConditionalRound {
+    std::string end;
+    int exit_code = -1;
+    nlohmann::json before;
+    std::size_t changes_before = 0;
+  };
+  std::optional<ConditionalRound> conditional_round;
   int code = 0, runs = 0;
   try {
     for (int round = 1; round <= rounds; ++round) {
@@ -204,6 +217,11 @@ int run_learn(const RunArgs& options) {
       const auto conditional = [](const nlohmann::json& grant) {
         return grant.is_object() && grant.value("only_if_the_run_failed", false);
       };
+      const std::string end = result.value("end", "");
+      const int exit_code = result.value("exit_code", -1);
+      const nlohmann::json before_round = proposed;
+      const std::size_t changes_before_round = changes.size();
+      bool conditional_only = false;
       // Two passes: what the refusals need first; then a refusal the program carries on
       // without (nscd's socket) only when the trial failed and nothing else was added, so
       // that it is the one left to blame (session 15's second review: a first trial failed
@@ -217,8 +235,21 @@ int run_learn(const RunArgs& options) {
           if (!change.empty()) {
             changes.push_back(change);
             ++added;
+            conditional_only = pass == 1;
           }
         }
+      }
+      if (conditional_round && !worked && added == 0 && end == conditional_round->end &&
+          exit_code == conditional_round->exit_code) {
+        proposed = conditional_round->before;
+        changes.resize(conditional_round->changes_before);
+        started = proposed;
+        started_changes = changes.size();
+        break;
+      }
+      conditional_round.reset();
+      if (conditional_only) {
+        conditional_round = ConditionalRound{end, exit_code, before_round, changes_before_round};
       }
       if (added == 0) break;  // nothing more a policy can grant
     }

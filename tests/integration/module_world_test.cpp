@@ -1253,8 +1253,9 @@ TEST_F(ModuleWorld, ItsOwnPtysForegroundGroupAndNoOtherTerminals) {
     EXPECT_EQ(r.out, "errno EPERM\nerrno EPERM\nerrno EPERM\n") << r.describe();
   }
   // Started with a controlling terminal but none on 0-2 (a shell's job with its output
-  // redirected): no pty of its own, the module stays in that terminal's session, and the
-  // terminal is out of its reach (Landlock grants no /dev/tty): TIOCSPGRP has nothing to take.
+  // redirected): no pty of its own; the module leads a session of its own (session 15), with
+  // no controlling terminal, so /dev/tty (granted under sandbox-run since session 16, where it
+  // can only be the module's own pty) opens none (ENXIO): TIOCSPGRP has nothing to take.
   {
     Pty operator_terminal;
     RunOptions with_tty;
@@ -1267,7 +1268,7 @@ TEST_F(ModuleWorld, ItsOwnPtysForegroundGroupAndNoOtherTerminals) {
     argv.insert(argv.end(), run.begin(), run.end());
     RunResult in_session = run_command(argv, with_tty);
     EXPECT_TRUE(in_session.exited(0)) << in_session.describe();
-    EXPECT_EQ(in_session.out, "errno EACCES\nerrno ENOTTY\n") << in_session.describe();
+    EXPECT_EQ(in_session.out, "errno ENXIO\nerrno ENOTTY\n") << in_session.describe();
   }
   // No leaf (the process group is the container), and a bare sandbox-exec.
   EXPECT_EQ(run_out(base_policy(), {"ioctl", "0", tiocspgrp}, process_group_config()),
