@@ -1,5 +1,6 @@
 // sandbox-check POLICY.json: can this node run this policy? 0 yes, 70 no (one line per missing
 // capability or path), 64 invalid policy, 78 invalid configuration.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -11,8 +12,10 @@
 #include "plan/plan.hpp"
 #include "plan/protected_paths.hpp"
 #include "policy/paths.hpp"
+#include "probe/module_user_access.hpp"
 #include "probe/path_facts.hpp"
 #include "probe/probe.hpp"
+#include "probe/writable_path_rule.hpp"
 #include "supervise/uid_registry.hpp"
 #include "supervise/writable_dirs.hpp"
 #include "sys/error.hpp"
@@ -56,6 +59,7 @@ int run_sandbox_check(const CheckArgs& options) {
     // The launcher's directory rule (issue 10), one line per writable path it refuses, for
     // the module user the launcher would run as if started as this user.
     uid_t module_uid = features.running_as_root ? config.module_uid : ::geteuid();
+    gid_t module_gid = features.running_as_root ? config.module_gid : ::getegid();
     // Issue 12: under sandbox-run as root the id's leased uid is the module user; read from
     // the registry, never made here (an id without a lease yet owns nothing).
     std::string owner = "the module user (uid " + std::to_string(module_uid) + ")";
@@ -67,6 +71,7 @@ int run_sandbox_check(const CheckArgs& options) {
         for (const auto& lease : list_module_users(user_registry_dir())) {
           if (lease.id != *options.id) continue;
           module_uid = lease.uid;
+          module_gid = lease.gid;
           owner = "the module id's own user (uid " + std::to_string(lease.uid) + ")";
           // As sandbox-run refuses it (uid_registry.hpp): a number given to another user since.
           if (auto conflict = leased_uid_conflict(lease.uid); !conflict.empty()) {
@@ -83,6 +88,24 @@ int run_sandbox_check(const CheckArgs& options) {
         paths.open_writable({path}, module_uid);
       } catch (const Error& e) {
         print_error(kCommand, e.what());
+        ++missing;
+      }
+    }
+    // The launcher's identity step (apply/launch.cpp): the module user reads, writes and
+    // searches work and temp, reads and searches data; a directory it cannot is 70 there, so
+    // here too (session 16's review: root's 0755 work was "can run"). Asked as that user.
+    std::vector<std::pair<std::string, std::string>> roles;
+    if (policy.work) roles.emplace_back("work", *policy.work);
+    for (const auto& path : policy.data) roles.emplace_back("data", path);
+    if (policy.temp) roles.emplace_back("temp", *policy.temp);
+    for (const auto& [role, path] : roles) {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) != 0) continue;  // missing: judged below
+      const int mode = writable_access_mode(role, S_ISDIR(st.st_mode));
+      if (const int err = module_user_access_error(path, mode, module_uid, module_gid); err != 0) {
+        print_error(kCommand,
+                    writable_access_problem(role, path, PathOwnership{st.st_uid, st.st_mode},
+                                            module_uid, err));
         ++missing;
       }
     }
@@ -122,6 +145,21 @@ int run_sandbox_check(const CheckArgs& options) {
         print_error(kCommand, "policy " + pointer + ": " + path + " does not exist on this node");
       }
       ++missing;
+    }
+    // What the plan itself refuses (rules nested so that they would give more than --explain
+    // says: a work directory under /opt without exec_writable; session 16's review), asked of
+    // the plan the launcher would make. Only where every path is there (a missing one is
+    // made by sandbox-run first, and named above).
+    if (missing == 0 && will_be_created.empty()) {
+      NodeConfig module_config = config;
+      module_config.module_uid = module_uid;
+      module_config.module_gid = module_gid;
+      try {
+        (void)make_plan(policy, features, module_config, paths, LaunchRequest{});
+      } catch (const Error& e) {
+        print_error(kCommand, e.what());
+        ++missing;
+      }
     }
     if (missing > 0) return exit_code_for(ErrorKind::Unenforceable);
     for (const auto& line : will_be_created) std::cout << line << '\n';

@@ -388,6 +388,35 @@ TEST_F(Unenforceable, GpuComputeWithoutGpuDeviceNodes) {
   expect_nothing_ran();
 }
 
+// Rules that nest so that they would give more than --explain says (a work directory inside a
+// runtime directory, without exec_writable): the launch refuses, and sandbox-check agrees
+// (session 16's review: it said "can run").
+TEST_F(Unenforceable, NestedRulesAreRefusedByTheLaunchAndBySandboxCheck) {
+  if (!running_as_root()) GTEST_SKIP() << "needs root to give the module user its work";
+  const std::string runtime = tree.path("nest");
+  const std::string work = runtime + "/work";
+  ASSERT_EQ(::mkdir(runtime.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(work.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(work.c_str(), module_uid(), module_gid()), 0);
+  auto policy = base_policy();
+  policy["runtime"] = {runtime};
+  policy["work"] = work;
+  const std::string within = work + " (";
+  expect_launcher_failure(launch(policy, {"write", tree.path("data0/ran")}), 70,
+                          {within, "lies within " + runtime, "exec_writable false"});
+  RunResult check = run_command({OARBANK_AGENT_BINARY, "sandbox-check", "--config", config_path,
+                                 tree.write_json("nested.json", policy)},
+                                [&] {
+                                  RunOptions o;
+                                  o.env = launcher_environment();
+                                  return o;
+                                }());
+  EXPECT_TRUE(check.exited(70)) << check.describe();
+  EXPECT_NE(check.err.find("lies within " + runtime), std::string::npos) << check.describe();
+  EXPECT_EQ(check.err_line_count(), 1U) << check.describe();
+  expect_nothing_ran();
+}
+
 TEST_F(Unenforceable, WritableDirTheModuleUserCannotUse) {
   if (!running_as_root())
     GTEST_SKIP() << "needs root to make a directory the module user cannot use";
@@ -406,6 +435,20 @@ TEST_F(Unenforceable, WritableDirTheModuleUserCannotUse) {
                        "search access to the {} directory {}, owned by uid 0 with mode {:04o} "
                        "(EACCES); to fix: chown {} {}",
                        module_uid(), dir, path, mode, module_uid(), path)});
+      // sandbox-check says the same (session 16's review: it said "can run").
+      RunResult check = run_command({OARBANK_AGENT_BINARY, "sandbox-check", "--config", config_path,
+                                     tree.write_json("check.json", base_policy())},
+                                    [&] {
+                                      RunOptions o;
+                                      o.env = launcher_environment();
+                                      return o;
+                                    }());
+      EXPECT_TRUE(check.exited(70)) << check.describe();
+      EXPECT_NE(check.err.find(fmt::format("the module user (uid {}) needs read, write and search "
+                                           "access to the {} directory {}",
+                                           module_uid(), dir, path)),
+                std::string::npos)
+          << check.describe();
     }
     ASSERT_EQ(::chown(path.c_str(), module_uid(), module_gid()), 0);
     ASSERT_EQ(::chmod(path.c_str(), 0755), 0);
