@@ -195,7 +195,8 @@ Denial seccomp_denial(const seccomp::FilterVariant& variant, const SeccompCall& 
     } else if ((a[0] == AF_INET || a[0] == AF_INET6) && !variant.inet) {
       d.allowed_by =
           "set \"net\": \"egress-allowlist\" and list the destinations in \"egress\" (the module "
-          "reaches them through the agent's proxy)";
+          "reaches them through the agent's proxy; for connecting out only: a module never "
+          "listens, under any policy)";
       d.reason = "IPv4 and IPv6 sockets: net is none";
       d.grant = {{"key", "net"}, {"set", "egress-allowlist"}};
     } else {

@@ -57,7 +57,7 @@ bool under(const std::string& path, const std::string& dir) {
 // The system's trees are named before the top-level rule, so that /dev/tty says /dev is never
 // a module's rather than "name one below it" (the parser refuses every /dev path); /tmp and
 // /var/tmp name what a module has instead: its "temp", which is its TMPDIR.
-std::string not_grantable(const std::string& dir) {
+std::string not_grantable(const std::string& dir, const std::string& temp) {
   const std::string path = normalize_path(dir);
   if (path == "/") return "the root directory is never a module's";
   static const char* const kSystem[] = {"/usr", "/lib",  "/lib32", "/lib64", "/bin",  "/sbin",
@@ -66,6 +66,14 @@ std::string not_grantable(const std::string& dir) {
     if (paths_overlap(path, system)) {
       return std::string("the node's own ") + system + " is never a module's to add";
     }
+  }
+  if ((path == "/tmp" || path == "/var/tmp") && !temp.empty()) {
+    // Session 16's review: "set it" where it was set already. TMPDIR names it; this program
+    // did not follow it (Java reads java.io.tmpdir, never TMPDIR).
+    return path + " is every user's and never proposed; the policy's \"temp\" (" + temp +
+           ") is the module's TMPDIR, which this program does not follow: point it there (Java: "
+           "-Djava.io.tmpdir=" +
+           temp + ")";
   }
   if (path == "/tmp" || path == "/var/tmp") {
     return path +
@@ -80,8 +88,8 @@ std::string not_grantable(const std::string& dir) {
 
 // The grant for `dir` when it may be proposed; otherwise no grant, and why in the reason.
 void grant_or_refuse(Denial& d, const std::string& dir, std::string allowed_by,
-                     nlohmann::json grant) {
-  if (const std::string why = not_grantable(dir); !why.empty()) {
+                     nlohmann::json grant, const LandlockAdviceContext& context) {
+  if (const std::string why = not_grantable(dir, context.temp); !why.empty()) {
     d.reason += " (" + why + ")";
     return;
   }
@@ -169,7 +177,7 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
       } else {
         d.reason = "execute " + path + ": not granted";
         grant_or_refuse(d, path, "add " + path + " (or its directory) to \"tools\" or \"runtime\"",
-                        {{"key", "tools"}, {"add", path}});
+                        {{"key", "tools"}, {"add", path}}, context);
       }
     } else if (blockers == "fs.read_file" || blockers == "fs.read_dir" ||
                blockers == "fs.read_file,fs.read_dir") {
@@ -181,7 +189,7 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
                       "add " + dir +
                           " to \"runtime\" or \"tools\" (read and execute), or to \"data\" "
                           "when the module writes there too",
-                      {{"key", "runtime"}, {"add", dir}});
+                      {{"key", "runtime"}, {"add", dir}}, context);
     } else if (blockers.starts_with("fs.ioctl_dev")) {
       // Landlock ABI 5: no policy element grants device ioctls, the base system's devices
       // included, so isatty() on a /dev/null the module opened is answered EACCES, not ENOTTY
@@ -193,7 +201,7 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
       const std::string dir = creates_or_removes ? path : parent_of(path);
       d.reason = "write under " + dir + ": not granted";
       grant_or_refuse(d, dir, "add " + dir + " to \"data\" (or make it the policy's \"work\")",
-                      {{"key", "data"}, {"add", dir}});
+                      {{"key", "data"}, {"add", dir}}, context);
     }
   } else if (d.mechanism == "landlock-net") {
     // A connect names its destination (daddr, dest); a bind its own address (saddr, src),

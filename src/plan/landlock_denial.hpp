@@ -34,6 +34,7 @@ std::optional<AuditRecord> parse_audit_record(int type, std::string_view text);
 struct LandlockAdviceContext {
   std::vector<std::string> writable;  // work, data, temp
   bool exec_writable = false;
+  std::string temp = {};  // the policy's temp (the module's TMPDIR), empty when unset
 };
 
 // The denial of one AUDIT_LANDLOCK_ACCESS record, with the event's AUDIT_SYSCALL record (pid,

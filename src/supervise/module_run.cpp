@@ -321,7 +321,8 @@ RunResult ModuleRun::run() {
   }
   // Issue 14: the refusals of the run, from the filter, Landlock's audit log and the proxy.
   denials_ = std::make_unique<RunDenials>(
-      prepared_->plan.filter, LandlockAdviceContext{writable_paths(policy), policy.exec_writable});
+      prepared_->plan.filter, LandlockAdviceContext{writable_paths(policy), policy.exec_writable,
+                                                    policy.temp.value_or("")});
   // Started unprivileged, the module runs as this very user: only Landlock's signal scoping
   // (ABI 6) keeps it from killing or stopping its supervisor, and the container with it.
   if (!root_ && (prepared_->plan.landlock.scoped & LANDLOCK_SCOPE_SIGNAL) == 0) {
@@ -684,6 +685,17 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
                    "; the module was killed and its container torn down");
       break;
     case RunEnd::Exited:
+      // Session 16's review: a program the module wrote and then ran (126 from a shell) or
+      // had ld.so load (127, "failed to map segment") fails on the noexec mount, which no
+      // audit record reports: the module author got no line at all.
+      if ((result.module_status == 126 || result.module_status == 127) &&
+          !request_.policy.exec_writable && own_mounts_) {
+        request_.say("the module exited " + std::to_string(result.module_status) +
+                     ": if it ran or loaded a program it wrote in work, data or temp, those "
+                     "are mounted noexec (no refusal is recorded for it): \"exec_writable\": "
+                     "true allows it");
+      }
+      break;
     case RunEnd::Signaled:
       break;
   }

@@ -423,6 +423,16 @@ TEST(LandlockAudit, WhatRealProgramsMetIsNamedAsItIs) {
               std::string::npos)
         << tmp.reason;
   }
+  // Session 16's review: with temp set, "set it" was wrong advice (Java ignores TMPDIR).
+  const LandlockAdviceContext with_temp{{"/srv/work", "/srv/tmp"}, false, "/srv/tmp"};
+  const Denial java = landlock_denial(
+      record(1423, "audit(1:1): domain=a blockers=fs.make_reg path=\"/tmp\""), nullptr, with_temp);
+  EXPECT_TRUE(java.grant.is_null());
+  EXPECT_NE(java.reason.find("the policy's \"temp\" (/srv/tmp) is the module's TMPDIR, which "
+                             "this program does not follow: point it there (Java: "
+                             "-Djava.io.tmpdir=/srv/tmp)"),
+            std::string::npos)
+      << java.reason;
   const Denial ioctl = advice("blockers=fs.ioctl_dev path=\"/dev/null\"");
   EXPECT_TRUE(ioctl.grant.is_null());
   EXPECT_NE(ioctl.reason.find("refuses device ioctls to every module"), std::string::npos);
