@@ -36,7 +36,8 @@ constexpr const char* kCommand = "sandbox-run";
 // 64) and written through that descriptor at the end: through no symbolic link, a regular file
 // only (sys/safe_open.hpp), so root's write lands nowhere another user chose.
 UniqueFd open_result_file(const std::string& path) {
-  OperatorFile file = open_operator_file(path, false, 0644);
+  // 0640, as the proxy's log: its denials name what the module reached for (session 16).
+  OperatorFile file = open_operator_file(path, false, 0640);
   if (!file.fd.valid()) throw Error(ErrorKind::Usage, "--result " + file.problem);
   return std::move(file.fd);
 }

@@ -510,9 +510,15 @@ TEST_F(LandlockDenials, LearnProposesTheBrokerOnlyWhenTheModuleDidNotWorkWithout
   RunResult worked = learn({tree.probe(), "spawn", "/bin/sh", "-c", socket + "; exit 0"});
   EXPECT_TRUE(worked.exited(0)) << worked.describe();
   EXPECT_NE(worked.out.find("no change to propose"), std::string::npos) << worked.out;
-  RunResult failed = learn({"/bin/sh", "-c", socket + "; exit 3"});
+  // One that fails without it, and works with it: proposed.
+  RunResult failed = learn({"/bin/sh", "-c", socket + " | grep -qx ok"});
   EXPECT_NE(failed.out.find("\n\"broker\": (unset) -> true\n"), std::string::npos)
       << failed.describe();
+  // One that fails for a reason of its own, with the broker as without it: the grant changed
+  // nothing and is taken back (session 16's review; this case was proposed the broker before).
+  RunResult fails_anyway = learn({"/bin/sh", "-c", socket + "; exit 3"});
+  EXPECT_NE(fails_anyway.out.find("2 run(s); no change to propose"), std::string::npos)
+      << fails_anyway.describe();
   // A first trial that failed for a path it lacked: that path is proposed, and the second
   // trial, which works, proposes no broker (the session's second review).
   const std::string extra = tree.path("learn-extra");
