@@ -23,13 +23,10 @@ int module_user_access_error(const std::string& path, int mode, uid_t uid, gid_t
     return err;
   }
   if (child == 0) {
-    int err = 0;
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
-        ::setresuid(uid, uid, uid) != 0) {
-      err = errno;
-    } else if (::faccessat(AT_FDCWD, path.c_str(), mode, AT_EACCESS) != 0) {
-      err = errno;
-    }
+    const bool answered = ::setgroups(0, nullptr) == 0 && ::setresgid(gid, gid, gid) == 0 &&
+                          ::setresuid(uid, uid, uid) == 0 &&
+                          ::faccessat(AT_FDCWD, path.c_str(), mode, AT_EACCESS) == 0;
+    const int err = answered ? 0 : errno;
     [[maybe_unused]] auto n = ::write(answer[1], &err, sizeof err);
     ::_exit(0);
   }
