@@ -41,9 +41,11 @@ struct ReadyMessage {
 };
 
 constexpr int kNotRootsListener = 4;
-constexpr const char* kRelaySteps[] = {"", "setns back to the node's namespace",
-                                       "dropping root (setgroups, setresgid, setresuid)",
-                                       "prctl(PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE)", ""};
+constexpr const char* kRelaySteps[] = {
+    "", "setns back to the node's namespace", "dropping root (setgroups, setresgid, setresuid)",
+    "prctl(PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE)", "",
+    // Fail closed: without sock_diag (CONFIG_INET_DIAG) no connection could be checked.
+    "asking the kernel whose socket listens at proxy_listen (NETLINK_SOCK_DIAG, inet_diag)"};
 
 // The relay process: never returns.
 [[noreturn]] void relay_main(const RelaySettings& settings, const RelayTarget& target, int listener,
@@ -78,6 +80,8 @@ constexpr const char* kRelaySteps[] = {"", "setns back to the node's namespace",
     // listens there any local user can, and would be this module's proxy for every
     // destination. Refused at the launch when seen; each connection is checked again.
     message = {kNotRootsListener, 0, *owner};
+  } else if (!owner && errno != ENOENT) {
+    message = {5, errno};
   }
   ::close(node_netns);
   [[maybe_unused]] auto n = ::write(ready, &message, sizeof message);
