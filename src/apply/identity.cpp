@@ -40,9 +40,12 @@ int clear_capability_sets() {
 bool reset_scheduling(StepError& error) {
   const int policy = ::sched_getscheduler(0);
   if (policy < 0) return identity_failed(error, "sched_getscheduler");
-  if (policy != SCHED_OTHER && policy != SCHED_BATCH && policy != SCHED_IDLE) {
+  // SCHED_RESET_ON_FORK rides along in the answer and stays (clearing it needs CAP_SYS_NICE;
+  // a unit's CPUSchedulingResetOnFork= set it): only the policy itself is judged.
+  const int base = policy & ~SCHED_RESET_ON_FORK;
+  if (base != SCHED_OTHER && base != SCHED_BATCH && base != SCHED_IDLE) {
     const sched_param normal{};
-    if (::sched_setscheduler(0, SCHED_OTHER, &normal) != 0) {
+    if (::sched_setscheduler(0, SCHED_OTHER | (policy & SCHED_RESET_ON_FORK), &normal) != 0) {
       return identity_failed(error, "sched_setscheduler(SCHED_OTHER)");
     }
   }

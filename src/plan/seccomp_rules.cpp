@@ -422,9 +422,10 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
     // a group of the terminal's session: under own_group the only terminals the module holds
     // are ptys of its private devpts (its 0-2 on a terminal are its own pty, and no terminal
     // is handed in with --keep-fd), so the keystrokes it may read are those meant for it.
-    // (Started with no terminal on 0-2 but a controlling one, sandbox-run leaves the module in
-    // the operator's session; it cannot open that terminal: a policy may name nothing in /dev,
-    // so Landlock grants /dev/tty and the node's ptys to no module.)
+    // (Started with no terminal on 0-2 but a controlling one, the module leads a session of its
+    // own with no controlling terminal (session 15), so /dev/tty, which Landlock grants under
+    // sandbox-run alone (session 16), opens none (ENXIO); the node's ptys are granted to no
+    // module, and a policy may name nothing in /dev.)
     if (variant.own_group && command == TIOCSPGRP) continue;
     rules.push_back(
         Rule{"ioctl", -1, EPERM, {{1, Compare::MaskedEqual, command, 0xffffffffULL}}, why});

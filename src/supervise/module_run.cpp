@@ -659,9 +659,14 @@ void ModuleRun::make_proxy() {
 void ModuleRun::make_terminal() {
   auto operator_terminal = find_operator_terminal();
   if (!operator_terminal) return;
+  // The slave is the module's only under a uid of its own in a devpts of its own: the shared
+  // module_user (nobody) is every other such module's and the node's daemons' too, and on the
+  // node's devpts the module could chmod it for every local user (the session's review read
+  // the operator's keystrokes so). /dev/tty needs no owner: its own permissions are checked.
   const std::pair<uid_t, gid_t> owner =
-      root_ ? std::pair(module_config_.module_uid, module_config_.module_gid)
-            : std::pair(static_cast<uid_t>(-1), static_cast<gid_t>(-1));
+      root_ && own_user_ && own_mounts_
+          ? std::pair(module_config_.module_uid, module_config_.module_gid)
+          : std::pair(static_cast<uid_t>(-1), static_cast<gid_t>(-1));
   terminal_ =
       std::make_unique<SupervisorTerminal>(split_front(*operator_terminal, devpts_.get(), owner));
   held_.push(LaunchStep::Terminal, [this] { terminal_.reset(); });

@@ -38,10 +38,10 @@ struct PtyPair {
 // through the master, never by its path; older kernels open ptsname's path. Throws
 // Error(StepFailed) naming the call. `devpts_fd`: the module's own devpts instance (issue 12,
 // apply/module_mounts.hpp), whose ptmx opens the pair there, so that the module finds its
-// terminal under its own /dev/pts (ttyname); -1: the node's (posix_openpt). `owner`: the
-// module's uid and gid, given the slave (0600) where this process is root: devpts makes it
-// its opener's (root's), and the module could then not open its own /dev/pts/N (session 16:
-// ssh-keygen, which reads a passphrase from /dev/tty, echoed it); (uid_t)-1 leaves it.
+// terminal under its own /dev/pts (ttyname); -1: the node's (posix_openpt). `owner`: a uid of
+// the module's own and its gid, given the slave (0600) in the module's own devpts: devpts makes
+// it its opener's (root's), and the module could then not open its own /dev/pts/N by name;
+// (uid_t)-1 leaves it root's (a shared uid, or the node's devpts: module_run.cpp).
 PtyPair open_module_pty(int settings_fd, int devpts_fd = -1,
                         std::pair<uid_t, gid_t> owner = {static_cast<uid_t>(-1),
                                                          static_cast<gid_t>(-1)});

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <functional>
 
 #include "sys/unique_fd.hpp"
@@ -21,12 +22,18 @@ struct DiagRequest {
   inet_diag_req_v2 body;
 };
 
-// The address and port of one end, as inet_diag's id spells them (network order).
-void put_end(const sockaddr_storage& end, __be16& port, __be32 (&address)[4]) {
+// The address and port of one end, as inet_diag's id spells them (network order). An IPv4
+// address asked of the IPv6 table is its mapped form (::ffff:a.b.c.d).
+void put_end(const sockaddr_storage& end, __be16& port, __be32 (&address)[4], bool mapped = false) {
   if (end.ss_family == AF_INET) {
     const auto& v4 = reinterpret_cast<const sockaddr_in&>(end);
     port = v4.sin_port;
-    std::memcpy(address, &v4.sin_addr, sizeof v4.sin_addr);
+    if (mapped) {
+      address[2] = htonl(0xffff);
+      std::memcpy(&address[3], &v4.sin_addr, sizeof v4.sin_addr);
+    } else {
+      std::memcpy(address, &v4.sin_addr, sizeof v4.sin_addr);
+    }
   } else {
     const auto& v6 = reinterpret_cast<const sockaddr_in6&>(end);
     port = v6.sin6_port;
@@ -34,45 +41,52 @@ void put_end(const sockaddr_storage& end, __be16& port, __be32 (&address)[4]) {
   }
 }
 
-// Sends `request` on a new NETLINK_SOCK_DIAG socket and hands each answer to `visit` until it
-// returns true (found) or the kernel says it is done. sock_diag answers unprivileged callers.
-std::optional<uid_t> ask(DiagRequest request,
-                         const std::function<bool(const inet_diag_msg&)>& visit) {
+// Sends `request` on a new NETLINK_SOCK_DIAG socket and hands each answer to `visit`, until it
+// returns true (then that answer is copied to `found`) or the kernel is done. sock_diag
+// answers unprivileged callers. False with errno: nothing matched (ENOENT), no inet_diag for
+// the family (EAFNOSUPPORT), or the error of a call.
+bool ask(DiagRequest request, const std::function<bool(const inet_diag_msg&)>& visit,
+         inet_diag_msg& found) {
   UniqueFd diag(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
-  if (!diag.valid()) return std::nullopt;
+  if (!diag.valid()) return false;
+  const bool dump = (request.header.nlmsg_flags & NLM_F_DUMP) != 0;
   request.header.nlmsg_len = sizeof request;
   request.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
   request.body.sdiag_protocol = IPPROTO_TCP;
   if (::send(diag.get(), &request, sizeof request, 0) != static_cast<ssize_t>(sizeof request)) {
-    return std::nullopt;
+    return false;
   }
   alignas(nlmsghdr) char buffer[16384];
   for (;;) {
     const ssize_t got = ::recv(diag.get(), buffer, sizeof buffer, 0);
     if (got < 0) {
       if (errno == EINTR) continue;
-      return std::nullopt;
+      return false;
     }
     auto remaining = static_cast<unsigned>(got);
     for (auto* message = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(message, remaining);
          message = NLMSG_NEXT(message, remaining)) {
       if (message->nlmsg_type == NLMSG_DONE) {
         errno = ENOENT;
-        return std::nullopt;
+        return false;
       }
       if (message->nlmsg_type == NLMSG_ERROR) {
-        const auto* error = static_cast<const nlmsgerr*>(NLMSG_DATA(message));
-        errno = error->error != 0 ? -error->error : ENOENT;
-        return std::nullopt;
+        const int error = -static_cast<const nlmsgerr*>(NLMSG_DATA(message))->error;
+        // A dump answers ENOENT only when the family has no handler (no inet_diag); an exact
+        // lookup answers it for a socket that is not there.
+        errno = error == 0 ? ENOENT : (dump && error == ENOENT ? EAFNOSUPPORT : error);
+        return false;
       }
       if (message->nlmsg_type != SOCK_DIAG_BY_FAMILY) continue;
-      const auto* found = static_cast<const inet_diag_msg*>(NLMSG_DATA(message));
-      if (visit(*found)) return found->idiag_uid;
+      const auto* answer = static_cast<const inet_diag_msg*>(NLMSG_DATA(message));
+      if (visit(*answer)) {
+        found = *answer;
+        return true;
+      }
     }
-    // An exact lookup answers with one message and no NLMSG_DONE.
-    if ((request.header.nlmsg_flags & NLM_F_DUMP) == 0) {
+    if (!dump) {  // an exact lookup answers with one message and no NLMSG_DONE
       errno = ENOENT;
-      return std::nullopt;
+      return false;
     }
   }
 }
@@ -97,24 +111,62 @@ std::optional<uid_t> tcp_peer_owner(int connected) {
   put_end(local, request.body.id.idiag_dport, request.body.id.idiag_dst);
   request.body.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
   request.body.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-  return ask(request, [](const inet_diag_msg&) { return true; });
+  // Loopback's final ACK is handled in a softirq that may not have run yet when the connect is
+  // seen complete: up to ~100 ms for the far end to become a full socket.
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    inet_diag_msg found{};
+    if (!ask(
+            request, [](const inet_diag_msg&) { return true; }, found))
+      return std::nullopt;
+    if (found.idiag_state == TCP_ESTABLISHED || found.idiag_state == TCP_CLOSE_WAIT) {
+      return found.idiag_uid;
+    }
+    if (found.idiag_state != TCP_SYN_RECV) break;
+    const timespec pause{0, 2'000'000};
+    ::nanosleep(&pause, nullptr);
+  }
+  errno = EAGAIN;
+  return std::nullopt;
 }
 
 std::optional<uid_t> tcp_listener_owner(const sockaddr_storage& address) {
-  DiagRequest request{};
-  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  request.body.sdiag_family = static_cast<__u8>(address.ss_family);
-  request.body.idiag_states = 1U << TCP_LISTEN;
-  __be16 port = 0;
-  __be32 wanted[4] = {};
-  put_end(address, port, wanted);
-  const std::size_t length = address.ss_family == AF_INET ? 4 : 16;
-  return ask(request, [&](const inet_diag_msg& found) {
-    if (found.id.idiag_sport != port) return false;
-    static const __be32 any[4] = {};
-    return std::memcmp(found.id.idiag_src, wanted, length) == 0 ||
-           std::memcmp(found.id.idiag_src, any, length) == 0;
-  });
+  std::optional<uid_t> owner;
+  // IPv4: the IPv4 table, then the IPv6 one (a dual-stack listener takes IPv4 connections).
+  const bool v4 = address.ss_family == AF_INET;
+  const int families[] = {address.ss_family, AF_INET6};
+  for (std::size_t f = 0; f < (v4 ? 2U : 1U); ++f) {
+    const int family = families[f];
+    DiagRequest request{};
+    request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    request.body.sdiag_family = static_cast<__u8>(family);
+    request.body.idiag_states = 1U << TCP_LISTEN;
+    __be16 port = 0;
+    __be32 wanted[4] = {};
+    put_end(address, port, wanted, v4 && family == AF_INET6);
+    const std::size_t length = family == AF_INET ? 4 : 16;
+    static const __be32 kAny[4] = {};
+    bool seen_root = false;
+    inet_diag_msg found{};
+    // The first listener that is not root's stops the walk; root's are counted.
+    const bool other = ask(
+        request,
+        [&](const inet_diag_msg& listener) {
+          if (listener.id.idiag_sport != port) return false;
+          if (std::memcmp(listener.id.idiag_src, wanted, length) != 0 &&
+              std::memcmp(listener.id.idiag_src, kAny, length) != 0) {
+            return false;
+          }
+          if (listener.idiag_uid != 0) return true;
+          seen_root = true;
+          return false;
+        },
+        found);
+    if (other) return found.idiag_uid;
+    if (errno != ENOENT) return std::nullopt;
+    if (seen_root) owner = 0;
+  }
+  if (!owner) errno = ENOENT;
+  return owner;
 }
 
 }  // namespace oarbank

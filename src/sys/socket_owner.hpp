@@ -9,15 +9,21 @@
 
 namespace oarbank {
 
-// The uid that made the socket `connected` (a TCP socket whose connect completed) is
+// The uid that made the full socket `connected` (a TCP socket whose connect completed) is
 // connected to, in this process's network namespace: the accepted (or still queued) socket at
-// the far end inherits its listener's owner. nullopt with errno set when the kernel has none
-// (ENOENT: the far end is gone) or sock_diag cannot be asked.
+// the far end inherits its listener's owner. Only an established (or closing) full socket
+// counts: a request socket (SYN_RECV, which a listener with TCP_DEFER_ACCEPT keeps until data
+// comes) is reported as uid 0 whoever listens, so it is waited for briefly (the final ACK may
+// still be on its way) and then refused. nullopt with errno set: none (ENOENT), still a request
+// socket (EAGAIN), or sock_diag cannot be asked.
 std::optional<uid_t> tcp_peer_owner(int connected);
 
-// The uid owning the TCP listener bound to `address` (or to the wildcard of its family on the
-// same port), in this process's network namespace. nullopt: none listens (errno ENOENT), or
-// sock_diag cannot be asked (errno).
+// The owner of the TCP listeners that take connections to `address` in this process's network
+// namespace: those bound to it or to the wildcard, of its family and, for an IPv4 address,
+// IPv6 ones that may take it too (dual-stack [::], or ::ffff:a.b.c.d). When several do, the
+// first that is not root's. nullopt: none listens (errno ENOENT); the kernel has no inet_diag
+// (EAFNOSUPPORT: built without CONFIG_INET_DIAG, or its module cannot be loaded); or another
+// errno from sock_diag.
 std::optional<uid_t> tcp_listener_owner(const sockaddr_storage& address);
 
 }  // namespace oarbank

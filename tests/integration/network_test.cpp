@@ -7,11 +7,13 @@
 // sandbox_run_test.cpp; their suites (EgressAllowlist, EgressAny, Unenforceable, SandboxRun)
 // keep their names.
 #include <grp.h>
+#include <netinet/tcp.h>
 
 #include <fstream>
 
 #include "launcher_exit.hpp"
 #include "sandbox_run_fixture.hpp"
+#include "sys/socket_owner.hpp"
 
 namespace oarbank::it {
 namespace {
@@ -408,6 +410,8 @@ bool network_namespace_in_use(const std::string& link) {
   return false;
 }
 
+bool sock_diag_answers();
+
 TEST_F(SandboxRun, ABareSandboxExecEgressModuleReachesTheProxyAloneThroughItsRelay) {
   if (!running_as_root()) GTEST_SKIP() << "network namespaces need root";
   if (kernel_landlock_abi() < 4) GTEST_SKIP() << "egress-allowlist needs Landlock ABI 4";
@@ -421,6 +425,15 @@ TEST_F(SandboxRun, ABareSandboxExecEgressModuleReachesTheProxyAloneThroughItsRel
   config["proxy_listen"] = "127.0.0.1:" + p;
   config_path = tree.write_json("agent-relay.json", config);
   const std::string policy_file = tree.write_json("egress.json", egress_policy());
+  if (!sock_diag_answers()) {
+    // The relay could not check whose proxy it reached: fail closed, named (session 16).
+    RunOptions o;
+    o.env = env();
+    RunResult r = run_command(
+        {agent, "sandbox-exec", "--config", config_path, policy_file, "--", "/bin/true"}, o);
+    expect_launcher_failure(r, 70, {"step network failed", "NETLINK_SOCK_DIAG"});
+    return;
+  }
   // The real proxy on proxy_listen, as a node runs it for bare sandbox-exec modules.
   const std::string log = tree.path("egress-proxy.log");
   const std::string output = tree.path("egress-proxy.out");
@@ -504,10 +517,12 @@ TEST_F(SandboxRun, ABareSandboxExecEgressModuleReachesTheProxyAloneThroughItsRel
   EXPECT_EQ(egress_proxy.wait(), 0) << read_if_there(output);
 }
 
-// A process of another user that listens at `port` on 127.0.0.1 and answers every connection
-// as a proxy that lets everything through: what any local user could do on the unprivileged
-// proxy port while no root proxy listens there.
-pid_t rogue_proxy(int port, uid_t uid) {
+// A process of another user that listens at `port` (on 127.0.0.1, or dual-stack on [::]:
+// IPv4 connections too) and answers every connection as a proxy that lets everything through:
+// what any local user could do on the unprivileged proxy port while no root proxy listens
+// there. `defer`: TCP_DEFER_ACCEPT, under which the far end of a connection stays a request
+// socket (reported as uid 0) until data comes.
+pid_t rogue_proxy(int port, uid_t uid, bool dual_stack, bool defer) {
   int ready[2];
   if (::pipe(ready) != 0) return -1;
   const pid_t pid = ::fork();
@@ -517,8 +532,29 @@ pid_t rogue_proxy(int port, uid_t uid) {
         ::setresuid(uid, uid, uid) != 0) {
       ::_exit(1);
     }
-    const int listener = listen_at("127.0.0.1", port);
-    if (listener < 0) ::_exit(1);
+    const int listener = ::socket(dual_stack ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+    int one = 1, zero = 0, seconds = 5;
+    ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (defer) ::setsockopt(listener, IPPROTO_TCP, TCP_DEFER_ACCEPT, &seconds, sizeof seconds);
+    sockaddr_storage address{};
+    socklen_t length = 0;
+    if (dual_stack) {
+      ::setsockopt(listener, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+      auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
+      v6->sin6_family = AF_INET6;
+      v6->sin6_port = htons(static_cast<std::uint16_t>(port));
+      length = sizeof *v6;
+    } else {
+      auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
+      v4->sin_family = AF_INET;
+      v4->sin_port = htons(static_cast<std::uint16_t>(port));
+      v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      length = sizeof *v4;
+    }
+    if (::bind(listener, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+        ::listen(listener, 8) != 0) {
+      ::_exit(1);
+    }
     [[maybe_unused]] auto w = ::write(ready[1], "r", 1);
     ::close(ready[1]);
     for (;;) {
@@ -541,13 +577,32 @@ pid_t rogue_proxy(int port, uid_t uid) {
   return pid;
 }
 
-// Attack review (session 16): a bare root sandbox-exec's relay joined the module to whatever
-// listened at proxy_listen, an unprivileged port: with no root proxy there, another local user
-// listening on it was the module's proxy for every destination. Refused at the launch (70,
-// naming proxy_listen and the owner) and, for a listener that appears later, per connection.
+void stop_rogue(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+
+// Whether this kernel's sock_diag says who listens (inet_diag; the kernel matrix's guests boot
+// without modules, and their kernels have it as one).
+bool sock_diag_answers() {
+  TcpListener listener;
+  sockaddr_storage address{};
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
+  v4->sin_family = AF_INET;
+  v4->sin_port = htons(static_cast<std::uint16_t>(listener.port()));
+  v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return tcp_listener_owner(address).has_value();
+}
+
+// Attack reviews (session 16, twice): a bare root sandbox-exec's relay joined the module to
+// whatever listened at proxy_listen, an unprivileged port: with no root proxy there, another
+// local user listening on it was the module's proxy for every destination. Refused at the
+// launch (70, naming proxy_listen and the owner), a dual-stack [::] listener too; and, for a
+// listener that appears later, per connection, one that defers its accept too.
 TEST_F(SandboxRun, AnotherUsersListenerOnProxyListenIsNeverTheModulesProxy) {
   if (!running_as_root()) GTEST_SKIP() << "network namespaces need root";
   if (kernel_landlock_abi() < 4) GTEST_SKIP() << "egress-allowlist needs Landlock ABI 4";
+  if (!sock_diag_answers()) GTEST_SKIP() << "no inet_diag in this kernel: relays are refused";
   int port = 0;
   {
     TcpListener probe;
@@ -563,31 +618,41 @@ TEST_F(SandboxRun, AnotherUsersListenerOnProxyListenIsNeverTheModulesProxy) {
   RunOptions o;
   o.env = env();
   // Later: the module starts while nothing listens, then another user's listener appears.
-  const std::string started = work + "/started";
-  const std::string go = work + "/go";
-  const std::string output = tree.path("late.out");
-  Background late(
-      {agent, "sandbox-exec", "--config", config_path, policy_file, "--", "/bin/sh", "-c",
-       ": > " + started + "; while [ ! -e " + go + " ]; do sleep 0.05; done; " + tree.probe() +
-           " http-connect 127.0.0.1 " + p + " 192.0.2.9:443"},
-      o.env, output);
-  ASSERT_TRUE(eventually([&] { return ::access(started.c_str(), F_OK) == 0; }))
-      << read_if_there(output);
-  const pid_t rogue = rogue_proxy(port, 65533);
-  ASSERT_GT(rogue, 0);
-  { std::ofstream(go) << ""; }
-  EXPECT_EQ(late.wait(), 0) << read_if_there(output);
-  // The relay drops the connection it made (a reset, or the end before any answer).
-  const std::string answer = read_if_there(output);
-  EXPECT_TRUE(answer == "closed\n" || answer == "errno ECONNRESET\n") << answer;
-  // Now: the launch sees it and refuses.
-  RunResult r = run_command({agent, "sandbox-exec", "--config", config_path, policy_file, "--",
-                             tree.probe(), "http-connect", "127.0.0.1", p, "192.0.2.9:443"},
-                            o);
-  ::kill(rogue, SIGKILL);
-  ::waitpid(rogue, nullptr, 0);
-  expect_launcher_failure(
-      r, 70, {"step network failed", "proxy_listen 127.0.0.1:" + p, "uid 65533, not root's"});
+  for (bool defer : {false, true}) {
+    SCOPED_TRACE(defer ? "TCP_DEFER_ACCEPT" : "plain");
+    const std::string started = work + "/started";
+    const std::string go = work + "/go";
+    ::unlink(started.c_str());
+    ::unlink(go.c_str());
+    const std::string output = tree.path("late.out");
+    Background late(
+        {agent, "sandbox-exec", "--config", config_path, policy_file, "--", "/bin/sh", "-c",
+         ": > " + started + "; while [ ! -e " + go + " ]; do sleep 0.05; done; " + tree.probe() +
+             " http-connect 127.0.0.1 " + p + " 192.0.2.9:443"},
+        o.env, output);
+    ASSERT_TRUE(eventually([&] { return ::access(started.c_str(), F_OK) == 0; }))
+        << read_if_there(output);
+    const pid_t rogue = rogue_proxy(port, 65533, false, defer);
+    ASSERT_GT(rogue, 0);
+    { std::ofstream(go) << ""; }
+    EXPECT_EQ(late.wait(), 0) << read_if_there(output);
+    stop_rogue(rogue);
+    // The relay drops the connection it made (a reset, or the end before any answer).
+    const std::string answer = read_if_there(output);
+    EXPECT_TRUE(answer == "closed\n" || answer == "errno ECONNRESET\n") << answer;
+  }
+  // Now: the launch sees it and refuses, a dual-stack listener on [::] too.
+  for (bool dual_stack : {false, true}) {
+    SCOPED_TRACE(dual_stack ? "[::]" : "127.0.0.1");
+    const pid_t rogue = rogue_proxy(port, 65533, dual_stack, false);
+    ASSERT_GT(rogue, 0);
+    RunResult r = run_command({agent, "sandbox-exec", "--config", config_path, policy_file, "--",
+                               tree.probe(), "http-connect", "127.0.0.1", p, "192.0.2.9:443"},
+                              o);
+    stop_rogue(rogue);
+    expect_launcher_failure(
+        r, 70, {"step network failed", "proxy_listen 127.0.0.1:" + p, "uid 65533, not root's"});
+  }
 }
 
 TEST_F(SandboxRun, UnprivilegedEgressIsRefusedUnlessTheNodeAcceptsPortOnly) {

@@ -835,6 +835,41 @@ TEST_F(OwnUser, LearnTakesBackAConditionalGrantThatChangedNothing) {
   EXPECT_EQ(r.out.find("broker"), std::string::npos) << r.out;
 }
 
+// Session 16: on a terminal, a module under a uid of its own in its own devpts opens its own
+// pty by name too (the slave is its uid's, 0600); under the shared module_user it stays
+// root's (nobody is every such module's and the node's daemons' uid: the review read the
+// operator's keystrokes through it), and /dev/tty opens either way.
+TEST_F(OwnUser, OnATerminalItsOwnPtyIsItsUidsAloneUnderAUidOfItsOwn) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string script =
+      "exec 3<>/dev/tty && echo tty-opened; t=$(tty); "
+      "stat -c '%u %a' \"$t\"; if (exec 4<>\"$t\") 2>/dev/null; then echo pts-opened; else echo "
+      "pts-refused; fi";
+  for (bool own : {true, false}) {
+    SCOPED_TRACE(own ? "own uid" : "module_user");
+    const std::string c = config(own, kUncapped);
+    Pty terminal;
+    RunOptions o;
+    o.env = env();
+    o.stdin_fd = terminal.slave();
+    o.controlling_terminal = true;
+    RunResult r = run_command(
+        {OARBANK_AGENT_BINARY, "sandbox-run", "--config", c, "--id", unique_name("pty"),
+         tree.write_json("pty.json", policy_with_work(tree.path(own ? "pty-own" : "pty-shared"))),
+         "--", "/bin/sh", "-c", script},
+        o);
+    ASSERT_TRUE(r.exited(0)) << r.describe();
+    const std::string expected = own ? "pts-opened\n" : "pts-refused\n";
+    EXPECT_EQ(r.out.substr(0, 11), "tty-opened\n") << r.describe();
+    EXPECT_NE(r.out.find(expected), std::string::npos) << r.describe();
+    if (!own) {
+      EXPECT_NE(r.out.find("\n0 600\n"), std::string::npos) << r.describe();
+    } else {
+      EXPECT_EQ(r.out.find("\n0 "), std::string::npos) << r.describe();
+    }
+  }
+}
+
 TEST_F(OwnUser, AGeneratedIdRunsAsModuleUserAndLeasesNothing) {
   if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
   const std::string c = config(true, kUncapped);

@@ -65,6 +65,17 @@ TEST_F(SameUid, TheCallersSchedulingAndPersonalityDoNotReachTheModule) {
   ASSERT_TRUE(result.exited(0)) << result.describe();
   EXPECT_EQ(result.err, "1 -5 1 0x40000\n");
   EXPECT_EQ(result.out_line(), "0 0 2 0x0");
+  // SCHED_RESET_ON_FORK (a unit's CPUSchedulingResetOnFork=) is no real-time policy: the launch
+  // goes on, the flag kept (clearing it needs CAP_SYS_NICE; the review's refused launch).
+  for (const char* chrt_policy : {"-o", "-b"}) {
+    auto flagged = run_command({"/usr/bin/chrt", chrt_policy, "-R", "0", kAgent, "sandbox-exec",
+                                policy, "--", tree.probe(), "sched-state"});
+    ASSERT_TRUE(flagged.exited(0)) << chrt_policy << ": " << flagged.describe();
+    EXPECT_EQ(flagged.out_line(),
+              std::to_string(0x40000000 | (chrt_policy[1] == 'b' ? SCHED_BATCH : SCHED_OTHER)) +
+                  " 0 0 0x0")
+        << chrt_policy;
+  }
 }
 
 TEST_F(SameUid, LeavingTheProcessGroupIsRefused) {
