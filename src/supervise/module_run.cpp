@@ -661,7 +661,7 @@ void ModuleRun::make_terminal() {
   if (!operator_terminal) return;
   // The slave is the module's only under a uid of its own in a devpts of its own: the shared
   // module_user (nobody) is every other such module's and the node's daemons' too, and on the
-  // node's devpts the module could chmod it for every local user (the session's review read
+  // node's devpts the module could chmod it for every local user (session 17's review read
   // the operator's keystrokes so). /dev/tty needs no owner: its own permissions are checked.
   const std::pair<uid_t, gid_t> owner =
       root_ && own_user_ && own_mounts_
