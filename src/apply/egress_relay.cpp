@@ -44,8 +44,9 @@ constexpr int kNotRootsListener = 4;
 constexpr const char* kRelaySteps[] = {
     "", "setns back to the node's namespace", "dropping root (setgroups, setresgid, setresuid)",
     "prctl(PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE)", "",
-    // Fail closed: without sock_diag (CONFIG_INET_DIAG) no connection could be checked.
-    "asking the kernel whose socket listens at proxy_listen (NETLINK_SOCK_DIAG, inet_diag)"};
+    // Fail closed: without an answer no connection could be checked.
+    "asking the kernel whose socket listens at proxy_listen (NETLINK_SOCK_DIAG, else "
+    "/proc/self/net/tcp)"};
 
 // The relay process: never returns.
 [[noreturn]] void relay_main(const RelaySettings& settings, const RelayTarget& target, int listener,

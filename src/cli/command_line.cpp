@@ -190,7 +190,20 @@ Runner add_sandbox_ctl(CLI::App& app) {
       "  oarbank-agent sandbox-ctl freeze fetch-1\n");
   sub->add_option("action", options->action, "freeze, thaw, kill, status, list, leases or reclaim")
       ->required()
-      ->check(CLI::IsMember({"freeze", "thaw", "kill", "status", "list", "leases", "reclaim"}));
+      ->check(CLI::Validator(
+          [](std::string& action) -> std::string {
+            static const std::set<std::string> kActions = {"freeze", "thaw",   "kill",   "status",
+                                                           "list",   "leases", "reclaim"};
+            if (kActions.contains(action)) return "";
+            // What an operator types first (session 16's review): name the action that does it.
+            if (action == "stop" || action == "terminate" || action == "rm") {
+              return action +
+                     " is no action: kill ID stops the module (its whole cgroup leaf, "
+                     "else its process group)";
+            }
+            return action + " not in {freeze,thaw,kill,status,list,leases,reclaim}";
+          },
+          "ACTION"));
   sub->add_option("id", options->id, "The module's id (sandbox-run --id); none for list");
   sub->add_option("--config", options->config_path,
                   "Node configuration for leases and reclaim (default: as sandbox-run finds it)");

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <functional>
@@ -91,7 +93,139 @@ bool ask(DiagRequest request, const std::function<bool(const inet_diag_msg&)>& v
   }
 }
 
+// The same questions asked of /proc/self/net/tcp and tcp6, for kernels whose sock_diag has no
+// inet_diag (built as a module that cannot be loaded: the kernel matrix's guests boot with
+// none). One line a socket: "sl local rem st ... uid ...", addresses as the kernel's 32-bit
+// words in hex (each word as stored, so compared raw), ports in hex. A request socket is
+// listed with its listener's uid and state SYN_RECV, so the state is checked here too.
+struct ProcSocket {
+  __be32 local[4] = {};
+  std::uint16_t local_port = 0;
+  __be32 remote[4] = {};
+  std::uint16_t remote_port = 0;
+  int state = 0;
+  uid_t uid = 0;
+};
+
+bool parse_end(const char* text, __be32 (&address)[4], std::uint16_t& port, std::size_t words) {
+  for (std::size_t i = 0; i < words; ++i) {
+    unsigned value = 0;
+    if (std::sscanf(text + 8 * i, "%8X", &value) != 1) return false;
+    address[i] = static_cast<__be32>(value);
+  }
+  unsigned p = 0;
+  if (text[8 * words] != ':' || std::sscanf(text + 8 * words + 1, "%4X", &p) != 1) return false;
+  port = static_cast<std::uint16_t>(p);
+  return true;
+}
+
+// Each socket of the table of `family` until `visit` returns true. False with errno set when
+// the table cannot be read.
+bool walk_proc(int family, const std::function<bool(const ProcSocket&)>& visit) {
+  FILE* table = std::fopen(family == AF_INET ? "/proc/self/net/tcp" : "/proc/self/net/tcp6", "re");
+  if (table == nullptr) return false;
+  const std::size_t words = family == AF_INET ? 1 : 4;
+  char line[512];
+  bool found = false;
+  if (std::fgets(line, sizeof line, table) != nullptr) {  // the heading
+    while (!found && std::fgets(line, sizeof line, table) != nullptr) {
+      char local[64], remote[64];
+      unsigned state = 0, uid = 0;
+      if (std::sscanf(line, " %*u: %63s %63s %X %*s %*s %*s %u", local, remote, &state, &uid) !=
+          4) {
+        continue;
+      }
+      ProcSocket socket;
+      if (!parse_end(local, socket.local, socket.local_port, words) ||
+          !parse_end(remote, socket.remote, socket.remote_port, words)) {
+        continue;
+      }
+      socket.state = static_cast<int>(state);
+      socket.uid = uid;
+      found = visit(socket);
+    }
+  }
+  std::fclose(table);
+  errno = ENOENT;
+  return found;
+}
+
+// Whether sock_diag answers for TCP here (inet_diag loaded or built in); asked once.
+bool sock_diag_has_inet() {
+  static const bool answers = [] {
+    DiagRequest request{};
+    request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    request.body.sdiag_family = AF_INET;
+    request.body.idiag_states = 1U << TCP_LISTEN;
+    inet_diag_msg found{};
+    return ask(
+               request, [](const inet_diag_msg&) { return true; }, found) ||
+           errno != EAFNOSUPPORT;
+  }();
+  return answers;
+}
+
+// An address of `family` as the table's words (an IPv4 one in the IPv6 table: mapped).
+void table_words(const sockaddr_storage& end, int family, __be32 (&words)[4], std::uint16_t& port) {
+  __be16 network_port = 0;
+  put_end(end, network_port, words, end.ss_family == AF_INET && family == AF_INET6);
+  port = ntohs(network_port);
+}
+
+// The far end's line: its local end is our peer, its remote end is us. An IPv4 connection
+// accepted by a dual-stack listener is an IPv6 socket at the far end, listed in tcp6 with
+// mapped addresses.
+bool find_far_end(const sockaddr_storage& local, const sockaddr_storage& peer, ProcSocket& far) {
+  for (const int family : {static_cast<int>(peer.ss_family), AF_INET6}) {
+    __be32 us[4] = {}, them[4] = {};
+    std::uint16_t our_port = 0, their_port = 0;
+    table_words(local, family, us, our_port);
+    table_words(peer, family, them, their_port);
+    const std::size_t bytes = family == AF_INET ? 4 : 16;
+    if (walk_proc(family, [&](const ProcSocket& s) {
+          if (s.local_port != their_port || s.remote_port != our_port ||
+              std::memcmp(s.local, them, bytes) != 0 || std::memcmp(s.remote, us, bytes) != 0) {
+            return false;
+          }
+          far = s;
+          return true;
+        })) {
+      return true;
+    }
+    if (peer.ss_family != AF_INET) break;
+  }
+  errno = ENOENT;
+  return false;
+}
+
+std::optional<uid_t> proc_peer_owner(const sockaddr_storage& local, const sockaddr_storage& peer) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    ProcSocket far{};
+    if (!find_far_end(local, peer, far)) return std::nullopt;
+    if (far.state == TCP_ESTABLISHED || far.state == TCP_CLOSE_WAIT) return far.uid;
+    if (far.state != TCP_SYN_RECV) break;
+    const timespec pause{0, 2'000'000};
+    ::nanosleep(&pause, nullptr);
+  }
+  errno = EAGAIN;
+  return std::nullopt;
+}
+
+bool ends_of(int connected, sockaddr_storage& local, sockaddr_storage& peer) {
+  socklen_t local_length = sizeof local;
+  socklen_t peer_length = sizeof peer;
+  return ::getsockname(connected, reinterpret_cast<sockaddr*>(&local), &local_length) == 0 &&
+         ::getpeername(connected, reinterpret_cast<sockaddr*>(&peer), &peer_length) == 0;
+}
+
 }  // namespace
+
+std::optional<uid_t> tcp_peer_owner_from_proc(int connected) {
+  sockaddr_storage local{};
+  sockaddr_storage peer{};
+  if (!ends_of(connected, local, peer)) return std::nullopt;
+  return proc_peer_owner(local, peer);
+}
 
 std::optional<uid_t> tcp_peer_owner(int connected) {
   sockaddr_storage local{};
@@ -111,6 +245,7 @@ std::optional<uid_t> tcp_peer_owner(int connected) {
   put_end(local, request.body.id.idiag_dport, request.body.id.idiag_dst);
   request.body.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
   request.body.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+  if (!sock_diag_has_inet()) return proc_peer_owner(local, peer);
   // Loopback's final ACK is handled in a softirq that may not have run yet when the connect is
   // seen complete: up to ~100 ms for the far end to become a full socket.
   for (int attempt = 0; attempt < 50; ++attempt) {
@@ -129,8 +264,38 @@ std::optional<uid_t> tcp_peer_owner(int connected) {
   return std::nullopt;
 }
 
+std::optional<uid_t> tcp_listener_owner_from_proc(const sockaddr_storage& address) {
+  std::optional<uid_t> owner;
+  for (const int family : {static_cast<int>(address.ss_family), AF_INET6}) {
+    __be32 wanted[4] = {};
+    std::uint16_t port = 0;
+    table_words(address, family, wanted, port);
+    static const __be32 kAny[4] = {};
+    const std::size_t bytes = family == AF_INET ? 4 : 16;
+    uid_t other = 0;
+    const bool found_other = walk_proc(family, [&](const ProcSocket& s) {
+      if (s.state != TCP_LISTEN || s.local_port != port) return false;
+      if (std::memcmp(s.local, wanted, bytes) != 0 && std::memcmp(s.local, kAny, bytes) != 0) {
+        return false;
+      }
+      if (s.uid == 0) {
+        owner = 0;
+        return false;
+      }
+      other = s.uid;
+      return true;
+    });
+    if (found_other) return other;
+    if (errno != ENOENT) return std::nullopt;
+    if (address.ss_family != AF_INET) break;
+  }
+  if (!owner) errno = ENOENT;
+  return owner;
+}
+
 std::optional<uid_t> tcp_listener_owner(const sockaddr_storage& address) {
   std::optional<uid_t> owner;
+  if (!sock_diag_has_inet()) return tcp_listener_owner_from_proc(address);
   // IPv4: the IPv4 table, then the IPv6 one (a dual-stack listener takes IPv4 connections).
   const bool v4 = address.ss_family == AF_INET;
   const int families[] = {address.ss_family, AF_INET6};

@@ -26,4 +26,9 @@ std::optional<uid_t> tcp_peer_owner(int connected);
 // errno from sock_diag.
 std::optional<uid_t> tcp_listener_owner(const sockaddr_storage& address);
 
+// The same two answers read from /proc/self/net/tcp and tcp6, which the two above use where
+// sock_diag has no inet_diag (a module that cannot be loaded). Exposed for the unit tests.
+std::optional<uid_t> tcp_peer_owner_from_proc(int connected);
+std::optional<uid_t> tcp_listener_owner_from_proc(const sockaddr_storage& address);
+
 }  // namespace oarbank

@@ -426,7 +426,7 @@ TEST_F(SandboxRun, ABareSandboxExecEgressModuleReachesTheProxyAloneThroughItsRel
   config_path = tree.write_json("agent-relay.json", config);
   const std::string policy_file = tree.write_json("egress.json", egress_policy());
   if (!sock_diag_answers()) {
-    // The relay could not check whose proxy it reached: fail closed, named (session 16).
+    // The relay could not check whose proxy it reached: fail closed, named (session 17).
     RunOptions o;
     o.env = env();
     RunResult r = run_command(
@@ -582,8 +582,8 @@ void stop_rogue(pid_t pid) {
   ::waitpid(pid, nullptr, 0);
 }
 
-// Whether this kernel's sock_diag says who listens (inet_diag; the kernel matrix's guests boot
-// without modules, and their kernels have it as one).
+// Whether this kernel says who listens (sock_diag's inet_diag, else /proc/self/net/tcp: the
+// kernel matrix's guests boot without modules, and their kernels have inet_diag as one).
 bool sock_diag_answers() {
   TcpListener listener;
   sockaddr_storage address{};
@@ -602,7 +602,7 @@ bool sock_diag_answers() {
 TEST_F(SandboxRun, AnotherUsersListenerOnProxyListenIsNeverTheModulesProxy) {
   if (!running_as_root()) GTEST_SKIP() << "network namespaces need root";
   if (kernel_landlock_abi() < 4) GTEST_SKIP() << "egress-allowlist needs Landlock ABI 4";
-  if (!sock_diag_answers()) GTEST_SKIP() << "no inet_diag in this kernel: relays are refused";
+  if (!sock_diag_answers()) GTEST_SKIP() << "no socket owners from this kernel: relays are refused";
   int port = 0;
   {
     TcpListener probe;
