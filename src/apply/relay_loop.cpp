@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct Link {
   UniqueFd client;    // accepted in the module's namespace
   UniqueFd upstream;  // to the proxy, in the node's namespace
   bool connecting = true;
+  // Connected, not yet known to reach root's proxy: nothing is passed until it is (session
+  // 17's review: the far end names its owner only once accepted).
+  bool verifying = false;
+  std::chrono::steady_clock::time_point verify_deadline;
   bool failed = false;
   Flow up;    // client -> upstream
   Flow down;  // upstream -> client
@@ -87,13 +92,28 @@ short flow_events_from(const Flow& flow) {
 }
 short flow_events_to(const Flow& flow) { return !flow.done && flow.in_pipe > 0 ? POLLOUT : 0; }
 
-// The proxy the relay reached is root's socket (attack review, session 16): proxy_listen's
-// port is unprivileged, so another local user could listen there once the proxy is gone and
-// be the module's proxy for every destination. The far end's socket inherits its listener's
-// owner, so this asks about the very connection made, not the port a moment before.
-bool reached_roots_proxy(int upstream) {
-  const auto owner = tcp_peer_owner(upstream);
-  return owner && *owner == 0;
+// Whether the proxy the relay reached is root's (attack reviews, sessions 16 and 17):
+// proxy_listen's port is unprivileged, so another local user could listen there once the
+// proxy is gone and be the module's proxy for every destination. Asked of the very connection
+// made, once the far end is accepted: its owner is then the accepting process's user.
+// Long enough for a loaded proxy to accept; a listener that never does is dropped.
+constexpr auto kVerifyWithin = std::chrono::seconds(5);
+
+void start_verifying(Link& link) {
+  link.verifying = true;
+  link.verify_deadline = std::chrono::steady_clock::now() + kVerifyWithin;
+}
+
+// Advances a verifying link: done (root's), failed (another's, closed, out of time), or still
+// waiting.
+void verify(Link& link) {
+  const auto owner = tcp_peer_owner(link.upstream.get());
+  if (owner) {
+    link.verifying = false;
+    link.failed = *owner != 0;
+  } else if (errno != EAGAIN || std::chrono::steady_clock::now() >= link.verify_deadline) {
+    link.failed = true;
+  }
 }
 
 void set_no_delay(int fd) {
@@ -116,7 +136,7 @@ void accept_waiting(int listener, const RelayTarget& target, std::size_t max_lin
                              reinterpret_cast<const sockaddr*>(&target.address), target.length);
     if (rc != 0 && errno != EINPROGRESS) continue;  // the proxy is not there: refused, closed
     link->connecting = rc != 0;
-    if (!link->connecting && !reached_roots_proxy(link->upstream.get())) continue;
+    if (!link->connecting) start_verifying(*link);
     set_no_delay(client.get());
     set_no_delay(link->upstream.get());
     link->client = std::move(client);
@@ -133,11 +153,14 @@ void run_relay(int listener, const RelayTarget& target, int module_pidfd, std::s
     fds.clear();
     fds.push_back({module_pidfd, POLLIN, 0});
     fds.push_back({listener, POLLIN, 0});
+    bool any_verifying = false;
     for (const auto& link : links) {
       short client = 0;
       short upstream = 0;
       if (link->connecting) {
         upstream = POLLOUT;
+      } else if (link->verifying) {
+        any_verifying = true;  // asked again each round, every 2 ms, until it is known
       } else {
         client = static_cast<short>(flow_events_from(link->up) | flow_events_to(link->down));
         upstream = static_cast<short>(flow_events_from(link->down) | flow_events_to(link->up));
@@ -145,7 +168,7 @@ void run_relay(int listener, const RelayTarget& target, int module_pidfd, std::s
       fds.push_back({link->client.get(), client, 0});
       fds.push_back({link->upstream.get(), upstream, 0});
     }
-    if (::poll(fds.data(), fds.size(), -1) < 0) {
+    if (::poll(fds.data(), fds.size(), any_verifying ? 2 : -1) < 0) {
       if (errno == EINTR) continue;
       return;
     }
@@ -154,6 +177,14 @@ void run_relay(int listener, const RelayTarget& target, int module_pidfd, std::s
       Link& link = *links[i];
       const short client = fds[2 + 2 * i].revents;
       const short upstream = fds[3 + 2 * i].revents;
+      if (link.verifying) {
+        if (((client | upstream) & (POLLERR | POLLNVAL | POLLHUP)) != 0) {
+          link.failed = true;
+        } else {
+          verify(link);  // its bytes move from the next round on
+        }
+        continue;
+      }
       if (client == 0 && upstream == 0) continue;
       if (((client | upstream) & (POLLERR | POLLNVAL)) != 0) {
         link.failed = true;
@@ -169,10 +200,8 @@ void run_relay(int listener, const RelayTarget& target, int module_pidfd, std::s
           continue;
         }
         link.connecting = false;
-        if (!reached_roots_proxy(link.upstream.get())) {
-          link.failed = true;
-          continue;
-        }
+        start_verifying(link);
+        continue;
       }
       if (!pump(link.up, link.client.get(), link.upstream.get()) ||
           !pump(link.down, link.upstream.get(), link.client.get())) {

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <functional>
 
 #include "sys/unique_fd.hpp"
@@ -23,6 +22,18 @@ struct DiagRequest {
   nlmsghdr header;
   inet_diag_req_v2 body;
 };
+
+// The owner of the far end as the kernel lists it: only a socket that has been accepted (it has
+// an inode) says who serves the connection: the accepting process's user. Before accept the
+// kernel reports root (Linux 6.12: no inode yet) or the listener's owner (later kernels), and
+// a request socket (SYN_RECV, kept so by TCP_DEFER_ACCEPT) root: not yet an answer (EAGAIN).
+// Closed before it could be seen (a timewait socket, listed as root's): ECONNRESET.
+std::optional<uid_t> judge_far_end(int state, unsigned long inode, uid_t uid) {
+  const bool open = state == TCP_ESTABLISHED || state == TCP_CLOSE_WAIT;
+  if (open && inode != 0) return uid;
+  errno = open || state == TCP_SYN_RECV ? EAGAIN : ECONNRESET;
+  return std::nullopt;
+}
 
 // The address and port of one end, as inet_diag's id spells them (network order). An IPv4
 // address asked of the IPv6 table is its mapped form (::ffff:a.b.c.d).
@@ -105,6 +116,7 @@ struct ProcSocket {
   std::uint16_t remote_port = 0;
   int state = 0;
   uid_t uid = 0;
+  unsigned long inode = 0;
 };
 
 bool parse_end(const char* text, __be32 (&address)[4], std::uint16_t& port, std::size_t words) {
@@ -131,8 +143,9 @@ bool walk_proc(int family, const std::function<bool(const ProcSocket&)>& visit) 
     while (!found && std::fgets(line, sizeof line, table) != nullptr) {
       char local[64], remote[64];
       unsigned state = 0, uid = 0;
-      if (std::sscanf(line, " %*u: %63s %63s %X %*s %*s %*s %u", local, remote, &state, &uid) !=
-          4) {
+      unsigned long inode = 0;
+      if (std::sscanf(line, " %*u: %63s %63s %X %*s %*s %*s %u %*u %lu", local, remote, &state,
+                      &uid, &inode) != 5) {
         continue;
       }
       ProcSocket socket;
@@ -142,6 +155,7 @@ bool walk_proc(int family, const std::function<bool(const ProcSocket&)>& visit) 
       }
       socket.state = static_cast<int>(state);
       socket.uid = uid;
+      socket.inode = inode;
       found = visit(socket);
     }
   }
@@ -199,16 +213,9 @@ bool find_far_end(const sockaddr_storage& local, const sockaddr_storage& peer, P
 }
 
 std::optional<uid_t> proc_peer_owner(const sockaddr_storage& local, const sockaddr_storage& peer) {
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    ProcSocket far{};
-    if (!find_far_end(local, peer, far)) return std::nullopt;
-    if (far.state == TCP_ESTABLISHED || far.state == TCP_CLOSE_WAIT) return far.uid;
-    if (far.state != TCP_SYN_RECV) break;
-    const timespec pause{0, 2'000'000};
-    ::nanosleep(&pause, nullptr);
-  }
-  errno = EAGAIN;
-  return std::nullopt;
+  ProcSocket far{};
+  if (!find_far_end(local, peer, far)) return std::nullopt;
+  return judge_far_end(far.state, far.inode, far.uid);
 }
 
 bool ends_of(int connected, sockaddr_storage& local, sockaddr_storage& peer) {
@@ -246,22 +253,11 @@ std::optional<uid_t> tcp_peer_owner(int connected) {
   request.body.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
   request.body.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
   if (!sock_diag_has_inet()) return proc_peer_owner(local, peer);
-  // Loopback's final ACK is handled in a softirq that may not have run yet when the connect is
-  // seen complete: up to ~100 ms for the far end to become a full socket.
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    inet_diag_msg found{};
-    if (!ask(
-            request, [](const inet_diag_msg&) { return true; }, found))
-      return std::nullopt;
-    if (found.idiag_state == TCP_ESTABLISHED || found.idiag_state == TCP_CLOSE_WAIT) {
-      return found.idiag_uid;
-    }
-    if (found.idiag_state != TCP_SYN_RECV) break;
-    const timespec pause{0, 2'000'000};
-    ::nanosleep(&pause, nullptr);
-  }
-  errno = EAGAIN;
-  return std::nullopt;
+  inet_diag_msg found{};
+  if (!ask(
+          request, [](const inet_diag_msg&) { return true; }, found))
+    return std::nullopt;
+  return judge_far_end(found.idiag_state, found.idiag_inode, found.idiag_uid);
 }
 
 std::optional<uid_t> tcp_listener_owner_from_proc(const sockaddr_storage& address) {

@@ -9,13 +9,12 @@
 
 namespace oarbank {
 
-// The uid that made the full socket `connected` (a TCP socket whose connect completed) is
-// connected to, in this process's network namespace: the accepted (or still queued) socket at
-// the far end inherits its listener's owner. Only an established (or closing) full socket
-// counts: a request socket (SYN_RECV, which a listener with TCP_DEFER_ACCEPT keeps until data
-// comes) is reported as uid 0 whoever listens, so it is waited for briefly (the final ACK may
-// still be on its way) and then refused. nullopt with errno set: none (ENOENT), still a request
-// socket (EAGAIN), or sock_diag cannot be asked.
+// The user of the process that accepted the far end of `connected` (a TCP socket whose
+// connect completed), in this process's network namespace: the one that reads what is sent.
+// nullopt with errno set: EAGAIN, not accepted yet (still in the listener's queue, or a request
+// socket, which TCP_DEFER_ACCEPT keeps until data comes: the kernel reports either as root's,
+// or as the listener's, so neither is an answer; ask again); ECONNRESET, closed before it could
+// be seen; ENOENT, none; or sock_diag's or /proc's error.
 std::optional<uid_t> tcp_peer_owner(int connected);
 
 // The owner of the TCP listeners that take connections to `address` in this process's network
