@@ -120,6 +120,7 @@ struct ProcSocket {
 };
 
 bool parse_end(const char* text, __be32 (&address)[4], std::uint16_t& port, std::size_t words) {
+  if (std::strlen(text) != 8 * words + 5) return false;  // "WORDS:PORT", as the kernel prints
   for (std::size_t i = 0; i < words; ++i) {
     unsigned value = 0;
     if (std::sscanf(text + 8 * i, "%8X", &value) != 1) return false;
