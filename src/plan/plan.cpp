@@ -267,7 +267,8 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
 
   if (request.own_terminal) {
     // /dev/tty is the opener's controlling terminal: under sandbox-run the pty made for the
-    // module (its slave the module's own), or none (ENXIO). Read, write and its termios.
+    // module, or none (ENXIO). Read, write and its termios. Opening it checks /dev/tty's own
+    // permissions (0666), whoever owns the pty's slave.
     rules.optional("/dev/tty", landlock::device_rw_rights() | LANDLOCK_ACCESS_FS_IOCTL_DEV,
                    "the module's controlling terminal: sandbox-run's pty of its own, never the "
                    "operator's");
