@@ -41,12 +41,16 @@ struct ReadyMessage {
 };
 
 constexpr int kNotRootsListener = 4;
-constexpr const char* kRelaySteps[] = {
-    "", "setns back to the node's namespace", "dropping root (setgroups, setresgid, setresuid)",
-    "prctl(PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE)", "",
-    // Fail closed: without an answer no connection could be checked.
+// Fail closed: without an answer no connection could be checked.
+constexpr const char* kAskingOwners =
     "asking the kernel whose socket listens at proxy_listen (NETLINK_SOCK_DIAG, else "
-    "/proc/self/net/tcp)"};
+    "/proc/self/net/tcp)";
+constexpr const char* kRelaySteps[] = {"",
+                                       "setns back to the node's namespace",
+                                       "dropping root (setgroups, setresgid, setresuid)",
+                                       "prctl(PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE)",
+                                       "",
+                                       kAskingOwners};
 
 // The relay process: never returns.
 [[noreturn]] void relay_main(const RelaySettings& settings, const RelayTarget& target, int listener,
