@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <vector>
 
 #include "sys/unique_fd.hpp"
 
@@ -104,12 +105,9 @@ bool ask(DiagRequest request, const std::function<bool(const inet_diag_msg&)>& v
   }
 }
 
-// The same questions asked of /proc/self/net/tcp and tcp6, for kernels whose sock_diag has no
-// inet_diag (built as a module that cannot be loaded: the kernel matrix's guests boot with
-// none). One line a socket: "sl local rem st ... uid ...", addresses as the kernel's 32-bit
-// words in hex (each word as stored, so compared raw), ports in hex. A request socket is
-// listed with its listener's uid and state SYN_RECV, so the state is checked here too.
-struct ProcSocket {
+// One socket of the kernel's TCP table as either source lists it: addresses as the kernel's
+// 32-bit words (network order), ports in host order.
+struct TableSocket {
   __be32 local[4] = {};
   std::uint16_t local_port = 0;
   __be32 remote[4] = {};
@@ -119,6 +117,36 @@ struct ProcSocket {
   unsigned long inode = 0;
 };
 
+using Visit = std::function<bool(const TableSocket&)>;
+
+TableSocket from_diag(const inet_diag_msg& message) {
+  TableSocket socket;
+  std::memcpy(socket.local, message.id.idiag_src, sizeof socket.local);
+  std::memcpy(socket.remote, message.id.idiag_dst, sizeof socket.remote);
+  socket.local_port = ntohs(message.id.idiag_sport);
+  socket.remote_port = ntohs(message.id.idiag_dport);
+  socket.state = message.idiag_state;
+  socket.uid = message.idiag_uid;
+  socket.inode = message.idiag_inode;
+  return socket;
+}
+
+// The sockets of `family` in `states` (a bit per TCP state) by sock_diag, until `visit` returns
+// true. False with errno: ENOENT (none matched), EAFNOSUPPORT (no inet_diag), another error.
+bool walk_diag(int family, unsigned states, const Visit& visit) {
+  DiagRequest request{};
+  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  request.body.sdiag_family = static_cast<__u8>(family);
+  request.body.idiag_states = states;
+  inet_diag_msg found{};
+  return ask(
+      request, [&](const inet_diag_msg& message) { return visit(from_diag(message)); }, found);
+}
+
+// The same of /proc/self/net/tcp and tcp6, for kernels whose sock_diag has no inet_diag (built
+// as a module that cannot be loaded: the kernel matrix's guests boot with none). One line a
+// socket: "sl local rem st ... uid timeout inode ...", addresses as the kernel's 32-bit words in
+// hex (each word as stored, so compared raw), ports in hex.
 bool parse_end(const char* text, __be32 (&address)[4], std::uint16_t& port, std::size_t words) {
   if (std::strlen(text) != 8 * words + 5) return false;  // "WORDS:PORT", as the kernel prints
   for (std::size_t i = 0; i < words; ++i) {
@@ -132,9 +160,7 @@ bool parse_end(const char* text, __be32 (&address)[4], std::uint16_t& port, std:
   return true;
 }
 
-// Each socket of the table of `family` until `visit` returns true. False with errno set when
-// the table cannot be read.
-bool walk_proc(int family, const std::function<bool(const ProcSocket&)>& visit) {
+bool walk_proc(int family, unsigned states, const Visit& visit) {
   FILE* table = std::fopen(family == AF_INET ? "/proc/self/net/tcp" : "/proc/self/net/tcp6", "re");
   if (table == nullptr) return false;
   const std::size_t words = family == AF_INET ? 1 : 4;
@@ -146,10 +172,11 @@ bool walk_proc(int family, const std::function<bool(const ProcSocket&)>& visit) 
       unsigned state = 0, uid = 0;
       unsigned long inode = 0;
       if (std::sscanf(line, " %*u: %63s %63s %X %*s %*s %*s %u %*u %lu", local, remote, &state,
-                      &uid, &inode) != 5) {
+                      &uid, &inode) != 5 ||
+          state >= 32 || (states & (1U << state)) == 0) {
         continue;
       }
-      ProcSocket socket;
+      TableSocket socket;
       if (!parse_end(local, socket.local, socket.local_port, words) ||
           !parse_end(remote, socket.remote, socket.remote_port, words)) {
         continue;
@@ -167,56 +194,32 @@ bool walk_proc(int family, const std::function<bool(const ProcSocket&)>& visit) 
 
 // Whether sock_diag answers for TCP here (inet_diag loaded or built in); asked once.
 bool sock_diag_has_inet() {
-  static const bool answers = [] {
-    DiagRequest request{};
-    request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-    request.body.sdiag_family = AF_INET;
-    request.body.idiag_states = 1U << TCP_LISTEN;
-    inet_diag_msg found{};
-    return ask(
-               request, [](const inet_diag_msg&) { return true; }, found) ||
-           errno != EAFNOSUPPORT;
-  }();
+  static const bool answers =
+      walk_diag(AF_INET, 1U << TCP_LISTEN, [](const TableSocket&) { return true; }) ||
+      errno != EAFNOSUPPORT;
   return answers;
 }
 
-// An address of `family` as the table's words (an IPv4 one in the IPv6 table: mapped).
+enum class Source { Diag, Proc };
+
+Source source() { return sock_diag_has_inet() ? Source::Diag : Source::Proc; }
+
+bool walk(Source from, int family, unsigned states, const Visit& visit) {
+  return from == Source::Diag ? walk_diag(family, states, visit) : walk_proc(family, states, visit);
+}
+
+// The tables a connection to or from `address` may be in: its family's and, for IPv4, the
+// IPv6 one too (a dual-stack socket takes IPv4 connections, listed with mapped addresses).
+std::vector<int> tables_for(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET) return {AF_INET, AF_INET6};
+  return {address.ss_family};
+}
+
+// An address as `family`'s table words and its port in host order.
 void table_words(const sockaddr_storage& end, int family, __be32 (&words)[4], std::uint16_t& port) {
   __be16 network_port = 0;
   put_end(end, network_port, words, end.ss_family == AF_INET && family == AF_INET6);
   port = ntohs(network_port);
-}
-
-// The far end's line: its local end is our peer, its remote end is us. An IPv4 connection
-// accepted by a dual-stack listener is an IPv6 socket at the far end, listed in tcp6 with
-// mapped addresses.
-bool find_far_end(const sockaddr_storage& local, const sockaddr_storage& peer, ProcSocket& far) {
-  for (const int family : {static_cast<int>(peer.ss_family), AF_INET6}) {
-    __be32 us[4] = {}, them[4] = {};
-    std::uint16_t our_port = 0, their_port = 0;
-    table_words(local, family, us, our_port);
-    table_words(peer, family, them, their_port);
-    const std::size_t bytes = family == AF_INET ? 4 : 16;
-    if (walk_proc(family, [&](const ProcSocket& s) {
-          if (s.local_port != their_port || s.remote_port != our_port ||
-              std::memcmp(s.local, them, bytes) != 0 || std::memcmp(s.remote, us, bytes) != 0) {
-            return false;
-          }
-          far = s;
-          return true;
-        })) {
-      return true;
-    }
-    if (peer.ss_family != AF_INET) break;
-  }
-  errno = ENOENT;
-  return false;
-}
-
-std::optional<uid_t> proc_peer_owner(const sockaddr_storage& local, const sockaddr_storage& peer) {
-  ProcSocket far{};
-  if (!find_far_end(local, peer, far)) return std::nullopt;
-  return judge_far_end(far.state, far.inode, far.uid);
 }
 
 bool ends_of(int connected, sockaddr_storage& local, sockaddr_storage& peer) {
@@ -226,52 +229,64 @@ bool ends_of(int connected, sockaddr_storage& local, sockaddr_storage& peer) {
          ::getpeername(connected, reinterpret_cast<sockaddr*>(&peer), &peer_length) == 0;
 }
 
-}  // namespace
-
-std::optional<uid_t> tcp_peer_owner_from_proc(int connected) {
+// The far end of `connected`: the socket whose local end is our peer and whose remote end is
+// us. sock_diag asks for it alone (an exact lookup, every 2 ms while the relay waits); /proc is
+// read through.
+std::optional<uid_t> peer_owner(Source from, int connected) {
   sockaddr_storage local{};
   sockaddr_storage peer{};
   if (!ends_of(connected, local, peer)) return std::nullopt;
-  return proc_peer_owner(local, peer);
-}
-
-std::optional<uid_t> tcp_peer_owner(int connected) {
-  sockaddr_storage local{};
-  sockaddr_storage peer{};
-  socklen_t local_length = sizeof local;
-  socklen_t peer_length = sizeof peer;
-  if (::getsockname(connected, reinterpret_cast<sockaddr*>(&local), &local_length) != 0 ||
-      ::getpeername(connected, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) {
-    return std::nullopt;
+  TableSocket far;
+  if (from == Source::Diag) {
+    DiagRequest request{};
+    request.header.nlmsg_flags = NLM_F_REQUEST;
+    request.body.sdiag_family = static_cast<__u8>(peer.ss_family);
+    request.body.idiag_states = ~0U;
+    put_end(peer, request.body.id.idiag_sport, request.body.id.idiag_src);
+    put_end(local, request.body.id.idiag_dport, request.body.id.idiag_dst);
+    request.body.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+    request.body.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    inet_diag_msg found{};
+    if (!ask(
+            request, [](const inet_diag_msg&) { return true; }, found))
+      return std::nullopt;
+    far = from_diag(found);
+  } else {
+    bool seen = false;
+    for (const int family : tables_for(peer)) {
+      __be32 us[4] = {}, them[4] = {};
+      std::uint16_t our_port = 0, their_port = 0;
+      table_words(local, family, us, our_port);
+      table_words(peer, family, them, their_port);
+      const std::size_t bytes = family == AF_INET ? 4 : 16;
+      seen = walk_proc(family, ~0U, [&](const TableSocket& s) {
+        if (s.local_port != their_port || s.remote_port != our_port ||
+            std::memcmp(s.local, them, bytes) != 0 || std::memcmp(s.remote, us, bytes) != 0) {
+          return false;
+        }
+        far = s;
+        return true;
+      });
+      if (seen) break;
+    }
+    if (!seen) return std::nullopt;
   }
-  DiagRequest request{};
-  request.header.nlmsg_flags = NLM_F_REQUEST;
-  request.body.sdiag_family = static_cast<__u8>(peer.ss_family);
-  request.body.idiag_states = ~0U;
-  // The far end's socket: its source is our peer, its destination is us.
-  put_end(peer, request.body.id.idiag_sport, request.body.id.idiag_src);
-  put_end(local, request.body.id.idiag_dport, request.body.id.idiag_dst);
-  request.body.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
-  request.body.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-  if (!sock_diag_has_inet()) return proc_peer_owner(local, peer);
-  inet_diag_msg found{};
-  if (!ask(
-          request, [](const inet_diag_msg&) { return true; }, found))
-    return std::nullopt;
-  return judge_far_end(found.idiag_state, found.idiag_inode, found.idiag_uid);
+  return judge_far_end(far.state, far.inode, far.uid);
 }
 
-std::optional<uid_t> tcp_listener_owner_from_proc(const sockaddr_storage& address) {
+// The first listener taking `address` that is not root's; else 0 when root's listen there;
+// else nullopt (ENOENT, or the source's error).
+std::optional<uid_t> listener_owner(Source from, const sockaddr_storage& address) {
   std::optional<uid_t> owner;
-  for (const int family : {static_cast<int>(address.ss_family), AF_INET6}) {
+  for (const int family : tables_for(address)) {
     __be32 wanted[4] = {};
     std::uint16_t port = 0;
     table_words(address, family, wanted, port);
     static const __be32 kAny[4] = {};
     const std::size_t bytes = family == AF_INET ? 4 : 16;
     uid_t other = 0;
-    const bool found_other = walk_proc(family, [&](const ProcSocket& s) {
-      if (s.state != TCP_LISTEN || s.local_port != port) return false;
+    const bool found_other = walk(from, family, 1U << TCP_LISTEN, [&](const TableSocket& s) {
+      if (s.local_port != port) return false;
       if (std::memcmp(s.local, wanted, bytes) != 0 && std::memcmp(s.local, kAny, bytes) != 0) {
         return false;
       }
@@ -284,51 +299,25 @@ std::optional<uid_t> tcp_listener_owner_from_proc(const sockaddr_storage& addres
     });
     if (found_other) return other;
     if (errno != ENOENT) return std::nullopt;
-    if (address.ss_family != AF_INET) break;
   }
   if (!owner) errno = ENOENT;
   return owner;
 }
 
+}  // namespace
+
+std::optional<uid_t> tcp_peer_owner(int connected) { return peer_owner(source(), connected); }
+
+std::optional<uid_t> tcp_peer_owner_from_proc(int connected) {
+  return peer_owner(Source::Proc, connected);
+}
+
 std::optional<uid_t> tcp_listener_owner(const sockaddr_storage& address) {
-  std::optional<uid_t> owner;
-  if (!sock_diag_has_inet()) return tcp_listener_owner_from_proc(address);
-  // IPv4: the IPv4 table, then the IPv6 one (a dual-stack listener takes IPv4 connections).
-  const bool v4 = address.ss_family == AF_INET;
-  const int families[] = {address.ss_family, AF_INET6};
-  for (std::size_t f = 0; f < (v4 ? 2U : 1U); ++f) {
-    const int family = families[f];
-    DiagRequest request{};
-    request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-    request.body.sdiag_family = static_cast<__u8>(family);
-    request.body.idiag_states = 1U << TCP_LISTEN;
-    __be16 port = 0;
-    __be32 wanted[4] = {};
-    put_end(address, port, wanted, v4 && family == AF_INET6);
-    const std::size_t length = family == AF_INET ? 4 : 16;
-    static const __be32 kAny[4] = {};
-    bool seen_root = false;
-    inet_diag_msg found{};
-    // The first listener that is not root's stops the walk; root's are counted.
-    const bool other = ask(
-        request,
-        [&](const inet_diag_msg& listener) {
-          if (listener.id.idiag_sport != port) return false;
-          if (std::memcmp(listener.id.idiag_src, wanted, length) != 0 &&
-              std::memcmp(listener.id.idiag_src, kAny, length) != 0) {
-            return false;
-          }
-          if (listener.idiag_uid != 0) return true;
-          seen_root = true;
-          return false;
-        },
-        found);
-    if (other) return found.idiag_uid;
-    if (errno != ENOENT) return std::nullopt;
-    if (seen_root) owner = 0;
-  }
-  if (!owner) errno = ENOENT;
-  return owner;
+  return listener_owner(source(), address);
+}
+
+std::optional<uid_t> tcp_listener_owner_from_proc(const sockaddr_storage& address) {
+  return listener_owner(Source::Proc, address);
 }
 
 }  // namespace oarbank
