@@ -94,11 +94,7 @@ int run_sandbox_check(const CheckArgs& options) {
     // The launcher's identity step (apply/launch.cpp): the module user reads, writes and
     // searches work and temp, reads and searches data; a directory it cannot is 70 there, so
     // here too (session 16's review: root's 0755 work was "can run"). Asked as that user.
-    std::vector<std::pair<std::string, std::string>> roles;
-    if (policy.work) roles.emplace_back("work", *policy.work);
-    for (const auto& path : policy.data) roles.emplace_back("data", path);
-    if (policy.temp) roles.emplace_back("temp", *policy.temp);
-    for (const auto& [role, path] : roles) {
+    for (const auto& [path, role] : writable_dirs_of(policy)) {
       struct stat st {};
       if (::stat(path.c_str(), &st) != 0) continue;  // missing: judged below
       const int mode = writable_access_mode(role, S_ISDIR(st.st_mode));

@@ -12,6 +12,14 @@
 
 namespace oarbank {
 
+std::vector<Plan::WritablePath> writable_dirs_of(const Policy& policy) {
+  std::vector<Plan::WritablePath> dirs;
+  if (policy.work) dirs.push_back({*policy.work, "work"});
+  for (const auto& path : policy.data) dirs.push_back({path, "data"});
+  if (policy.temp) dirs.push_back({*policy.temp, "temp"});
+  return dirs;
+}
+
 const std::vector<std::string>& base_read_execute_paths() {
   static const std::vector<std::string> kPaths = {
       "/usr",  "/lib", "/lib32", "/lib64", "/bin",
@@ -220,18 +228,12 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
   const std::size_t writable_begin = ll.path_rules.size();
   const std::string writable_why =
       policy.exec_writable ? "every file right (exec_writable)" : "every file right but execute";
-  if (policy.work) {
-    rules.required("/work", *policy.work, writable, "work: " + writable_why);
-    plan.writable_dirs.push_back({*policy.work, "work"});
-  }
+  if (policy.work) rules.required("/work", *policy.work, writable, "work: " + writable_why);
   for (std::size_t i = 0; i < policy.data.size(); ++i) {
     rules.required(fmt::format("/data/{}", i), policy.data[i], writable, "data: " + writable_why);
-    plan.writable_dirs.push_back({policy.data[i], "data"});
   }
-  if (policy.temp) {
-    rules.required("/temp", *policy.temp, writable, "temp: " + writable_why);
-    plan.writable_dirs.push_back({*policy.temp, "temp"});
-  }
+  if (policy.temp) rules.required("/temp", *policy.temp, writable, "temp: " + writable_why);
+  plan.writable_dirs = writable_dirs_of(policy);
   const std::size_t writable_end = ll.path_rules.size();
   for (const auto& path : base_read_execute_paths()) {
     rules.optional(path, read_exec, "base system: read and execute");

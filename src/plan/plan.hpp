@@ -125,6 +125,10 @@ struct Plan {
   std::vector<CapabilityVerdict> relies_on;
 };
 
+// The policy's writable paths with their roles, in the plan's order (work, data..., temp): what
+// the launcher's identity step and sandbox-check ask the module user's access to.
+std::vector<Plan::WritablePath> writable_dirs_of(const Policy& policy);
+
 // The base system of the page's mapping table.
 const std::vector<std::string>& base_read_execute_paths();
 const std::vector<std::string>& base_device_paths();
