@@ -41,11 +41,10 @@ constexpr std::int64_t kLastRunGranularity = 3600;
                                          (err != 0 ? ": " + errno_text(err) : std::string()));
 }
 
-// database_names over a file's text (plan/uid_leases.hpp). A missing file names nothing.
-bool file_names(const char* path, std::uint32_t id, bool primary_group = false) {
+// A file's whole text; a missing one is empty (it names and delegates nothing).
+std::string file_text(const std::string& path) {
   std::ifstream in(path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return database_names(text, id, primary_group);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // Whether /etc/nsswitch.conf names a source other than "files" for passwd or group.
@@ -335,16 +334,15 @@ std::string leased_uid_conflict(std::uint32_t uid) {
   if (::lstat(reservation.c_str(), &st) == 0) {
     return "reserved by systemd for a dynamic user (" + reservation + " exists)";
   }
-  if (file_names("/etc/passwd", uid)) return "named by /etc/passwd";
-  if (file_names("/etc/passwd", uid, true)) return "named by /etc/passwd as an account's group";
-  if (file_names("/etc/group", uid)) return "named by /etc/group";
+  const std::string passwd = file_text("/etc/passwd");
+  if (database_names(passwd, uid)) return "named by /etc/passwd";
+  if (database_names(passwd, uid, true)) return "named by /etc/passwd as an account's group";
+  if (database_names(file_text("/etc/group"), uid)) return "named by /etc/group";
   // The number is the module's uid and its gid: a range of either file holding it lets the
   // range's owner be the module's user or group. A missing file delegates nothing.
   for (const char* name : {"/subuid", "/subgid"}) {
     const std::string path = subordinate_ids_dir() + name;
-    std::ifstream in(path);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (auto line = subordinate_range_holding(text, uid)) {
+    if (auto line = subordinate_range_holding(file_text(path), uid)) {
       return "delegated by " + path + " (" + *line +
              ") to that user as a subordinate id, which newuidmap and newgidmap let them run "
              "processes as";
