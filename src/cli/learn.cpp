@@ -219,8 +219,6 @@ int run_learn(const RunArgs& options) {
       };
       const std::string end = result.value("end", "");
       const int exit_code = result.value("exit_code", -1);
-      const nlohmann::json before_round = proposed;
-      const std::size_t changes_before_round = changes.size();
       bool conditional_only = false;
       // Two passes: what the refusals need first; then a refusal the program carries on
       // without (nscd's socket) only when the trial failed and nothing else was added, so
@@ -249,7 +247,8 @@ int run_learn(const RunArgs& options) {
       }
       conditional_round.reset();
       if (conditional_only) {
-        conditional_round = ConditionalRound{end, exit_code, before_round, changes_before_round};
+        // `started` is still the proposal this round began with (set above, before its grants).
+        conditional_round = ConditionalRound{end, exit_code, started, started_changes};
       }
       if (added == 0) break;  // nothing more a policy can grant
     }
