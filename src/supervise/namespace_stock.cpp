@@ -32,6 +32,7 @@
 #include "apply/module_network.hpp"
 #include "sys/descriptor_passing.hpp"
 #include "sys/error.hpp"
+#include "sys/trusted_input.hpp"
 
 namespace oarbank {
 namespace {
@@ -119,10 +120,7 @@ std::optional<StockAddress> read_stock_address(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) return std::nullopt;
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
-      (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return std::nullopt;
-  }
+  if (::fstat(fd.get(), &st) != 0 || !own_unshared_regular_file(st)) return std::nullopt;
   char text[128] = {};
   const ssize_t n = ::read(fd.get(), text, sizeof text - 1);
   if (n <= 0) return std::nullopt;

@@ -23,6 +23,7 @@
 #include "supervise/run_state.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"
+#include "sys/trusted_input.hpp"
 #include "sys/unique_fd.hpp"
 
 namespace oarbank {
@@ -267,7 +268,7 @@ class LockedRegistry {
   bool trusted(int fd, const std::string& name, std::optional<std::size_t> size = {}) {
     struct stat st {};
     if (::fstat(fd, &st) != 0) registry_failure(dir_, "fstat " + name, errno);
-    return S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 022) == 0 &&
+    return own_unshared_regular_file(st) &&
            (!size || (st.st_nlink == 1 && st.st_size == static_cast<off_t>(*size)));
   }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <optional>
 #include <string>
@@ -25,5 +26,12 @@ namespace oarbank {
 // (an lstat that fails) is wrong too.
 std::optional<std::string> untrusted_input_problem(const std::string& path, int fd,
                                                    const struct stat& st);
+
+// Whether `st` is a regular file of this process's effective user that neither group nor
+// others may write: what a file this process wrote for itself (the module user registry's, the
+// namespace stock's address) must be before it is believed.
+inline bool own_unshared_regular_file(const struct stat& st) {
+  return S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
 
 }  // namespace oarbank
