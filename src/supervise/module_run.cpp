@@ -709,6 +709,17 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
                  std::to_string(limits_.memory_max.value_or(0)) + " bytes; " +
                  std::to_string(result.oom_kills) + " process(es) killed)");
   }
+  // Nothing else records a fork refused at pids.max (no audit record, no seccomp notice): the
+  // module's own message, if it prints one, is an EAGAIN that names no limit.
+  if (result.process_limit_hits.value_or(0) > 0) {
+    const std::string leaf_limit =
+        limits_.pids_max ? "its leaf's pids.max " + std::to_string(*limits_.pids_max) +
+                               " (the node's \"pids_max\") or a limit above it"
+                         : "a pids.max above its leaf";
+    request_.say("the module's fork or clone was refused " +
+                 std::to_string(*result.process_limit_hits) + " time(s) at " + leaf_limit +
+                 ", such as the unit's TasksMax=; no policy key raises it");
+  }
   if (result.timed_out) {
     request_.say("the module ran past --timeout " + seconds_text(*request_.timeout_seconds) +
                  " s and was stopped");

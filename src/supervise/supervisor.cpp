@@ -563,6 +563,7 @@ void Supervision::teardown() {
     const auto oom_kills = read_cgroup_key(leaf + "/memory.events", "oom_kill");
     const bool memory = oom_kills.has_value();
     result_.oom_kills = oom_kills.value_or(0);
+    result_.process_limit_hits = read_cgroup_key(leaf + "/pids.events", "max");
     if (launch_.usage) {
       result_.cpu_usec = read_cgroup_key(leaf + "/cpu.stat", "usage_usec");
       if (memory) result_.memory_peak_bytes = read_cgroup_number(leaf + "/memory.peak");
@@ -643,6 +644,7 @@ std::string run_result_to_json(const RunResult& r, const std::string& id) {
       {"timed_out", r.timed_out},
       {"stop_signal", r.stop_signal != 0 ? nlohmann::json(r.stop_signal) : nlohmann::json(nullptr)},
       {"oom_killed", r.oom_kills > 0},
+      {"process_limit_hits", optional(r.process_limit_hits)},
       {"container", r.cgroup_container ? "cgroup" : "process-group"},
       {"launcher_error",
        r.launcher_line.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.launcher_line)},

@@ -77,7 +77,10 @@ struct RunResult {
   bool timed_out = false;
   int stop_signal = 0;          // SIGINT/SIGTERM/SIGHUP that asked sandbox-run to stop
   std::uint64_t oom_kills = 0;  // memory.events oom_kill of the leaf
-  std::string launcher_line;    // what the launcher said when it failed
+  // pids.events "max" of the leaf (Linux 4.3): forks and clones refused at a pids.max, the
+  // leaf's or one above it; nullopt where the leaf has no pids controller.
+  std::optional<std::uint64_t> process_limit_hits;
+  std::string launcher_line;  // what the launcher said when it failed
   std::string verification_problem;
   std::optional<std::uint64_t> cpu_usec, memory_peak_bytes;
   bool cgroup_container = false;  // the module ran in a leaf (else its process group only)

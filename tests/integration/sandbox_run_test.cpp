@@ -403,6 +403,8 @@ TEST_F(SandboxRun, ResultCarriesTheLeafsUsage) {
   EXPECT_TRUE(j["cpu_usec"].is_number()) << j.dump();
   EXPECT_TRUE(j["memory_peak_bytes"].is_number() || j["memory_peak_bytes"].is_null()) << j.dump();
   EXPECT_EQ(j["oom_killed"], false);
+  // 0 where the leaf has the pids controller, null where it has not (this host's hybrid layout).
+  EXPECT_TRUE(j["process_limit_hits"] == 0 || j["process_limit_hits"].is_null()) << j.dump();
   // Without --result the run is the same, and leaves nothing.
   EXPECT_TRUE(run({}, payload({"exit", "0"})).exited(0));
   expect_nothing_left();
@@ -846,10 +848,21 @@ TEST_F(HardLimits, EachModuleIsATaskGroupOfItsOwnWhereTheCpuControllerIs) {
 TEST_F(HardLimits, AForkBombStopsAtPidsMax) {
   if (!have("pids")) GTEST_SKIP() << kSkipHybrid;
   use_hard_limits(16);
-  RunResult r = run({}, payload({"fork-bomb", "500"}));
+  RunResult r = run({"--result", result_path()}, payload({"fork-bomb", "500"}));
   EXPECT_TRUE(r.exited(0)) << r.describe();
   // 16 processes in the leaf: the payload and 15 children; the 16th fork gets EAGAIN.
   EXPECT_EQ(r.out, "forked 15 EAGAIN\n") << r.describe();
+  // The refusal records nothing else, so sandbox-run names the limit and its key.
+  EXPECT_NE(r.err.find("the module's fork or clone was refused 1 time(s) at its leaf's "
+                       "pids.max 16 (the node's \"pids_max\")"),
+            std::string::npos)
+      << r.describe();
+  EXPECT_EQ(result()["process_limit_hits"], 1) << result().dump();
+  // The control: under the limit, no line.
+  r = run({}, payload({"fork-bomb", "3"}));
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "forked 3 ok\n") << r.describe();
+  EXPECT_EQ(r.err.find("fork or clone was refused"), std::string::npos) << r.describe();
   expect_nothing_left();  // the 15 sleepers died with the leaf
 }
 
