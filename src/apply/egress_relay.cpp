@@ -33,24 +33,43 @@ namespace {
   throw step_error(LaunchStep::Network, what, err);
 }
 
-// What the relay tells the launcher once it is set up: 0, or the step that failed and errno.
-struct ReadyMessage {
-  int step = 0;
-  int err = 0;
-  uid_t owner = 0;  // step kNotRootsListener: whose socket listens at proxy_listen
+// Where the relay's set-up stopped, as it tells the launcher.
+enum class RelayStep : int {
+  Ready = 0,
+  JoinNodeNamespace,
+  DropRoot,
+  NoNewPrivs,
+  NotRootsListener,  // a listener at proxy_listen is another uid's (its owner sent along)
+  AskOwners,
 };
 
-constexpr int kNotRootsListener = 4;
-// Fail closed: without an answer no connection could be checked.
-constexpr const char* kAskingOwners =
-    "asking the kernel whose socket listens at proxy_listen (NETLINK_SOCK_DIAG, else "
-    "/proc/self/net/tcp)";
-constexpr const char* kRelaySteps[] = {"",
-                                       "setns back to the node's namespace",
-                                       "dropping root (setgroups, setresgid, setresuid)",
-                                       "prctl(PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE)",
-                                       "",
-                                       kAskingOwners};
+// What each step that failed was doing, for the launcher's line (NotRootsListener has one of
+// its own).
+const char* relay_step_text(RelayStep step) {
+  switch (step) {
+    case RelayStep::JoinNodeNamespace:
+      return "setns back to the node's namespace";
+    case RelayStep::DropRoot:
+      return "dropping root (setgroups, setresgid, setresuid)";
+    case RelayStep::NoNewPrivs:
+      return "prctl(PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE)";
+    case RelayStep::AskOwners:
+      // Fail closed: without an answer no connection could be checked.
+      return "asking the kernel whose socket listens at proxy_listen (NETLINK_SOCK_DIAG, else "
+             "/proc/self/net/tcp)";
+    case RelayStep::Ready:
+    case RelayStep::NotRootsListener:
+      break;
+  }
+  return "";
+}
+
+// What the relay tells the launcher once it is set up: Ready, or the step that failed and errno.
+struct ReadyMessage {
+  RelayStep step = RelayStep::Ready;
+  int err = 0;
+  uid_t owner = 0;  // NotRootsListener: whose socket listens at proxy_listen
+};
 
 // The relay process: never returns.
 [[noreturn]] void relay_main(const RelaySettings& settings, const RelayTarget& target, int listener,
@@ -70,28 +89,28 @@ constexpr const char* kRelaySteps[] = {"",
   close_all_but({listener, node_netns, module_pidfd, ready});
   ReadyMessage message;
   if (::setns(node_netns, CLONE_NEWNET) != 0) {
-    message = {1, errno};
+    message = {RelayStep::JoinNodeNamespace, errno};
   } else if (::setgroups(0, nullptr) != 0 ||
              ::setresgid(settings.gid, settings.gid, settings.gid) != 0 ||
              ::setresuid(settings.uid, settings.uid, settings.uid) != 0) {
-    message = {2, errno};
+    message = {RelayStep::DropRoot, errno};
   } else if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
              ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
     // Not dumpable: the module (the same uid) cannot read this process's memory through
     // /proc/<pid>/mem, which still holds what the launcher held (its caller's environment).
-    message = {3, errno};
+    message = {RelayStep::NoNewPrivs, errno};
   } else if (auto owner = tcp_listener_owner(target.address); owner && *owner != 0) {
     // Attack review (session 16): proxy_listen's port is unprivileged, so when no root proxy
     // listens there any local user can, and would be this module's proxy for every
     // destination. Refused at the launch when seen; each connection is checked again.
-    message = {kNotRootsListener, 0, *owner};
+    message = {RelayStep::NotRootsListener, 0, *owner};
   } else if (!owner && errno != ENOENT) {
-    message = {5, errno};
+    message = {RelayStep::AskOwners, errno};
   }
   ::close(node_netns);
   [[maybe_unused]] auto n = ::write(ready, &message, sizeof message);
   ::close(ready);
-  if (message.step != 0) ::_exit(1);
+  if (message.step != RelayStep::Ready) ::_exit(1);
   ::prctl(PR_SET_NAME, "oarbank-relay", 0, 0, 0);
   run_relay(listener, target, module_pidfd, settings.max_connections);
   ::_exit(0);
@@ -147,18 +166,19 @@ void start_egress_relay(const RelaySettings& settings) {
   if (got != static_cast<ssize_t>(sizeof message)) {
     relay_failed("the relay to the proxy did not start (fork)", got < 0 ? errno : ECHILD);
   }
-  if (message.step < 0 || message.step >= static_cast<int>(std::size(kRelaySteps))) {
+  if (message.step < RelayStep::Ready || message.step > RelayStep::AskOwners) {
     relay_failed("the relay to the proxy answered nonsense", EPROTO);
   }
-  if (message.step == kNotRootsListener) {
+  if (message.step == RelayStep::NotRootsListener) {
     relay_failed(fmt::format("proxy_listen {}:{} is served by a socket of uid {}, not root's: "
                              "any local user may listen on that port and would be this "
                              "module's proxy; run egress-proxy as root there",
                              settings.proxy_host, settings.proxy_port, message.owner),
                  0);
   }
-  if (message.step != 0) {
-    relay_failed(std::string("the relay to the proxy: ") + kRelaySteps[message.step], message.err);
+  if (message.step != RelayStep::Ready) {
+    relay_failed(std::string("the relay to the proxy: ") + relay_step_text(message.step),
+                 message.err);
   }
   // The listener, the node's namespace and the pidfd are the relay's now; this process (the
   // module to be) keeps none of them.
