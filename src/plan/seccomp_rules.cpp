@@ -273,6 +273,72 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
       {"reboot", "swapon", "swapoff", "acct", "iopl", "ioperm", "modify_ldt", "uselib", "quotactl",
        "syslog", "vhangup"},
       EPERM, "privileged machine operations");
+  // Session 18's attack review: quotactl's descriptor form (Linux 5.14) went round the rule
+  // above (Q_SYNC ran, quota information of any mount was read).
+  rules.push_back(Rule{"quotactl_fd", 443, EPERM, {}, "privileged machine operations"});
+  // memfd_secret (Linux 5.14): its pages leave the kernel's direct map, and many of them
+  // fragment it for the whole node; no module needs it. ENOSYS, as a kernel built without it.
+  rules.push_back(Rule{"memfd_secret",
+                       447,
+                       ENOSYS,
+                       {},
+                       "secret memory leaves the kernel's direct map (fragmenting it for the "
+                       "node); ENOSYS, as a kernel without CONFIG_SECRETMEM"});
+
+  // --- What Landlock does not govern on a file it would not let the module open (session 18's
+  // attack review). Extended attributes by path: getxattr read user.* values, ACLs and labels
+  // of any file the module user may reach by path (a token in root's 0644 file outside every
+  // grant) with no Landlock check. EOPNOTSUPP, as a file system without xattrs: ls, cp -a and
+  // Python's shutil carry on. The descriptor forms stay (the open was Landlock's to allow).
+  // getxattrat and listxattrat (Linux 6.13) by number.
+  add(rules, {"getxattr", "lgetxattr", "listxattr", "llistxattr"}, EOPNOTSUPP,
+      "extended attributes by path: Landlock does not check them, so files outside the "
+      "policy's grants would be read; open the file (a read grant) and use fgetxattr");
+  rules.push_back(Rule{"getxattrat",
+                       464,
+                       EOPNOTSUPP,
+                       {},
+                       "extended attributes by path: Landlock does not check them, so files "
+                       "outside the policy's grants would be read; open the file (a read grant) "
+                       "and use fgetxattr"});
+  rules.push_back(Rule{"listxattrat",
+                       465,
+                       EOPNOTSUPP,
+                       {},
+                       "extended attributes by path: Landlock does not check them, so files "
+                       "outside the policy's grants would be read; open the file (a read grant) "
+                       "and use flistxattr"});
+  // The page cache as a channel: posix_fadvise(DONTNEED) evicted a node file's pages and
+  // preadv2(RWF_NOWAIT) then said whether anyone (another module, the node) had read it since,
+  // one bit a file a round, with no Landlock check on either. RWF_NOWAIT (8, in preadv2's
+  // flags, argument 5) answers EOPNOTSUPP, as a file that does not support it (callers read
+  // without it); DONTNEED (4) is advice the kernel may ignore: answered 0, nothing evicted.
+  // Timing a plain read still tells a cached page from one on disk (docs/seccomp.md).
+  rules.push_back(Rule{"preadv2",
+                       -1,
+                       EOPNOTSUPP,
+                       {{5, Compare::MaskedEqual, 8, 8}},
+                       "RWF_NOWAIT tells whether a page of a node file is cached (whether "
+                       "another module or the node read it)"});
+  rules.push_back(Rule{"fadvise64",
+                       -1,
+                       0,
+                       {{3, Compare::MaskedEqual, 4, 0xffffffffULL}},
+                       "POSIX_FADV_DONTNEED would evict node files' pages for everyone (and "
+                       "reset a page-cache channel): accepted and ignored"});
+  // Project ids: an owner may move its files to another project (FS_IOC_FSSETXATTR, and
+  // file_setattr of Linux 6.17), out of a project quota the node set on the writable roots
+  // (docs/sandbox-run.md). FS_IOC_FSSETXATTR is _IOW('X', 32, struct fsxattr), 0x401c5820.
+  rules.push_back(Rule{"ioctl",
+                       -1,
+                       EPERM,
+                       {{1, Compare::MaskedEqual, 0x401c5820, 0xffffffffULL}},
+                       "FS_IOC_FSSETXATTR sets a file's project id (out of a project quota)"});
+  rules.push_back(Rule{"file_setattr",
+                       469,
+                       EPERM,
+                       {},
+                       "file_setattr sets a file's project id (out of a project quota)"});
 
   // --- Other processes of the same uid. Every module runs as the node's module user, and the
   // kernel lets a process change these for any process of its own uid; Landlock's signal
@@ -369,6 +435,15 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                        {{1, Compare::MaskedEqual, F_NOTIFY, 0xffffffffULL}},
                        "directory notifications (dnotify) report activity in directories the "
                        "module does not own, as inotify's watches would"});
+  // Session 18's attack review: a lease on a file of its own (its output in work) held every
+  // opener, root's collecting the output too, in open(2) for fs.lease-break-time (45 s by
+  // default), again on each open.
+  rules.push_back(Rule{"fcntl",
+                       -1,
+                       EPERM,
+                       {{1, Compare::MaskedEqual, F_SETLEASE, 0xffffffffULL}},
+                       "a file lease holds whoever opens the file (the node collecting the "
+                       "module's output) in open(2) for fs.lease-break-time"});
   // Leaving the process group (and session) escapes a container that is a process group only,
   // and a new session may read an inherited terminal without job control. With a cgroup leaf
   // as the container (torn down by cgroup.kill, whatever the groups) and no terminal but the

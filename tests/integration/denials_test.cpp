@@ -158,6 +158,48 @@ TEST_F(Denials, EachSeccompRefusalIsRecordedOnceWithThePolicyChangeOrWhyNone) {
       << r.err;
 }
 
+// Session 18: the refusals a program falls back from without noticing (ENOSYS, EOPNOTSUPP, a
+// DONTNEED accepted and ignored) answer in the kernel and are not recorded, or `ls -l` and
+// `cp -a` would list one for every file; a file lease is a refusal like any other.
+TEST_F(Denials, QuietFallbacksAreNotRecordedAndALeaseIsWithItsReason) {
+  const std::string file = tree.path("bundle/bundle.txt");
+  RunResult r = run({},
+                    {"batch",
+                     "getxattr",
+                     file,
+                     "user.x",
+                     ",",
+                     "listxattr",
+                     file,
+                     ",",
+                     "preadv2-nowait",
+                     file,
+                     ",",
+                     "fadvise-dontneed",
+                     file,
+                     ",",
+                     "memfd_secret",
+                     ",",
+                     "fcntl-setlease",
+                     file,
+                     ",",
+                     "exit",
+                     "3"},
+                    base_policy());
+  ASSERT_TRUE(r.exited(3)) << r.describe();
+  EXPECT_EQ(r.out,
+            "errno EOPNOTSUPP\nerrno EOPNOTSUPP\nerrno EOPNOTSUPP\nok\nerrno ENOSYS\n"
+            "errno EPERM\n");
+  const auto denials = result()["denials"];
+  ASSERT_EQ(denials.size(), 1U) << denials.dump();
+  const auto lease = the_denial(denials, "fcntl");
+  EXPECT_EQ(lease["error"], "EPERM");
+  EXPECT_TRUE(lease["allowed_by"].is_null());
+  EXPECT_NE(lease["reason"].get<std::string>().find("a file lease holds whoever opens the file"),
+            std::string::npos)
+      << lease.dump();
+}
+
 TEST_F(Denials, TheSummaryOnSuccessOnlyWithTheFlag) {
   RunResult quiet = run({}, {"listen"}, base_policy());
   ASSERT_TRUE(quiet.exited(0)) << quiet.describe();

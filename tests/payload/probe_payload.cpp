@@ -36,6 +36,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -287,6 +288,86 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   if (cmd == "utimensat" && need(1)) {
     struct timespec times[2] = {{1000000000, 0}, {1000000000, 0}};
     return report(utimensat(AT_FDCWD, a[0].c_str(), times, AT_SYMLINK_NOFOLLOW));
+  }
+  // Session 18's attack review: what Landlock does not check on a path. Extended attributes
+  // read by path (-at: getxattrat, Linux 6.13, by number, with struct xattr_args {value,
+  // size, flags}), and by a descriptor the module opened (allowed).
+  if ((cmd == "getxattr" || cmd == "lgetxattr") && need(2)) {
+    char value[256];
+    const auto get = cmd == "getxattr" ? getxattr : lgetxattr;
+    const ssize_t n = get(a[0].c_str(), a[1].c_str(), value, sizeof value);
+    if (n >= 0) std::printf("value %.*s\n", static_cast<int>(n), value);
+    return report(n);
+  }
+  if (cmd == "getxattrat" && need(2)) {
+    char value[256];
+    struct {
+      std::uint64_t value, size;
+      std::uint32_t flags;
+    } args{reinterpret_cast<std::uintptr_t>(value), sizeof value, 0};
+    return report(syscall(464, AT_FDCWD, a[0].c_str(), 0, a[1].c_str(), &args, sizeof args));
+  }
+  if ((cmd == "listxattr" || cmd == "llistxattr") && need(1)) {
+    char names[1024];
+    const auto list = cmd == "listxattr" ? listxattr : llistxattr;
+    return report(list(a[0].c_str(), names, sizeof names));
+  }
+  if (cmd == "fgetxattr" && need(2)) {
+    const int fd = open(a[0].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return report(-1);
+    char value[256];
+    const ssize_t n = fgetxattr(fd, a[1].c_str(), value, sizeof value);
+    if (n >= 0) std::printf("value %.*s\n", static_cast<int>(n), value);
+    return report(n);
+  }
+  // A lease on FILE (F_SETLEASE F_RDLCK), and asking for one (F_GETLEASE).
+  if ((cmd == "fcntl-setlease" || cmd == "fcntl-getlease") && need(1)) {
+    const int fd = open(a[0].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return report(-1);
+    if (cmd == "fcntl-getlease") return report(fcntl(fd, F_GETLEASE));
+    return report(fcntl(fd, F_SETLEASE, F_RDLCK));
+  }
+  // preadv2 of FILE's first byte, with RWF_NOWAIT (8) or without.
+  if ((cmd == "preadv2" || cmd == "preadv2-nowait") && need(1)) {
+    const int fd = open(a[0].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return report(-1);
+    char byte = 0;
+    iovec v{&byte, 1};
+    return report(preadv2(fd, &v, 1, 0, cmd == "preadv2-nowait" ? 8 : 0));
+  }
+  // posix_fadvise(POSIX_FADV_DONTNEED) of FILE, which evicts its clean pages.
+  if (cmd == "fadvise-dontneed" && need(1)) {
+    const int fd = open(a[0].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return report(-1);
+    const int err = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    errno = err;
+    return report(err == 0 ? 0 : -1);
+  }
+  // quotactl_fd (443, Linux 5.14) on DIR: QCMD(Q_GETFMT, USRQUOTA), which needs no
+  // capability (ESRCH where the file system keeps no quota).
+  if (cmd == "quotactl-fd" && need(1)) {
+    const int fd = open(a[0].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return report(-1);
+    std::uint32_t format = 0;
+    return report(syscall(443, fd, 0x80000400U, 0, &format));
+  }
+  // memfd_secret (447, Linux 5.14).
+  if (cmd == "memfd_secret") return report(syscall(447, 0));
+  // FILE's fsxattr read (FS_IOC_FSGETXATTR, 0x801c581f) and written back unchanged
+  // (FS_IOC_FSSETXATTR, 0x401c5820: sets the project id); file_setattr (469, Linux 6.17)
+  // the same with the struct file_attr it reads (fa_xflags, fa_extsize, fa_nextents,
+  // fa_projid, fa_cowextsize).
+  if ((cmd == "fssetxattr" || cmd == "file_setattr") && need(1)) {
+    const int fd = open(a[0].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return report(-1);
+    std::uint32_t fsx[7] = {};
+    if (ioctl(fd, 0x801c581fUL, fsx) != 0) return report(-1);
+    if (cmd == "fssetxattr") return report(ioctl(fd, 0x401c5820UL, fsx));
+    struct {
+      std::uint64_t xflags;
+      std::uint32_t extsize, nextents, projid, cowextsize;
+    } attr{fsx[0], fsx[1], fsx[2], fsx[3], fsx[4]};
+    return report(syscall(469, fd, "", &attr, sizeof attr, AT_EMPTY_PATH));
   }
   if (cmd == "setxattr" && need(1))
     return report(setxattr(a[0].c_str(), "user.oarbank", "x", 1, 0));

@@ -54,7 +54,11 @@ TEST(SeccompRules, EveryRuleSaysWhy) {
   for (int i = 0; i < kVariantCount; ++i) {
     for (const auto& rule : rules_for(variant_from_index(i))) {
       EXPECT_FALSE(rule.why.empty()) << rule.syscall;
-      EXPECT_NE(rule.errno_value, 0) << rule.syscall;
+      // 0 makes the call return 0 without running: only advice the kernel may ignore
+      // (posix_fadvise's DONTNEED, session 18) is answered so.
+      if (rule.syscall != "fadvise64") {
+        EXPECT_NE(rule.errno_value, 0) << rule.syscall;
+      }
     }
   }
 }
