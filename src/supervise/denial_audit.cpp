@@ -62,6 +62,14 @@ std::string LandlockAuditReader::open(const std::string& mode, int landlock_abi)
   if (int err = audit_status_of(control.get(), status); err < 0) {
     return "the audit state cannot be read (AUDIT_GET: " + errno_text(-err) + ")";
   }
+  // Session 18's attack review: a module refused in a loop writes audit records as fast as
+  // it can; past the backlog (or the rate limit) the kernel calls audit_log_lost, which under
+  // AUDIT_FAIL_PANIC panics the node. Not asked for there.
+  if (status.failure == AUDIT_FAIL_PANIC) {
+    return "the node's audit failure mode is panic (auditctl -f 2): a module refused in a loop "
+           "could overflow the audit backlog and panic the node, so no Landlock refusal is "
+           "logged for it";
+  }
   if (status.enabled == 0) {
     if (mode != "enable") {
       return "audit is disabled on this node (the node's denial_audit: \"enable\" turns it on)";
