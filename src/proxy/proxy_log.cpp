@@ -1,5 +1,6 @@
 #include "proxy/proxy_log.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -52,7 +53,7 @@ std::string decision_line(const DecisionRecord& r, std::uint64_t repeated) {
   return dump(line);
 }
 
-std::string closed_line(const ClosedRecord& r) {
+std::string closed_line(const ClosedRecord& r, std::uint64_t repeated) {
   nlohmann::json line = {
       {"time", now_text()},
       {"event", "closed"},
@@ -70,23 +71,76 @@ std::string closed_line(const ClosedRecord& r) {
        r.upstream_status ? nlohmann::json(*r.upstream_status) : nlohmann::json(nullptr)},
       {"reason", r.reason},
   };
+  if (repeated > 0) line["repeated"] = repeated;
   return dump(line);
 }
 
 namespace {
-// What makes two refusals the same: everything but the client's port and the time (the
-// addresses follow from the destination). Each field's length first: no two differ in one
-// key.
-std::string repeat_key(const DecisionRecord& r) {
+// Each field's length first: no two keys run together.
+std::string key_of(std::initializer_list<const std::string*> fields) {
   std::string key;
-  for (const std::string* field : {&r.module, &r.method, &r.destination, &r.reason}) {
-    key += std::to_string(field->size()) + ":" + *field;
-  }
-  return key + std::to_string(r.status);
+  for (const std::string* field : fields) key += std::to_string(field->size()) + ":" + *field;
+  return key;
+}
+
+// What makes two decisions the same: everything but the client's port and the time (the
+// addresses follow from the destination).
+std::string repeat_key(const DecisionRecord& r) {
+  return key_of({&r.module, &r.method, &r.destination, &r.reason}) + std::to_string(r.status);
+}
+
+// Two closed connections: the same but for the client's port, the bytes and the duration.
+std::string repeat_key(const ClosedRecord& r) {
+  return key_of({&r.module, &r.method, &r.destination, &r.address, &r.outcome, &r.reason}) +
+         std::to_string(r.status) + "/" +
+         (r.upstream_status ? std::to_string(*r.upstream_status) : std::string("-"));
+}
+
+// A record counted into `into` (the last one stands for them all; a closed connection's bytes
+// are summed, its duration the longest).
+void absorb(DecisionRecord& into, const DecisionRecord& next) { into = next; }
+void absorb(ClosedRecord& into, const ClosedRecord& next) {
+  const std::uint64_t up = into.bytes_up + next.bytes_up;
+  const std::uint64_t down = into.bytes_down + next.bytes_down;
+  const std::uint64_t longest = std::max(into.duration_ms, next.duration_ms);
+  into = next;
+  into.bytes_up = up;
+  into.bytes_down = down;
+  into.duration_ms = longest;
 }
 }  // namespace
 
-bool RefusalRepeats::admit(const DecisionRecord& record, Clock::time_point now) {
+template <class Record>
+void LineRepeats<Record>::fold(const Record& record, Clock::time_point now,
+                               const std::string& past) {
+  // One count a module, whatever the destination ("fold:" cannot begin a repeat_key, which
+  // begins with a length).
+  Record folded = record;
+  folded.reason = "folded with the other " + kind_ + " of this module past " + past +
+                  " a second; the last: " + record.reason;
+  const std::string fold_key = "fold:" + std::to_string(record.module.size()) + ":" + record.module;
+  auto fold = entries_.find(fold_key);
+  if (fold == entries_.end()) {
+    entries_.emplace(fold_key, Entry{now, Repeat{std::move(folded), 1}});
+  } else {
+    absorb(fold->second.repeat.record, folded);
+    ++fold->second.repeat.count;
+  }
+}
+
+template <class Record>
+bool LineRepeats<Record>::admit(const Record& record, Clock::time_point now) {
+  if (logged_per_window_ > 0) {
+    // Each its own line up to the module's budget for the second, then folded.
+    ModuleWindow& window = modules_[record.module];
+    if (window.distinct == 0 || now - window.start >= kWindow) window = ModuleWindow{now, 0};
+    if (window.distinct < logged_per_window_) {
+      ++window.distinct;
+      return true;
+    }
+    fold(record, now, std::to_string(logged_per_window_));
+    return false;
+  }
   const std::string key = repeat_key(record);
   auto it = entries_.find(key);
   // due(now) was asked first: an entry still here is within its second.
@@ -94,21 +148,7 @@ bool RefusalRepeats::admit(const DecisionRecord& record, Clock::time_point now) 
     ModuleWindow& window = modules_[record.module];
     if (window.distinct == 0 || now - window.start >= kWindow) window = ModuleWindow{now, 0};
     if (window.distinct >= kDistinctPerWindow) {
-      // Folded: one count a module, whatever the destination ("fold:" cannot begin a
-      // repeat_key, which begins with a length).
-      DecisionRecord folded = record;
-      folded.reason = "folded with the other refusals of this module past " +
-                      std::to_string(kDistinctPerWindow) +
-                      " distinct ones a second; the last: " + record.reason;
-      const std::string fold_key =
-          "fold:" + std::to_string(record.module.size()) + ":" + record.module;
-      auto fold = entries_.find(fold_key);
-      if (fold == entries_.end()) {
-        entries_.emplace(fold_key, Entry{now, Repeat{std::move(folded), 1}});
-      } else {
-        fold->second.repeat.record = std::move(folded);
-        ++fold->second.repeat.count;
-      }
+      fold(record, now, std::to_string(kDistinctPerWindow) + " distinct ones");
       return false;
     }
     ++window.distinct;
@@ -120,7 +160,8 @@ bool RefusalRepeats::admit(const DecisionRecord& record, Clock::time_point now) 
   return false;
 }
 
-std::vector<RefusalRepeats::Repeat> RefusalRepeats::due(Clock::time_point now) {
+template <class Record>
+std::vector<typename LineRepeats<Record>::Repeat> LineRepeats<Record>::due(Clock::time_point now) {
   std::vector<Repeat> out;
   std::erase_if(modules_, [&](const auto& module) { return now - module.second.start >= kWindow; });
   for (auto it = entries_.begin(); it != entries_.end();) {
@@ -141,7 +182,8 @@ std::vector<RefusalRepeats::Repeat> RefusalRepeats::due(Clock::time_point now) {
   return out;
 }
 
-std::vector<RefusalRepeats::Repeat> RefusalRepeats::flush() {
+template <class Record>
+std::vector<typename LineRepeats<Record>::Repeat> LineRepeats<Record>::flush() {
   std::vector<Repeat> out;
   for (auto& [key, entry] : entries_) {
     if (entry.repeat.count > 0) out.push_back(std::move(entry.repeat));
@@ -151,49 +193,77 @@ std::vector<RefusalRepeats::Repeat> RefusalRepeats::flush() {
   return out;
 }
 
+template class LineRepeats<DecisionRecord>;
+template class LineRepeats<ClosedRecord>;
+
+namespace {
+// The lines of counts, refusals and allowed decisions first, then closed connections.
+std::vector<std::string> count_lines(const std::vector<RefusalRepeats::Repeat>& decisions,
+                                     const std::vector<ClosedRepeats::Repeat>& closed) {
+  std::vector<std::string> lines;
+  for (const auto& repeat : decisions) lines.push_back(decision_line(repeat.record, repeat.count));
+  for (const auto& repeat : closed) lines.push_back(closed_line(repeat.record, repeat.count));
+  return lines;
+}
+
+std::vector<RefusalRepeats::Repeat> joined(std::vector<RefusalRepeats::Repeat> first,
+                                           std::vector<RefusalRepeats::Repeat> second) {
+  for (auto& repeat : second) first.push_back(std::move(repeat));
+  return first;
+}
+}  // namespace
+
 void ProxyLog::flush() {
-  std::vector<RefusalRepeats::Repeat> open;
+  std::vector<std::string> lines;
   {
     std::lock_guard lock(mutex_);
-    open = repeats_.flush();
+    lines = count_lines(joined(refusals_.flush(), allowed_.flush()), closed_.flush());
   }
-  for (const auto& repeat : open) write(decision_line(repeat.record, repeat.count));
+  for (const auto& line : lines) write(line);
 }
 
 void ProxyLog::write_due(RefusalRepeats::Clock::time_point now) {
-  std::vector<RefusalRepeats::Repeat> due;
+  std::vector<std::string> lines;
   {
     std::lock_guard lock(mutex_);
-    due = repeats_.due(now);
+    lines = count_lines(joined(refusals_.due(now), allowed_.due(now)), closed_.due(now));
   }
-  for (const auto& repeat : due) write(decision_line(repeat.record, repeat.count));
+  for (const auto& line : lines) write(line);
 }
 
 bool ProxyLog::write_due() {
   write_due(RefusalRepeats::Clock::now());
   std::lock_guard lock(mutex_);
-  return !repeats_.empty();
+  return !refusals_.empty() || !allowed_.empty() || !closed_.empty();
 }
 
 void ProxyLog::decision(const DecisionRecord& record) {
   const auto now = RefusalRepeats::Clock::now();
   write_due(now);
-  if (!record.allowed) {
-    bool counted = false;
-    {
-      std::lock_guard lock(mutex_);
-      counted = !repeats_.admit(record, now);
-    }
-    if (counted) {
-      if (on_counted_) on_counted_();
-      return;
-    }
+  bool counted = false;
+  {
+    std::lock_guard lock(mutex_);
+    counted = !(record.allowed ? allowed_ : refusals_).admit(record, now);
+  }
+  if (counted) {
+    if (on_counted_) on_counted_();
+    return;
   }
   write(decision_line(record));
 }
 
 void ProxyLog::closed(const ClosedRecord& record) {
-  write_due(RefusalRepeats::Clock::now());
+  const auto now = RefusalRepeats::Clock::now();
+  write_due(now);
+  bool counted = false;
+  {
+    std::lock_guard lock(mutex_);
+    counted = !closed_.admit(record, now);
+  }
+  if (counted) {
+    if (on_counted_) on_counted_();
+    return;
+  }
   write(closed_line(record));
 }
 

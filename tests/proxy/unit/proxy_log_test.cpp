@@ -140,13 +140,64 @@ TEST(RefusalRepeats, TheLogWritesTheFirstLineAndTheCountAtItsEnd) {
     for (int i = 0; i < 500; ++i) log.decision(r);
     DecisionRecord allowed = r;
     allowed.allowed = true;
-    log.decision(allowed);  // never counted
+    log.decision(allowed);  // allowed: a line each, up to 100 of a module's a second
     log.decision(allowed);
     EXPECT_EQ(lines.size(), 3u);
   }
   log.flush();  // the proxy's loop ended
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(nlohmann::json::parse(lines[3])["repeated"], 499);
+}
+
+// Session 18's attack review: connections to an allowed destination that is down wrote two
+// lines each (the decision, the failed close), about 0.5 MB a second at the accept pacing's
+// most. Each is a line up to 100 of a module's a second; past that they are one folded line
+// a second per kind, with the count (and for closed ones the summed bytes).
+TEST(ProxyLog, AllowedAndClosedPastTheBudgetAreFolded) {
+  std::vector<std::string> lines;
+  ProxyLog log([&lines](std::string_view line) { lines.emplace_back(line); });
+  DecisionRecord allowed;
+  allowed.module = "m1";
+  allowed.method = "CONNECT";
+  allowed.destination = "192.0.2.1:443";
+  allowed.allowed = true;
+  allowed.reason = "on the egress allowlist";
+  ClosedRecord closed;
+  closed.module = "m1";
+  closed.method = "CONNECT";
+  closed.destination = "192.0.2.1:443";
+  closed.outcome = "connect failed";
+  closed.status = 502;
+  closed.bytes_up = 3;
+  for (int i = 0; i < 1000; ++i) {
+    allowed.client = closed.client = "127.0.0.1:" + std::to_string(30000 + i);
+    log.decision(allowed);
+    log.closed(closed);
+  }
+  // Another module has a budget of its own.
+  DecisionRecord other = allowed;
+  other.module = "m2";
+  log.decision(other);
+  EXPECT_EQ(lines.size(), 201U);
+  log.flush();
+  ASSERT_EQ(lines.size(), 203U);
+  const auto decisions = nlohmann::json::parse(lines[201]);
+  EXPECT_EQ(decisions["event"], "decision");
+  EXPECT_EQ(decisions["verdict"], "allow");
+  EXPECT_EQ(decisions["repeated"], 900);
+  EXPECT_EQ(decisions["client"], "127.0.0.1:30999");
+  EXPECT_NE(decisions["reason"].get<std::string>().find(
+                "folded with the other allowed connections of this module past 100 a second"),
+            std::string::npos)
+      << decisions.dump();
+  const auto closes = nlohmann::json::parse(lines[202]);
+  EXPECT_EQ(closes["event"], "closed");
+  EXPECT_EQ(closes["repeated"], 900);
+  EXPECT_EQ(closes["bytes_up"], 2700);
+  EXPECT_EQ(closes["outcome"], "connect failed");
+  // Each line below the budget is a connection's own, with its own client.
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["client"], "127.0.0.1:30000");
+  EXPECT_FALSE(nlohmann::json::parse(lines[1]).contains("repeated"));
 }
 
 TEST(ProxyLog, ClosedLine) {
