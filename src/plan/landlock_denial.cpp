@@ -1,5 +1,6 @@
 #include "plan/landlock_denial.hpp"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -137,6 +138,20 @@ std::optional<AuditRecord> parse_audit_record(int type, std::string_view text) {
   return record;
 }
 
+std::string canonical_endpoint(const std::string& address, const std::string& port) {
+  unsigned char bytes[16];
+  char text[INET6_ADDRSTRLEN];
+  if (::inet_pton(AF_INET, address.c_str(), bytes) == 1 &&
+      ::inet_ntop(AF_INET, bytes, text, sizeof text) != nullptr) {
+    return std::string(text) + ":" + port;
+  }
+  if (::inet_pton(AF_INET6, address.c_str(), bytes) == 1 &&
+      ::inet_ntop(AF_INET6, bytes, text, sizeof text) != nullptr) {
+    return "[" + std::string(text) + "]:" + port;
+  }
+  return "";
+}
+
 Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
                        const LandlockAdviceContext& context) {
   Denial d;
@@ -213,7 +228,16 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
     d.object = address.empty()                          ? "port " + port
                : address.find(':') != std::string::npos ? "[" + address + "]:" + port
                                                         : address + ":" + port;
-    if (connect) {
+    const bool listed =
+        std::find(context.egress_literals.begin(), context.egress_literals.end(),
+                  canonical_endpoint(address, port)) != context.egress_literals.end();
+    if (connect && listed) {
+      // Session 18's review: "name the destination in egress" for one that is named there.
+      d.reason = "direct TCP connections: " + d.object +
+                 " is on the module's egress allowlist, but a module reaches it only through "
+                 "the agent's proxy: connect through https_proxy (the environment's "
+                 "HTTPS_PROXY)";
+    } else if (connect) {
       d.reason =
           "direct TCP connections: a module reaches other hosts only through the agent's "
           "proxy (name the destination in \"egress\" and connect through https_proxy)";

@@ -35,7 +35,14 @@ struct LandlockAdviceContext {
   std::vector<std::string> writable;  // work, data, temp
   bool exec_writable = false;
   std::string temp = {};  // the policy's temp (the module's TMPDIR), empty when unset
+  // The policy's egress entries that are IP literals ("192.0.2.1:443", "[2001:db8::1]:443"):
+  // a direct connect to one of them is on the allowlist, and only the route is wrong.
+  std::vector<std::string> egress_literals = {};
 };
+
+// "ADDRESS:PORT" with the address as inet_ntop writes it ("[...]:PORT" for IPv6); "" when the
+// address is not an IP literal. How egress_literals and an audit record's address compare.
+std::string canonical_endpoint(const std::string& address, const std::string& port);
 
 // The denial of one AUDIT_LANDLOCK_ACCESS record, with the event's AUDIT_SYSCALL record (pid,
 // exe, the errno) when there is one.

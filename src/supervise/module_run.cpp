@@ -320,9 +320,15 @@ RunResult ModuleRun::run() {
     }
   }
   // Issue 14: the refusals of the run, from the filter, Landlock's audit log and the proxy.
-  denials_ = std::make_unique<RunDenials>(
-      prepared_->plan.filter, LandlockAdviceContext{writable_paths(policy), policy.exec_writable,
-                                                    policy.temp.value_or("")});
+  LandlockAdviceContext advice{writable_paths(policy), policy.exec_writable,
+                               policy.temp.value_or("")};
+  for (const auto& destination : policy.egress) {
+    if (destination.is_ip) {
+      advice.egress_literals.push_back(
+          canonical_endpoint(destination.host, std::to_string(destination.port)));
+    }
+  }
+  denials_ = std::make_unique<RunDenials>(prepared_->plan.filter, std::move(advice));
   // Started unprivileged, the module runs as this very user: only Landlock's signal scoping
   // (ABI 6) keeps it from killing or stopping its supervisor, and the container with it.
   if (!root_ && (prepared_->plan.landlock.scoped & LANDLOCK_SCOPE_SIGNAL) == 0) {

@@ -492,6 +492,33 @@ TEST(DenialGrants, TheChangeLineIsAscii) {
             "+ \"data\": \"/srv/\\u009b2J\"");
 }
 
+// Session 18's review: a direct connect to an address the allowlist names is told the route,
+// not to name the destination it already names.
+TEST(LandlockAudit, ADirectConnectToAListedAddressIsToldToUseTheProxy) {
+  LandlockAdviceContext context{{"/srv/work"}, false};
+  context.egress_literals = {canonical_endpoint("192.0.2.1", "443"),
+                             canonical_endpoint("2001:0db8::1", "443")};
+  auto listed = landlock_denial(
+      record(1423, "audit(1:1): domain=a blockers=net.connect_tcp daddr=192.0.2.1 dest=443"),
+      nullptr, context);
+  EXPECT_EQ(listed.object, "192.0.2.1:443");
+  EXPECT_NE(listed.reason.find("192.0.2.1:443 is on the module's egress allowlist, but a module "
+                               "reaches it only through the agent's proxy"),
+            std::string::npos)
+      << listed.reason;
+  auto listed6 = landlock_denial(
+      record(1423, "audit(1:1): domain=a blockers=net.connect_tcp daddr=2001:db8::1 dest=443"),
+      nullptr, context);
+  EXPECT_NE(listed6.reason.find("is on the module's egress allowlist"), std::string::npos)
+      << listed6.reason;
+  // Another port of the same address is not listed.
+  auto other = landlock_denial(
+      record(1423, "audit(1:1): domain=a blockers=net.connect_tcp daddr=192.0.2.1 dest=80"),
+      nullptr, context);
+  EXPECT_NE(other.reason.find("name the destination in \"egress\""), std::string::npos)
+      << other.reason;
+}
+
 // Landlock's scope refusals, as lsm_audit writes them on 6.18: a signal names the target task
 // (opid, ocomm), an abstract unix socket its address in hexadecimal with the leading NUL.
 TEST(LandlockAudit, ScopeRefusalsNameTheTargetAndNoPolicyChange) {
