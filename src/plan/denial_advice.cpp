@@ -53,6 +53,17 @@ std::string ptrace_request_name(std::uint64_t request) {
       return "PTRACE_PEEKDATA";
     case PTRACE_POKEDATA:
       return "PTRACE_POKEDATA";
+    // strace's first call on its child (session 18's real-programs review), and gdb's.
+    case PTRACE_SETOPTIONS:
+      return "PTRACE_SETOPTIONS";
+    case PTRACE_INTERRUPT:
+      return "PTRACE_INTERRUPT";
+    case PTRACE_CONT:
+      return "PTRACE_CONT";
+    case PTRACE_GETREGS:
+      return "PTRACE_GETREGS";
+    case PTRACE_PEEKUSER:
+      return "PTRACE_PEEKUSER";
     default:
       return fmt::format("request {}", request);
   }

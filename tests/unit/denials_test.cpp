@@ -114,6 +114,16 @@ TEST(DenialPrograms, TheInterpreterFailsClosed) {
   EXPECT_EQ(seccomp::evaluate(far_jump, 2, call(0)), SECCOMP_RET_KILL_PROCESS);
 }
 
+// strace's first request on its child (session 18's real-programs review) by name.
+TEST(DenialAdvice, PtraceRequestsAreNamed) {
+  const FilterVariant none{false, false};
+  EXPECT_EQ(seccomp_denial(none, {"ptrace", {0x4200, 77, 0}, ""}, EPERM).object,
+            "PTRACE_SETOPTIONS pid 77");
+  EXPECT_EQ(seccomp_denial(none, {"ptrace", {16, 5, 0}, ""}, EPERM).object, "PTRACE_ATTACH pid 5");
+  EXPECT_EQ(seccomp_denial(none, {"ptrace", {0x9999, 5, 0}, ""}, EPERM).object,
+            "request 39321 pid 5");
+}
+
 TEST(DenialAdvice, SocketFamiliesNameThePolicyElement) {
   const FilterVariant none{false, false};
   auto unix_socket = seccomp_denial(none, {"socket", {AF_UNIX, SOCK_STREAM, 0}, ""}, EAFNOSUPPORT);
