@@ -217,6 +217,16 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
       d.reason = "write under " + dir + ": not granted";
       grant_or_refuse(d, dir, "add " + dir + " to \"data\" (or make it the policy's \"work\")",
                       {{"key", "data"}, {"add", dir}}, context);
+      // Session 18's real-programs review: every JVM start makes /tmp/hsperfdata_USER, which
+      // no java.io.tmpdir moves (the record names only the directory, /tmp).
+      if (dir == "/tmp" && has_blocker(blockers, "fs.make_dir") &&
+          d.executable.ends_with("/java")) {
+        d.reason =
+            "write under /tmp: not granted (HotSpot makes its performance data, "
+            "/tmp/hsperfdata_USER, there whatever java.io.tmpdir says: run java with "
+            "-XX:-UsePerfData; jps and jcmd, which need it and an attach socket, cannot work in "
+            "a module, which never listens)";
+      }
     }
   } else if (d.mechanism == "landlock-net") {
     // A connect names its destination (daddr, dest); a bind its own address (saddr, src),

@@ -502,6 +502,27 @@ TEST(DenialGrants, TheChangeLineIsAscii) {
             "+ \"data\": \"/srv/\\u009b2J\"");
 }
 
+// Session 18's real-programs review: the JVM's /tmp/hsperfdata_USER follows no
+// java.io.tmpdir, so the /tmp advice names -XX:-UsePerfData for java instead.
+TEST(LandlockAudit, JavasPerfDataDirectoryInTmpNamesUsePerfData) {
+  const LandlockAdviceContext context{{"/srv/work", "/srv/tmp"}, false, "/srv/tmp"};
+  const auto syscall = record(1300,
+                              "audit(1:1): arch=c000003e syscall=83 success=no exit=-13 pid=7 "
+                              "exe=\"/usr/lib/jvm/java-17-openjdk-amd64/bin/java\"");
+  auto java = landlock_denial(
+      record(1423, "audit(1:1): domain=a blockers=fs.make_dir path=\"/tmp\" dev=\"vda\" ino=2"),
+      &syscall, context);
+  EXPECT_NE(java.reason.find("-XX:-UsePerfData"), std::string::npos) << java.reason;
+  EXPECT_TRUE(java.grant.is_null());
+  // Another program's directory in /tmp keeps the TMPDIR advice.
+  const auto other_syscall = record(
+      1300, "audit(1:1): arch=c000003e syscall=83 success=no exit=-13 pid=7 exe=\"/usr/bin/x\"");
+  auto other = landlock_denial(
+      record(1423, "audit(1:1): domain=a blockers=fs.make_dir path=\"/tmp\" dev=\"vda\" ino=2"),
+      &other_syscall, context);
+  EXPECT_NE(other.reason.find("-Djava.io.tmpdir=/srv/tmp"), std::string::npos) << other.reason;
+}
+
 // Session 18's review: a direct connect to an address the allowlist names is told the route,
 // not to name the destination it already names.
 TEST(LandlockAudit, ADirectConnectToAListedAddressIsToldToUseTheProxy) {
