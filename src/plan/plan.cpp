@@ -160,6 +160,13 @@ bool sandbox_sets(const std::vector<std::string>& environment, const std::string
 
 }  // namespace
 
+std::string module_home(const Policy& policy, const LaunchRequest& request) {
+  for (const auto& [name, value] : request.setenv) {
+    if (name == "HOME") return value;
+  }
+  return policy.work ? *policy.work : policy.temp ? *policy.temp : "/nonexistent";
+}
+
 std::vector<std::string> module_environment(const Policy& policy, const NodeConfig& config,
                                             const LaunchRequest& request) {
   // A clean environment, as systemd gives services: the caller's may hold secrets.

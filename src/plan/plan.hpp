@@ -152,6 +152,10 @@ std::optional<std::string> earlier_writable_problem(const LandlockPlan& plan,
                                                     const std::vector<std::string>& earlier);
 
 // The module's environment alone (also used by tests).
+// The module's HOME: --setenv HOME's value, else its work, else its temp, else /nonexistent.
+// Its own /etc/passwd (under a uid of its own) names the same home (session 18's review:
+// ssh-keygen and Java's user.home read the user database, not HOME).
+std::string module_home(const Policy& policy, const LaunchRequest& request);
 std::vector<std::string> module_environment(const Policy& policy, const NodeConfig& config,
                                             const LaunchRequest& request);
 

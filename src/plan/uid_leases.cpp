@@ -155,11 +155,12 @@ bool remember_lease_path(UidLease& lease, const std::string& path) {
 
 std::string module_user_name(std::string_view id) { return "oarbank-" + std::string(id); }
 
-std::string module_passwd_text(const UidLease& lease) {
+std::string module_passwd_text(const UidLease& lease, const std::string& home) {
+  const bool fits = !home.empty() && home.find_first_of(":\n") == std::string::npos;
   return "root:x:0:0:root:/root:/usr/sbin/nologin\n" + module_user_name(lease.id) +
          ":x:" + std::to_string(lease.uid) + ":" + std::to_string(lease.gid) + ":oarbank module " +
-         lease.id +
-         ":/:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+         lease.id + ":" + (fits ? home : std::string("/")) +
+         ":/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
 }
 
 std::string module_group_text(const UidLease& lease) {

@@ -70,10 +70,12 @@ bool remember_lease_path(UidLease& lease, const std::string& path);
 // and /etc/group: root, its own user and nobody, as flatpak shows a sandboxed app, so that
 // getpwuid and getgrgid answer for its uid and gid (whoami, id -gn, Node's os.userInfo(),
 // Python's getpass.getuser(), a shell's prompt) and the node's accounts are not listed. Its
-// user is named module_user_name(id), home "/" (its HOME is its work directory, as the
-// environment says), no login shell, as systemd's dynamic users are.
+// user is named module_user_name(id), home `home` (the run's HOME, plan.hpp's module_home:
+// ssh-keygen and Java's user.home read it here, not from the environment; "/" where the path
+// holds a ':' or a newline, which the file's format cannot carry), no login shell, as systemd's
+// dynamic users are.
 std::string module_user_name(std::string_view id);
-std::string module_passwd_text(const UidLease& lease);
+std::string module_passwd_text(const UidLease& lease, const std::string& home = "/");
 std::string module_group_text(const UidLease& lease);
 
 }  // namespace oarbank

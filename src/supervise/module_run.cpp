@@ -477,6 +477,7 @@ void ModuleRun::lease_user() {
   std::vector<std::string> added;
   try {
     // Its own /etc/passwd and /etc/group where it gets mounts of its own (step mounts).
+    user_database_.home = module_home(policy, request_.launch);
     const UidLease lease = lease_module_user(user_registry_dir(), request_.id, *config.module_users,
                                              {}, static_cast<std::int64_t>(std::time(nullptr)),
                                              config.module_mounts ? &user_database_ : nullptr);

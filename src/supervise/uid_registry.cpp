@@ -205,15 +205,16 @@ class LockedRegistry {
   }
 
   // `lease`'s file of the module's own user database (kPasswdSuffix or kGroupSuffix) holding
-  // `text`, cloned as a detached mount. Written (NAME.new, renamed over NAME) when missing or
-  // not this user's own regular file of one link that nobody else may write, of that size.
+  // `text`, cloned as a detached mount. Written (NAME.new, renamed over NAME) when missing, not
+  // this user's own regular file of one link that nobody else may write, or not `text` (the
+  // home in the passwd file is the run's, which a later run may change).
   UniqueFd user_database_file(const UidLease& lease, const char* suffix, const std::string& text) {
     const std::string name = user_database_name(lease, suffix);
     for (int attempt = 0; attempt < 2; ++attempt) {
       UniqueFd tree(::open_tree(dir_fd_.get(), name.c_str(),
                                 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW));
       if (tree.valid()) {
-        if (trusted(tree.get(), name, text.size())) return tree;
+        if (trusted(tree.get(), name, text.size()) && holds(tree.get(), name, text)) return tree;
       } else if (errno != ENOENT) {
         registry_failure(dir_, "open_tree " + name, errno);
       }
@@ -270,6 +271,20 @@ class LockedRegistry {
     if (::fstat(fd, &st) != 0) registry_failure(dir_, "fstat " + name, errno);
     return own_unshared_regular_file(st) &&
            (!size || (st.st_nlink == 1 && st.st_size == static_cast<off_t>(*size)));
+  }
+
+  // Whether NAME, the file `tree` is a clone of (the same inode), holds exactly `text`.
+  bool holds(int tree, const std::string& name, const std::string& text) {
+    UniqueFd fd(::openat(dir_fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat file {};
+    struct stat cloned {};
+    if (!fd.valid() || ::fstat(fd.get(), &file) != 0 || ::fstat(tree, &cloned) != 0 ||
+        file.st_ino != cloned.st_ino || file.st_dev != cloned.st_dev) {
+      return false;
+    }
+    std::string got(text.size() + 1, '\0');
+    const ssize_t n = ::read(fd.get(), got.data(), got.size());
+    return n == static_cast<ssize_t>(text.size()) && got.compare(0, text.size(), text) == 0;
   }
 
   // NAME replaced whole by `text` with `mode`: written to NAME.new (fsync'd where `durable`),
@@ -422,8 +437,8 @@ UidLease lease_module_user(const std::string& dir, const std::string& id,
   for (const auto& path : paths) changed = remember_lease_path(*lease, path) || changed;
   if (changed) registry.write(*lease);
   if (database != nullptr) {
-    database->passwd =
-        registry.user_database_file(*lease, kPasswdSuffix, module_passwd_text(*lease));
+    database->passwd = registry.user_database_file(*lease, kPasswdSuffix,
+                                                   module_passwd_text(*lease, database->home));
     database->group = registry.user_database_file(*lease, kGroupSuffix, module_group_text(*lease));
   }
   return *lease;

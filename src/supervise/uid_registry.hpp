@@ -93,6 +93,7 @@ void forget_lease_paths(const std::string& dir, const std::string& id,
 // namespace, where the kernel lets a clone be made), for sandbox-run's child to attach over the
 // node's files in the module's own mount namespace (apply/module_mounts.hpp).
 struct ModuleUserDatabase {
+  std::string home = "/";  // in: the run's HOME, the user's home in its passwd
   UniqueFd passwd;
   UniqueFd group;
 };

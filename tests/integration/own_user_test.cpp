@@ -358,12 +358,26 @@ TEST_F(OwnUser, ItsUserHasANameInItsOwnWorldAndTheNodesAccountsAreNotListed) {
                     {"spawn", "/bin/sh", "-c", "whoami; id -gn; cat /etc/passwd /etc/group"});
   ASSERT_TRUE(r.exited(0)) << r.describe();
   const std::string uid = std::to_string(first_);
+  // Its home is its HOME, the work directory (session 18: ssh-keygen and Java's user.home read
+  // the user database, and "/" sent them to write there).
+  const std::string work = tree.path("named/work");
   EXPECT_EQ(r.out, name + "\n" + name + "\nroot:x:0:0:root:/root:/usr/sbin/nologin\n" + name +
-                       ":x:" + uid + ":" + uid + ":oarbank module " + id +
-                       ":/:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/"
+                       ":x:" + uid + ":" + uid + ":oarbank module " + id + ":" + work +
+                       ":/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/"
                        "nologin\nroot:x:0:\n" +
                        name + ":x:" + uid + ":\nnogroup:x:65534:\nexit 0\n")
       << r.describe();
+  // A later run of the id with another HOME (--setenv) finds that one there, not the first's.
+  auto argv =
+      run_argv(config(true, kUncapped), id, policy_with_work(work),
+               {"spawn", "/bin/sh", "-c", "getent passwd $(id -u) | cut -d: -f6; echo $HOME"});
+  argv.insert(argv.begin() + 2, {"--setenv", "HOME=" + work + "/home"});
+  RunOptions o;
+  o.env = env();
+  o.timeout = 20s;
+  RunResult again = run_command(argv, o);
+  ASSERT_TRUE(again.exited(0)) << again.describe();
+  EXPECT_EQ(again.out, work + "/home\n" + work + "/home\nexit 0\n") << again.describe();
   EXPECT_EQ(read_file("/etc/passwd"), node_passwd);
   RunResult shared =
       run(config(false, kUncapped), unique_name("shared"),

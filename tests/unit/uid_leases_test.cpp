@@ -343,6 +343,14 @@ TEST(UidLeases, TheModulesOwnUserDatabaseNamesRootItsUserAndNobody) {
             "oarbank-job-7:x:61190:61190:oarbank module job-7:/:/usr/sbin/nologin\n"
             "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
   EXPECT_EQ(module_group_text(lease), "root:x:0:\noarbank-job-7:x:61190:\nnogroup:x:65534:\n");
+  // The run's home (session 18); one the format cannot carry falls back to "/".
+  EXPECT_NE(module_passwd_text(lease, "/srv/job-7/work")
+                .find(":oarbank module job-7:/srv/job-7/work:/usr/sbin/nologin\n"),
+            std::string::npos);
+  EXPECT_NE(module_passwd_text(lease, "/srv/a:b").find(":oarbank module job-7:/:/usr/sbin/"),
+            std::string::npos);
+  EXPECT_NE(module_passwd_text(lease, "/srv/a\nb").find(":oarbank module job-7:/:/usr/sbin/"),
+            std::string::npos);
 }
 
 }  // namespace
