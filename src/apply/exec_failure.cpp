@@ -58,9 +58,13 @@ std::string exec_failure_detail(const std::string& executable, bool looked_up_on
   // get every capability it names, or the kernel refuses it with EPERM (commoncap.c: "legacy
   // apps ... missing some forced capabilities"). Started as root, the launcher has emptied the
   // bounding set, so no capability can be granted. A bare EPERM says nothing: look for the
-  // file's capabilities, after the failure only.
-  if (err == EPERM && ::getxattr(executable.c_str(), "security.capability", nullptr, 0) > 0) {
-    return "the file asks for capabilities (security.capability) a module cannot have";
+  // file's capabilities, after the failure only. Through a descriptor: the filter answers
+  // getxattr by path EOPNOTSUPP (session 18), as it does the module's.
+  if (err == EPERM) {
+    const int fd = ::open(executable.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    const bool capable = fd >= 0 && ::fgetxattr(fd, "security.capability", nullptr, 0) > 0;
+    if (fd >= 0) ::close(fd);
+    if (capable) return "the file asks for capabilities (security.capability) a module cannot have";
   }
   return "";
 }

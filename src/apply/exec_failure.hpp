@@ -1,6 +1,7 @@
 // Issue 16: why execve of the module failed, said so that the author knows what to change.
 // Called only after the failure, in the sandboxed process (Landlock does not govern stat(2),
-// statfs(2), access(2) or getxattr(2), and the filter allows them), just before _exit(71).
+// statfs(2) or access(2), and the filter allows them; the file's capabilities are read through
+// a descriptor, fgetxattr, as the filter refuses getxattr by path), just before _exit(71).
 #pragma once
 
 #include <string>
