@@ -522,8 +522,10 @@ TEST_P(Children, RoutesLandlockDoesNotCheckAreClosed) {
   }
   // The control, outside the sandbox: DONTNEED evicts it (not on a tmpfs, as in the kernel
   // matrix's guests: there the check at the end has nothing to see).
+  // (On a file system without RWF_NOWAIT, nothing is seen cached: nothing to check either.)
+  const bool observable = is_cached();
   ASSERT_EQ(run_command({tree.probe(), "fadvise-dontneed", cached}).out, "ok\n");
-  const bool evictable = !is_cached();
+  const bool evictable = observable && !is_cached();
   (void)read_file(cached);
 
   const auto p = base_policy();

@@ -368,9 +368,9 @@ TEST_F(OwnUser, ItsUserHasANameInItsOwnWorldAndTheNodesAccountsAreNotListed) {
                        name + ":x:" + uid + ":\nnogroup:x:65534:\nexit 0\n")
       << r.describe();
   // A later run of the id with another HOME (--setenv) finds that one there, not the first's.
-  auto argv =
-      run_argv(config(true, kUncapped), id, policy_with_work(work),
-               {"spawn", "/bin/sh", "-c", "getent passwd $(id -u) | cut -d: -f6; echo $HOME"});
+  auto argv = run_argv(config(true, kUncapped), id, policy_with_work(work),
+                       {"spawn", "/bin/sh", "-c",
+                        "awk -F: -v u=$(id -u) '$3 == u { print $6 }' /etc/passwd; echo $HOME"});
   argv.insert(argv.begin() + 2, {"--setenv", "HOME=" + work + "/home"});
   RunOptions o;
   o.env = env();
