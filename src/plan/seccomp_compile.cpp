@@ -125,7 +125,7 @@ std::vector<sock_filter> compile_rules(const std::vector<Rule>& rules, Refusal r
     }
     std::vector<scmp_arg_cmp> args;
     for (const auto& check : rule.args) args.push_back(to_libseccomp(check));
-    const std::uint32_t action = refusal == Refusal::Notify && notified(rule.errno_value)
+    const std::uint32_t action = refusal == Refusal::Notify && notified(rule)
                                      ? SCMP_ACT_NOTIFY
                                      : SCMP_ACT_ERRNO(static_cast<std::uint32_t>(rule.errno_value));
     int rc = seccomp_rule_add_array(ctx.get(), action, nr, static_cast<unsigned>(args.size()),

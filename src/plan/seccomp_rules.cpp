@@ -286,46 +286,72 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                        "node); ENOSYS, as a kernel without CONFIG_SECRETMEM"});
 
   // --- What Landlock does not govern on a file it would not let the module open (session 18's
-  // attack review). Extended attributes by path: getxattr read user.* values, ACLs and labels
+  // attack reviews). Extended attributes by path: getxattr read user.* values, ACLs and labels
   // of any file the module user may reach by path (a token in root's 0644 file outside every
-  // grant) with no Landlock check. EOPNOTSUPP, as a file system without xattrs: ls, cp -a and
-  // Python's shutil carry on. The descriptor forms stay (the open was Landlock's to allow).
-  // getxattrat and listxattrat (Linux 6.13) by number.
-  add(rules, {"getxattr", "lgetxattr", "listxattr", "llistxattr"}, EOPNOTSUPP,
-      "extended attributes by path: Landlock does not check them, so files outside the "
-      "policy's grants would be read; open the file (a read grant) and use fgetxattr");
-  rules.push_back(Rule{"getxattrat",
-                       464,
-                       EOPNOTSUPP,
-                       {},
-                       "extended attributes by path: Landlock does not check them, so files "
-                       "outside the policy's grants would be read; open the file (a read grant) "
-                       "and use fgetxattr"});
-  rules.push_back(Rule{"listxattrat",
-                       465,
-                       EOPNOTSUPP,
-                       {},
-                       "extended attributes by path: Landlock does not check them, so files "
-                       "outside the policy's grants would be read; open the file (a read grant) "
-                       "and use flistxattr"});
+  // grant), and setxattr and removexattr changed them on any file its uid may write (a 0666
+  // file, its own from an earlier run), with no Landlock check. EOPNOTSUPP, as a file system
+  // without xattrs: ls -l (which asks every file it lists), cp -a and Python's shutil carry
+  // on; reads are quiet (not recorded: ls), writes recorded. The descriptor forms stay (the
+  // open was Landlock's to allow; see the access mode 3 rule below). The *at forms (Linux
+  // 6.13) by number.
+  const std::string xattr_read_why =
+      "extended attributes read by path: Landlock does not check them, so files outside the "
+      "policy's grants would be read; open the file (a read grant) and use fgetxattr";
+  for (const auto& [name, number] : {std::pair<const char*, int>{"getxattr", -1},
+                                     {"lgetxattr", -1},
+                                     {"listxattr", -1},
+                                     {"llistxattr", -1},
+                                     {"getxattrat", 464},
+                                     {"listxattrat", 465}}) {
+    rules.push_back(Rule{name, number, EOPNOTSUPP, {}, xattr_read_why, true});
+  }
+  for (const auto& [name, number] : {std::pair<const char*, int>{"setxattr", -1},
+                                     {"lsetxattr", -1},
+                                     {"removexattr", -1},
+                                     {"lremovexattr", -1},
+                                     {"setxattrat", 463},
+                                     {"removexattrat", 466}}) {
+    rules.push_back(Rule{name,
+                         number,
+                         EOPNOTSUPP,
+                         {},
+                         "extended attributes changed by path: Landlock does not check them, so "
+                         "files outside the policy's grants would be changed; open the file (a "
+                         "write grant) and use fsetxattr"});
+  }
+  // open with access mode 3 (O_WRONLY|O_RDONLY... O_ACCMODE, "ioctl only"): the kernel asks
+  // read and write permission of the file's mode but gives the descriptor neither FMODE_READ
+  // nor FMODE_WRITE, and Landlock, which judges by those, checks nothing; fgetxattr on it read
+  // a file outside every grant (session 18's review). No program needs it for a file.
+  for (const auto& [name, flags_arg] : {std::pair<const char*, unsigned>{"open", 1},
+                                        std::pair<const char*, unsigned>{"openat", 2}}) {
+    rules.push_back(Rule{name,
+                         -1,
+                         EPERM,
+                         {{flags_arg, Compare::MaskedEqual, 3, 3}},
+                         "access mode 3 (neither read nor write) escapes Landlock's checks"});
+  }
   // The page cache as a channel: posix_fadvise(DONTNEED) evicted a node file's pages and
   // preadv2(RWF_NOWAIT) then said whether anyone (another module, the node) had read it since,
   // one bit a file a round, with no Landlock check on either. RWF_NOWAIT (8, in preadv2's
   // flags, argument 5) answers EOPNOTSUPP, as a file that does not support it (callers read
   // without it); DONTNEED (4) is advice the kernel may ignore: answered 0, nothing evicted.
-  // Timing a plain read still tells a cached page from one on disk (docs/seccomp.md).
+  // Both quiet. Timing a plain read, and the page-fault path's fault-around read through
+  // /proc/self/pagemap, still tell a cached page (docs/sandbox-run.md).
   rules.push_back(Rule{"preadv2",
                        -1,
                        EOPNOTSUPP,
                        {{5, Compare::MaskedEqual, 8, 8}},
                        "RWF_NOWAIT tells whether a page of a node file is cached (whether "
-                       "another module or the node read it)"});
+                       "another module or the node read it)",
+                       true});
   rules.push_back(Rule{"fadvise64",
                        -1,
                        0,
                        {{3, Compare::MaskedEqual, 4, 0xffffffffULL}},
                        "POSIX_FADV_DONTNEED would evict node files' pages for everyone (and "
-                       "reset a page-cache channel): accepted and ignored"});
+                       "reset a page-cache channel): accepted and ignored",
+                       true});
   // Project ids: an owner may move its files to another project (FS_IOC_FSSETXATTR, and
   // file_setattr of Linux 6.17), out of a project quota the node set on the writable roots
   // (docs/sandbox-run.md). FS_IOC_FSSETXATTR is _IOW('X', 32, struct fsxattr), 0x401c5820.

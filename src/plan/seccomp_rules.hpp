@@ -69,6 +69,9 @@ struct Rule {
   int errno_value = 0;             // the refusal's errno
   std::vector<ArgCheck> args;      // all must hold (AND)
   std::string why;
+  // Answered in the kernel under sandbox-run too, not recorded (seccomp_compile.hpp): a refusal
+  // a program falls back from without noticing, which `ls -l` would otherwise record per file.
+  bool quiet = false;
 };
 
 // Syscall numbers above this one are refused with ENOSYS before any other rule: a syscall

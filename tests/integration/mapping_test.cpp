@@ -538,6 +538,12 @@ TEST_P(Children, RoutesLandlockDoesNotCheckAreClosed) {
                        {{"llistxattr", own}, kEopnotsupp},
                        {{"read", secret}, kEacces},  // Landlock's own answer
                        {{"fgetxattr", own, "user.mine"}, "value m1\nok"},
+                       // Changing them by path; unfiltered: ok on its own file.
+                       {{"setxattr", own}, kEopnotsupp},
+                       {{"lsetxattr", own}, kEopnotsupp},
+                       // A descriptor with access mode 3, which Landlock does not check;
+                       // unfiltered (a file the module user may read and write): the value.
+                       {{"open-accmode3", own, "user.mine"}, kEperm},
                        // A lease on its own file; unfiltered: ok. Asking for one stays.
                        {{"fcntl-setlease", own}, kEperm},
                        {{"fcntl-getlease", own}, kOk},

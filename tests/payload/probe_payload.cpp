@@ -320,6 +320,16 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     if (n >= 0) std::printf("value %.*s\n", static_cast<int>(n), value);
     return report(n);
   }
+  // FILE opened with access mode 3 (neither read nor write: "ioctl only"), then its xattr
+  // NAME read through that descriptor.
+  if (cmd == "open-accmode3" && need(2)) {
+    const int fd = open(a[0].c_str(), 3 | O_CLOEXEC);
+    if (fd < 0) return report(-1);
+    char value[256];
+    const ssize_t n = fgetxattr(fd, a[1].c_str(), value, sizeof value);
+    if (n >= 0) std::printf("value %.*s\n", static_cast<int>(n), value);
+    return report(n);
+  }
   // A lease on FILE (F_SETLEASE F_RDLCK), and asking for one (F_GETLEASE).
   if ((cmd == "fcntl-setlease" || cmd == "fcntl-getlease") && need(1)) {
     const int fd = open(a[0].c_str(), O_RDONLY | O_CLOEXEC);
