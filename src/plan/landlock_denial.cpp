@@ -151,8 +151,14 @@ std::string canonical_endpoint(const std::string& address, const std::string& po
       ::inet_ntop(AF_INET, bytes, text, sizeof text) != nullptr) {
     return std::string(text) + ":" + port;
   }
-  if (::inet_pton(AF_INET6, address.c_str(), bytes) == 1 &&
-      ::inet_ntop(AF_INET6, bytes, text, sizeof text) != nullptr) {
+  if (::inet_pton(AF_INET6, address.c_str(), bytes) != 1) return "";
+  // An IPv4-mapped address (::ffff:a.b.c.d, a dual-stack socket's connect) is that IPv4 one.
+  static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (std::equal(kMapped, kMapped + 12, bytes) &&
+      ::inet_ntop(AF_INET, bytes + 12, text, sizeof text) != nullptr) {
+    return std::string(text) + ":" + port;
+  }
+  if (::inet_ntop(AF_INET6, bytes, text, sizeof text) != nullptr) {
     return "[" + std::string(text) + "]:" + port;
   }
   return "";

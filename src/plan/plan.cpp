@@ -161,8 +161,9 @@ bool sandbox_sets(const std::vector<std::string>& environment, const std::string
 }  // namespace
 
 std::string module_home(const Policy& policy, const LaunchRequest& request) {
-  for (const auto& [name, value] : request.setenv) {
-    if (name == "HOME") return value;
+  // The last --setenv HOME, as the environment keeps it.
+  for (auto it = request.setenv.rbegin(); it != request.setenv.rend(); ++it) {
+    if (it->first == "HOME") return it->second;
   }
   return policy.work ? *policy.work : policy.temp ? *policy.temp : "/nonexistent";
 }

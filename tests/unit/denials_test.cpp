@@ -542,6 +542,12 @@ TEST(LandlockAudit, ADirectConnectToAListedAddressIsToldToUseTheProxy) {
       nullptr, context);
   EXPECT_NE(listed6.reason.find("is on the module's egress allowlist"), std::string::npos)
       << listed6.reason;
+  // A dual-stack socket's IPv4-mapped address is the IPv4 one.
+  auto mapped = landlock_denial(
+      record(1423, "audit(1:1): domain=a blockers=net.connect_tcp daddr=::ffff:192.0.2.1 dest=443"),
+      nullptr, context);
+  EXPECT_NE(mapped.reason.find("is on the module's egress allowlist"), std::string::npos)
+      << mapped.reason;
   // Another port of the same address is not listed.
   auto other = landlock_denial(
       record(1423, "audit(1:1): domain=a blockers=net.connect_tcp daddr=192.0.2.1 dest=80"),

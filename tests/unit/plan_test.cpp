@@ -447,6 +447,18 @@ TEST(PlanEnvironment, CleanWithSandboxVariables) {
   }
 }
 
+// The home its own /etc/passwd names (session 18) is the HOME of its environment: the last
+// --setenv HOME, else work, else temp.
+TEST(PlanEnvironment, TheUserDatabasesHomeIsTheEnvironmentsHome) {
+  const Policy policy = egress_policy();
+  LaunchRequest r = request();
+  EXPECT_EQ(module_home(policy, r), "/jobs/1/work");
+  r.setenv = {{"HOME", "/first"}, {"HOME", "/last"}};
+  EXPECT_EQ(module_home(policy, r), "/last");
+  const auto env = module_environment(policy, NodeConfig{}, r);
+  EXPECT_NE(std::find(env.begin(), env.end(), "HOME=/last"), env.end());
+}
+
 TEST(PlanEnvironment, NoProxyVariablesWithoutEgressAndNoBrokerWithoutGrant) {
   const auto env =
       module_environment(parse_policy(R"({"bundle": "/srv/mod"})"), NodeConfig{}, LaunchRequest{});
