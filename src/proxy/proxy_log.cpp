@@ -130,23 +130,22 @@ void LineRepeats<Record>::fold(const Record& record, Clock::time_point now,
 
 template <class Record>
 bool LineRepeats<Record>::admit(const Record& record, Clock::time_point now) {
-  if (logged_per_window_ > 0) {
-    // Each its own line up to the module's budget for the second, then folded.
-    ModuleWindow& window = modules_[record.module];
-    if (window.distinct == 0 || now - window.start >= kWindow) window = ModuleWindow{now, 0};
-    if (window.distinct < logged_per_window_) {
-      ++window.distinct;
-      return true;
-    }
-    fold(record, now, std::to_string(logged_per_window_));
-    return false;
+  ModuleWindow& window = modules_[record.module];
+  if ((window.logged == 0 && window.distinct == 0) || now - window.start >= kWindow) {
+    window = ModuleWindow{now, 0, 0};
   }
+  // Each its own line up to the module's budget for the second (allowed connections).
+  if (window.logged < logged_per_window_) {
+    ++window.logged;
+    return true;
+  }
+  // Then as refusals: each key's first logged, its repeats counted; past kDistinctPerWindow
+  // keys, the module's others folded (review of session 18's diff: one fold for every
+  // destination hid which ones the module chose past the budget).
   const std::string key = repeat_key(record);
   auto it = entries_.find(key);
   // due(now) was asked first: an entry still here is within its second.
   if (it == entries_.end()) {
-    ModuleWindow& window = modules_[record.module];
-    if (window.distinct == 0 || now - window.start >= kWindow) window = ModuleWindow{now, 0};
     if (window.distinct >= kDistinctPerWindow) {
       fold(record, now, std::to_string(kDistinctPerWindow) + " distinct ones");
       return false;
@@ -155,7 +154,11 @@ bool LineRepeats<Record>::admit(const Record& record, Clock::time_point now) {
     entries_.emplace(key, Entry{now, Repeat{{}, 0}});
     return true;
   }
-  it->second.repeat.record = record;
+  if (it->second.repeat.count == 0) {
+    it->second.repeat.record = record;
+  } else {
+    absorb(it->second.repeat.record, record);
+  }
   ++it->second.repeat.count;
   return false;
 }

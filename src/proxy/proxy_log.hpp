@@ -61,7 +61,8 @@ std::string closed_line(const ClosedRecord& record, std::uint64_t repeated = 0);
 // lines each (the allowed decision, the failed close), about 0.5 MB a second. Allowed
 // decisions and closed connections (`logged_per_window` above 0) are each a line of their own
 // up to that many of one module in a second, an audit trail of every connection; past it they
-// are folded as above (a closed line's bytes then summed).
+// are counted and folded as refusals are (each destination's first still a line, its repeats
+// counted: a closed line's bytes then summed).
 template <class Record>
 class LineRepeats {
  public:
@@ -93,7 +94,8 @@ class LineRepeats {
   };
   struct ModuleWindow {
     Clock::time_point start;
-    std::size_t distinct = 0;  // records logged at once in this second
+    std::size_t logged = 0;    // records logged within the budget (logged_per_window) this second
+    std::size_t distinct = 0;  // keys logged at once past it this second
   };
   void fold(const Record& record, Clock::time_point now, const std::string& past);
   std::string kind_;

@@ -151,9 +151,9 @@ TEST(RefusalRepeats, TheLogWritesTheFirstLineAndTheCountAtItsEnd) {
 
 // Session 18's attack review: connections to an allowed destination that is down wrote two
 // lines each (the decision, the failed close), about 0.5 MB a second at the accept pacing's
-// most. Each is a line up to 100 of a module's a second; past that they are one folded line
-// a second per kind, with the count (and for closed ones the summed bytes).
-TEST(ProxyLog, AllowedAndClosedPastTheBudgetAreFolded) {
+// most. Each is a line up to 100 of a module's a second; past that each destination's first is
+// still a line and its repeats one count a second per kind (a closed line's bytes summed).
+TEST(ProxyLog, AllowedAndClosedPastTheBudgetAreCountedPerDestination) {
   std::vector<std::string> lines;
   ProxyLog log([&lines](std::string_view line) { lines.emplace_back(line); });
   DecisionRecord allowed;
@@ -161,7 +161,7 @@ TEST(ProxyLog, AllowedAndClosedPastTheBudgetAreFolded) {
   allowed.method = "CONNECT";
   allowed.destination = "192.0.2.1:443";
   allowed.allowed = true;
-  allowed.reason = "on the egress allowlist";
+  allowed.reason = "allowed by 192.0.2.1:443";
   ClosedRecord closed;
   closed.module = "m1";
   closed.method = "CONNECT";
@@ -174,30 +174,60 @@ TEST(ProxyLog, AllowedAndClosedPastTheBudgetAreFolded) {
     log.decision(allowed);
     log.closed(closed);
   }
-  // Another module has a budget of its own.
+  // 100 of each a line, then the first of the destination's repeats a line of its own.
+  EXPECT_EQ(lines.size(), 202U);
+  // Past the budget, another destination is still named (the review of the diff: one fold for
+  // every destination hid it), and another module has a budget of its own.
+  DecisionRecord elsewhere = allowed;
+  elsewhere.destination = "198.51.100.7:443";
+  elsewhere.reason = "allowed by 198.51.100.7:443";
+  log.decision(elsewhere);
   DecisionRecord other = allowed;
   other.module = "m2";
   log.decision(other);
-  EXPECT_EQ(lines.size(), 201U);
+  ASSERT_EQ(lines.size(), 204U);
+  EXPECT_EQ(nlohmann::json::parse(lines[202])["destination"], "198.51.100.7:443");
   log.flush();
-  ASSERT_EQ(lines.size(), 203U);
-  const auto decisions = nlohmann::json::parse(lines[201]);
+  ASSERT_EQ(lines.size(), 206U);
+  const auto decisions = nlohmann::json::parse(lines[204]);
   EXPECT_EQ(decisions["event"], "decision");
   EXPECT_EQ(decisions["verdict"], "allow");
-  EXPECT_EQ(decisions["repeated"], 900);
+  EXPECT_EQ(decisions["destination"], "192.0.2.1:443");
+  EXPECT_EQ(decisions["repeated"], 899);
   EXPECT_EQ(decisions["client"], "127.0.0.1:30999");
-  EXPECT_NE(decisions["reason"].get<std::string>().find(
-                "folded with the other allowed connections of this module past 100 a second"),
-            std::string::npos)
-      << decisions.dump();
-  const auto closes = nlohmann::json::parse(lines[202]);
+  const auto closes = nlohmann::json::parse(lines[205]);
   EXPECT_EQ(closes["event"], "closed");
-  EXPECT_EQ(closes["repeated"], 900);
-  EXPECT_EQ(closes["bytes_up"], 2700);
+  EXPECT_EQ(closes["repeated"], 899);
+  EXPECT_EQ(closes["bytes_up"], 899 * 3);
   EXPECT_EQ(closes["outcome"], "connect failed");
   // Each line below the budget is a connection's own, with its own client.
   EXPECT_EQ(nlohmann::json::parse(lines[0])["client"], "127.0.0.1:30000");
   EXPECT_FALSE(nlohmann::json::parse(lines[1]).contains("repeated"));
+}
+
+// Past the budget and past 20 destinations in a second, the module's others are one folded
+// line (a wildcard entry lets a module choose a new name each time).
+TEST(ProxyLog, ManyAllowedDestinationsPastTheBudgetAreFolded) {
+  std::vector<std::string> lines;
+  ProxyLog log([&lines](std::string_view line) { lines.emplace_back(line); });
+  DecisionRecord allowed;
+  allowed.module = "m1";
+  allowed.method = "CONNECT";
+  allowed.allowed = true;
+  allowed.reason = "allowed by *.example.com:443";
+  for (int i = 0; i < 500; ++i) {
+    allowed.destination = "n" + std::to_string(i) + ".example.com:443";
+    log.decision(allowed);
+  }
+  EXPECT_EQ(lines.size(), 120U);  // 100, then 20 more destinations
+  log.flush();
+  ASSERT_EQ(lines.size(), 121U);
+  const auto folded = nlohmann::json::parse(lines[120]);
+  EXPECT_EQ(folded["repeated"], 380);
+  EXPECT_NE(folded["reason"].get<std::string>().find(
+                "folded with the other allowed connections of this module past 20 distinct ones"),
+            std::string::npos)
+      << folded.dump();
 }
 
 TEST(ProxyLog, ClosedLine) {
