@@ -302,7 +302,9 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     if (request.user_source == ModuleUserSource::Own ||
         request.user_source == ModuleUserSource::OwnLeasedAtRun) {
       plan.identity.umask = 077;
-      if (config.pids_max) plan.identity.process_limit = *config.pids_max;
+      if (config.pids_max) {
+        plan.identity.process_limit = *config.pids_max + (request.leaf_pids_limit ? 1 : 0);
+      }
     }
   }
   plan.own_network_namespace = own_network_namespace(policy, features, config, plan.filter);

@@ -40,6 +40,11 @@ struct LaunchRequest {
   // As root: whose uid config.module_uid is (sandbox-run sets Own where it leased the id one,
   // or, for --explain, OwnLeasedAtRun where the run will). Ignored unprivileged (Caller).
   ModuleUserSource user_source = ModuleUserSource::ModuleUser;
+  // sandbox-run: the module's cgroup leaf has the node's pids_max as pids.max. RLIMIT_NPROC is
+  // then one above it (session 18's review): the kernel checks RLIMIT_NPROC first, and a fork
+  // it refuses is counted nowhere, while the leaf's refusal is counted in its pids.events
+  // (sandbox-run's line naming the limit). Where the leaf has none, RLIMIT_NPROC is the limit.
+  bool leaf_pids_limit = false;
 };
 
 struct LandlockPathRule {

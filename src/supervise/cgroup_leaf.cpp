@@ -197,14 +197,15 @@ void enable_controllers(const CgroupPlace& place, const LeafLimits& limits) {
   }
 }
 
-void write_limit(const std::string& leaf, const std::string& file, const std::string& value,
+// True when written; false when the file is missing and not required.
+bool write_limit(const std::string& leaf, const std::string& file, const std::string& value,
                  bool required) {
   const std::string path = leaf + "/" + file;
   // Opened at once, without an access() before: ENOENT is the file's absence (its controller
   // is not enabled for the leaf), as access() would have said.
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   if (!fd.valid() && errno == ENOENT) {
-    if (!required) return;
+    if (!required) return false;
     throw step_error(LaunchStep::Cgroup,
                      "the node requires hard limits, and " + path + " is missing", 0,
                      ErrorKind::Unenforceable);
@@ -212,6 +213,7 @@ void write_limit(const std::string& leaf, const std::string& file, const std::st
   if (int err = fd.valid() ? write_fd(fd.get(), value) : errno) {
     throw step_error(LaunchStep::Cgroup, "writing " + value + " to " + path, err);
   }
+  return true;
 }
 
 }  // namespace
@@ -237,8 +239,10 @@ CgroupLeaf CgroupLeaf::create(const CgroupPlace& place, const std::string& leaf_
   }
   CgroupLeaf leaf(path, std::move(dir));
   // The destructor removes the leaf if a limit cannot be written.
-  if (limits.pids_max)
-    write_limit(path, "pids.max", std::to_string(*limits.pids_max), limits.required);
+  if (limits.pids_max) {
+    leaf.pids_limited_ =
+        write_limit(path, "pids.max", std::to_string(*limits.pids_max), limits.required);
+  }
   if (limits.memory_max) {
     write_limit(path, "memory.max", std::to_string(*limits.memory_max), true);
     // Without this the module would swap instead of meeting its limit (when swap exists).

@@ -54,11 +54,14 @@ class CgroupLeaf {
   [[nodiscard]] int dir_fd() const { return dir_.get(); }
   // Kills every process in the leaf, waits until it is empty and removes it. True when gone.
   bool destroy();
+  // Whether its pids.max was written (the limits had one, and the leaf has the controller).
+  [[nodiscard]] bool pids_limited() const { return pids_limited_; }
 
  private:
   CgroupLeaf(std::string path, UniqueFd dir) : path_(std::move(path)), dir_(std::move(dir)) {}
   std::string path_;
   UniqueFd dir_;
+  bool pids_limited_ = false;
 };
 
 // Test seam: how a leaf directory is made and removed. On cgroup2, mkdir fills the new leaf

@@ -338,12 +338,28 @@ TEST_F(OwnUser, ItsProcessLimitIsTheNodesPidsMaxWithOrWithoutThePidsController) 
   auto c = nlohmann::json::parse(read_if_there(config(true, kUncapped)));
   c["pids_max"] = 12;
   const std::string config_file = tree.write_json("own-user-pids.json", c);
-  RunResult r = run(config_file, unique_name("pids"), policy_with_work(tree.path("pids/work")),
-                    {"fork-bomb", "40"});
+  auto argv = run_argv(config_file, unique_name("pids"), policy_with_work(tree.path("pids/work")),
+                       {"fork-bomb", "40"});
+  const std::string result = tree.path("pids-result.json");
+  argv.insert(argv.begin() + 2, {"--result", result});
+  RunOptions o;
+  o.env = env();
+  o.timeout = 20s;
+  RunResult r = run_command(argv, o);
   ASSERT_TRUE(r.exited(0)) << r.err;
   // The module is its uid's one task when it starts: 11 more at most, then EAGAIN.
   EXPECT_TRUE(r.out.starts_with("forked ") && r.out.find(" EAGAIN") != std::string::npos) << r.out;
   EXPECT_LE(std::atoi(r.out.c_str() + 7), 11) << r.out;
+  // Where the leaf has the pids controller (the kernel matrix's guests), its pids.max refuses
+  // first (RLIMIT_NPROC is one above it: a fork RLIMIT_NPROC refuses is counted nowhere), and
+  // sandbox-run names the limit (session 18's review of the diff).
+  const auto j = nlohmann::json::parse(read_file(result));
+  if (!j["process_limit_hits"].is_null()) {
+    EXPECT_EQ(j["process_limit_hits"], 1) << j.dump();
+    EXPECT_NE(r.err.find("fork or clone was refused 1 time(s) at its leaf's pids.max 12"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 // Session 13: under a uid of its own, with mounts of its own, the module's /etc/passwd and
