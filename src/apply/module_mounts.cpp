@@ -191,6 +191,19 @@ bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared,
       !mount_fs("sysfs", "/sys", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "", error)) {
     return false;
   }
+  // Its own cgroup (MountPlan::own_cgroup): a cgroup namespace rooted at the leaf it was
+  // cloned into (Linux 4.6), and cgroup2 mounted there read-only, which shows that namespace's
+  // root and what is below it. The filter refuses the module any other cgroup namespace.
+  if (plan.own_cgroup) {
+    if (::unshare(CLONE_NEWCGROUP) != 0) {
+      const int err = errno;
+      return mount_failed(error, "unshare(CLONE_NEWCGROUP)", err);
+    }
+    if (!mount_fs("cgroup2", "/sys/fs/cgroup", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "",
+                  error)) {
+      return false;
+    }
+  }
   if (::move_mount(sources.devpts, "", AT_FDCWD, "/dev/pts", MOVE_MOUNT_F_EMPTY_PATH) != 0) {
     const int err = errno;
     return mount_failed(error, "move_mount(the module's devpts instance on /dev/pts)", err);

@@ -31,6 +31,12 @@ struct MountPlan {
   // network namespace it would be the node's sysfs again (and the kernel refuses it read-only
   // beside the node's read-write mount: EBUSY).
   bool own_sysfs = false;
+  // /sys/fs/cgroup: its own cgroup, read-only (session 18's real-programs review: the JVM, Go
+  // and .NET size their heaps and threads from it, and found the node's instead). The child is
+  // in its leaf already (clone3's CLONE_INTO_CGROUP); it makes a cgroup namespace there, so its
+  // /proc/self/cgroup reads "0::/", and mounts cgroup2 on its own sysfs's /sys/fs/cgroup: the
+  // leaf and nothing above it. Only with its own sysfs and a leaf.
+  bool own_cgroup = false;
   // /etc/passwd and /etc/group: its own user database (plan/uid_leases.hpp's texts: root, its
   // user and nobody), where it runs as a uid of its own (a lease): getpwuid answers for it.
   bool own_user_database = false;

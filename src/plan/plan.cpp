@@ -274,6 +274,16 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     rules.optional("/dev/pts", pty | LANDLOCK_ACCESS_FS_READ_DIR,
                    "the module's own devpts: read, write and device ioctls");
   }
+  // Its own cgroup, read-only, on its own sysfs (MountPlan::own_cgroup). Taken again on the
+  // module's mount (apply/module_mounts.cpp); the rule the node's /sys/fs/cgroup gets here is
+  // reached by no path of the module's (its /sys is its own sysfs, mounted over the node's).
+  const bool own_cgroup =
+      request.own_mounts && request.in_leaf &&
+      own_network_namespace(policy, features, config, seccomp::variant_for(policy, request.world));
+  if (own_cgroup) {
+    rules.optional("/sys/fs/cgroup", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR,
+                   "its own cgroup (a cgroup namespace rooted at its leaf): read only");
+  }
 
   if (request.own_terminal) {
     // /dev/tty is the opener's controlling terminal: under sandbox-run the pty made for the
@@ -315,6 +325,7 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     plan.mounts =
         make_mount_plan(policy, config, plan.identity.uid, plan.identity.gid, std::move(dirs));
     plan.mounts.own_sysfs = plan.own_network_namespace;
+    plan.mounts.own_cgroup = own_cgroup;
     plan.mounts.own_user_database = request.user_source == ModuleUserSource::Own ||
                                     request.user_source == ModuleUserSource::OwnLeasedAtRun;
   }

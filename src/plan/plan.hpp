@@ -45,6 +45,9 @@ struct LaunchRequest {
   // it refuses is counted nowhere, while the leaf's refusal is counted in its pids.events
   // (sandbox-run's line naming the limit). Where the leaf has none, RLIMIT_NPROC is the limit.
   bool leaf_pids_limit = false;
+  // sandbox-run: the module starts in a cgroup leaf of its own (its container), so it can be
+  // given a read-only view of it (MountPlan::own_cgroup).
+  bool in_leaf = false;
 };
 
 struct LandlockPathRule {

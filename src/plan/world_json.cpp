@@ -65,6 +65,12 @@ json mounts_json(const MountPlan& mounts) {
                            {"options", "ro,nosuid,nodev,noexec"},
                            {"from", "its own network namespace: its own interfaces alone"}}
                     : json("the node's (no network namespace of its own)");
+  out["/sys/fs/cgroup"] =
+      mounts.own_cgroup
+          ? json{{"type", "cgroup2"},
+                 {"options", "ro,nosuid,nodev,noexec"},
+                 {"from", "a cgroup namespace rooted at its leaf: its own cgroup alone"}}
+          : json("not granted (no sysfs or no cgroup leaf of its own)");
   return out;
 }
 

@@ -311,6 +311,7 @@ RunResult ModuleRun::run() {
   // Everything the launch can fail at softly, here in the parent: a failure is one line and
   // an exit code, with what was made released.
   request_.launch.leaf_pids_limit = launch_.leaf && launch_.leaf->pids_limited();
+  request_.launch.in_leaf = launch_.leaf.has_value();
   prepared_ = prepare_exec(request_.launch, module_config_, policy, std::move(features));
   // Attack review (session 14): a directory this id wrote in an earlier run given now to read
   // and execute (its bundle, say) ran what it wrote there, past exec_writable false and the

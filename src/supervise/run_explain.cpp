@@ -38,6 +38,7 @@ std::string explain_module_run(LaunchRequest request, NodeConfig config, const P
   }
   request.world = module_world_for(config, facts);
   request.own_terminal = true;
+  request.in_leaf = facts.leaf;
   if (facts.root && config.module_mounts) {
     const std::string mounts = why_no_own_mounts(features, config);
     if (!mounts.empty()) {

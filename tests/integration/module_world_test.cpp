@@ -1075,14 +1075,15 @@ TEST_F(ModuleWorld, NetNoneHoldsOnlyLoopbackWhichNetlinkRouteListsAndCannotChang
 
 // Its /sys is a sysfs of its own, mounted from its network namespace: the node's interfaces are
 // not there (the node's /sys named them to stat, which Landlock does not govern: session 12),
-// nor anything the node mounts below /sys (cgroup2 here); what the policy grants below /sys
-// (the system paths' /sys/devices/system/cpu) is readable as before, its Landlock rule taken
-// again on the module's sysfs; a module cannot write to it, nor mount another over it.
+// nor anything the node mounts below /sys (its cgroup hierarchies: /sys/fs/cgroup is the
+// module's own cgroup now, below); what the policy grants below /sys (the system paths'
+// /sys/devices/system/cpu) is readable as before, its Landlock rule taken again on the
+// module's sysfs; a module cannot write to it, nor mount another over it.
 TEST_F(ModuleWorld, ItsSysfsShowsItsOwnInterfacesAlone) {
   EXPECT_EQ(run_out(base_policy(),
                     {"batch", "mode", "/sys/devices/virtual/net/lo", ",", "mode",
-                     "/sys/fs/cgroup/cgroup.procs", ",", "read", "/sys/devices/system/cpu/online",
-                     ",", "open-rw", "/sys/devices/system/cpu/online", ",", "mount-on", "/sys"}),
+                     "/sys/fs/cgroup/unified", ",", "read", "/sys/devices/system/cpu/online", ",",
+                     "open-rw", "/sys/devices/system/cpu/online", ",", "mount-on", "/sys"}),
             "0755\nerrno ENOENT\nok\nerrno EROFS\nerrno EPERM\n");
   // The node's interfaces (a guest of the kernel matrix may have none but loopback).
   const std::string node_link = node_interface_not_loopback();
@@ -1098,6 +1099,26 @@ TEST_F(ModuleWorld, ItsSysfsShowsItsOwnInterfacesAlone) {
   EXPECT_EQ(run_out(egress_policy(), {"mode", "/sys/class/net/" + node_link}, off),
             "errno ENOENT\n");
   EXPECT_EQ(run_out(base_policy(), {"mode", "/sys/class/net/" + node_link}, off), "0755\n");
+}
+
+// Session 18's real-programs review: the JVM (and Go, .NET) size themselves from their cgroup,
+// and found none. Its /sys/fs/cgroup is its own cgroup, read-only: a cgroup namespace rooted at
+// its leaf, cgroup2 mounted there. It sees its own processes there and nothing above it, and
+// changes nothing.
+TEST_F(ModuleWorld, ItsCgroupIsItsOwnReadOnly) {
+  const std::string out = run_out(
+      base_policy(),
+      {"spawn", "/bin/sh", "-c",
+       "grep '^0::' /proc/self/cgroup; test -r /sys/fs/cgroup/cgroup.procs && echo readable; "
+       "grep -qx $$ /sys/fs/cgroup/cgroup.procs && echo mine; (echo $$ > "
+       "/sys/fs/cgroup/cgroup.procs) 2>/dev/null || echo read-only; "
+       "ls /sys/fs/cgroup/.. >/dev/null 2>&1 || echo no-parent"});
+  EXPECT_EQ(out, "0::/\nreadable\nmine\nread-only\nno-parent\nexit 0\n");
+  // Without a leaf (the process group as the container) there is no cgroup of its own to show.
+  const std::string none = run_out(
+      base_policy(), {"spawn", "/bin/sh", "-c", "test -e /sys/fs/cgroup/cgroup.procs || echo none"},
+      process_group_config());
+  EXPECT_EQ(none, "none\nexit 0\n");
 }
 
 // The host's abstract unix sockets live in the node's network namespace: a module in its own

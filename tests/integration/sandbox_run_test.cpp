@@ -832,6 +832,18 @@ TEST_F(HardLimits, AModuleOverItsMemoryIsOomKilledAndReported) {
   expect_nothing_left();
 }
 
+// Session 18's real-programs review: a JVM found no cgroup and sized its heap from the node.
+// The module reads its own limits where runtimes look for them: /sys/fs/cgroup, its leaf.
+TEST_F(HardLimits, TheModuleReadsItsOwnLimitsWhereRuntimesLook) {
+  if (!have("memory")) GTEST_SKIP() << kSkipHybrid;
+  use_hard_limits(std::nullopt);
+  RunResult r = run({}, payload({"spawn", "/bin/cat", "/sys/fs/cgroup/memory.max"}),
+                    reserving({{"memory", "64Mi"}}));
+  EXPECT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "67108864\nexit 0\n") << r.describe();
+  expect_nothing_left();
+}
+
 // Session 15's attack review: with scheduler autogroups on, a module in the root task group got a
 // share of a whole login session for each setsid(). Where the parent has the cpu controller,
 // sandbox-run enables it (without hard_limits too, best effort): each leaf is a task group of
