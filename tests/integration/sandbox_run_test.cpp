@@ -435,6 +435,12 @@ TEST_F(SandboxRun, ModuleRunsInItsOwnLeafAndProcessGroup) {
 
 TEST_F(SandboxRun, WithoutClone3TheLauncherJoinsTheLeafBeforeItsExec) {
   if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  // Its /proc/self/cgroup names the leaf where it has no cgroup namespace of its own (no
+  // mounts of its own); with them it reads "0::/" (below).
+  const std::string with_mounts = config_path;
+  auto config = node_config();
+  config["module_mounts"] = false;
+  config_path = tree.write_json("no-mounts.json", config);
   std::vector<std::string> argv = run_argv({}, payload({"cgroup"}));
   argv.insert(argv.begin(), {tree.probe(), "without-clone3"});
   RunOptions o;
@@ -446,6 +452,16 @@ TEST_F(SandboxRun, WithoutClone3TheLauncherJoinsTheLeafBeforeItsExec) {
   // And born there with clone3, the usual way.
   r = run({}, payload({"cgroup"}));
   EXPECT_TRUE(r.out.ends_with("/oarbank-" + id + "\n")) << r.describe();
+  // With its own mounts, its cgroup namespace is rooted at the leaf it joined, either way
+  // (session 18): the leaf is its "/".
+  config_path = with_mounts;
+  argv = run_argv({}, payload({"cgroup"}));
+  argv.insert(argv.begin(), {tree.probe(), "without-clone3"});
+  r = run_command(argv, o);
+  EXPECT_EQ(r.out, "/\n") << r.describe();
+  r = run({}, payload({"cgroup"}));
+  EXPECT_EQ(r.out, "/\n") << r.describe();
+  expect_nothing_left();
 }
 
 // --- 4. Control: freeze stops a counting module, thaw resumes it ----------------------------
