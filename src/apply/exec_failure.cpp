@@ -62,8 +62,13 @@ std::string exec_failure_detail(const std::string& executable, bool looked_up_on
   // getxattr by path EOPNOTSUPP (session 18), as it does the module's.
   if (err == EPERM) {
     const int fd = ::open(executable.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    const bool capable = fd >= 0 && ::fgetxattr(fd, "security.capability", nullptr, 0) > 0;
-    if (fd >= 0) ::close(fd);
+    if (fd < 0) {
+      // An execute-only file (0711): its attributes cannot be read here.
+      return "if the file asks for capabilities (security.capability, which cannot be read "
+             "here: the file is not readable), a module cannot have them";
+    }
+    const bool capable = ::fgetxattr(fd, "security.capability", nullptr, 0) > 0;
+    ::close(fd);
     if (capable) return "the file asks for capabilities (security.capability) a module cannot have";
   }
   return "";

@@ -97,6 +97,11 @@ std::string describe_object(const SeccompCall& call) {
     mode_arg = 2;
   }
   if (s == "openat") mode_arg = 3;
+  // Access mode 3 (session 18): the flags are what was refused, not the mode.
+  const int flags_arg = s == "open" ? 1 : s == "openat" ? 2 : -1;
+  if (flags_arg >= 0 && (a[static_cast<std::size_t>(flags_arg)] & 3) == 3) {
+    return call.path + (call.path.empty() ? "" : " ") + "access mode 3";
+  }
   std::string text = call.path;
   if (mode_arg >= 0) {
     text += fmt::format("{}mode {:#o}", text.empty() ? "" : " ",
@@ -164,7 +169,8 @@ std::optional<std::string> seccomp_refusal_reason(const seccomp::FilterVariant& 
 
 int seccomp_path_argument(std::string_view s) {
   if (s == "chmod" || s == "mkdir" || s == "mknod" || s == "creat" || s == "open" ||
-      s == "chroot") {
+      s == "chroot" || s == "setxattr" || s == "lsetxattr" || s == "removexattr" ||
+      s == "lremovexattr") {
     return 0;
   }
   if (s == "fchmodat" || s == "fchmodat2" || s == "mkdirat" || s == "mknodat" || s == "openat") {

@@ -291,9 +291,9 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
   // grant), and setxattr and removexattr changed them on any file its uid may write (a 0666
   // file, its own from an earlier run), with no Landlock check. EOPNOTSUPP, as a file system
   // without xattrs: ls -l (which asks every file it lists), cp -a and Python's shutil carry
-  // on; reads are quiet (not recorded: ls), writes recorded. The descriptor forms stay (the
-  // open was Landlock's to allow; see the access mode 3 rule below). The *at forms (Linux
-  // 6.13) by number.
+  // on; reads are quiet (not recorded: ls), changes recorded. Reading through a descriptor
+  // stays (the open was Landlock's to allow; see the access mode 3 rule below). The *at forms
+  // (Linux 6.13) by number.
   const std::string xattr_read_why =
       "extended attributes read by path: Landlock does not check them, so files outside the "
       "policy's grants would be read; open the file (a read grant) and use fgetxattr";
@@ -305,19 +305,25 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                                      {"listxattrat", 465}}) {
     rules.push_back(Rule{name, number, EOPNOTSUPP, {}, xattr_read_why, true});
   }
+  // Changes, by path or descriptor: the kernel checks the file's owner and mode, not how the
+  // descriptor was opened, so a read-only descriptor (a read grant) changed the attributes of a
+  // file the module's uid may write (session 18's review of the diff). No module's file has
+  // attributes it can change; reads through a descriptor stay.
   for (const auto& [name, number] : {std::pair<const char*, int>{"setxattr", -1},
                                      {"lsetxattr", -1},
+                                     {"fsetxattr", -1},
                                      {"removexattr", -1},
                                      {"lremovexattr", -1},
+                                     {"fremovexattr", -1},
                                      {"setxattrat", 463},
                                      {"removexattrat", 466}}) {
     rules.push_back(Rule{name,
                          number,
                          EOPNOTSUPP,
                          {},
-                         "extended attributes changed by path: Landlock does not check them, so "
-                         "files outside the policy's grants would be changed; open the file (a "
-                         "write grant) and use fsetxattr"});
+                         "changing extended attributes: Landlock does not check it, so files "
+                         "outside the policy's write grants would be changed; a module's files "
+                         "carry none it can set (tar --xattrs, setfattr, setfacl fail so)"});
   }
   // open with access mode 3 (O_WRONLY|O_RDONLY... O_ACCMODE, "ioctl only"): the kernel asks
   // read and write permission of the file's mode but gives the descriptor neither FMODE_READ

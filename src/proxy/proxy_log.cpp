@@ -204,6 +204,7 @@ namespace {
 std::vector<std::string> count_lines(const std::vector<RefusalRepeats::Repeat>& decisions,
                                      const std::vector<ClosedRepeats::Repeat>& closed) {
   std::vector<std::string> lines;
+  lines.reserve(decisions.size() + closed.size());
   for (const auto& repeat : decisions) lines.push_back(decision_line(repeat.record, repeat.count));
   for (const auto& repeat : closed) lines.push_back(closed_line(repeat.record, repeat.count));
   return lines;

@@ -306,6 +306,13 @@ TEST_F(FileCapabilities, ExecFailureSaysTheFileAsksForCapabilities) {
       r, 71,
       {"execve " + path, "EPERM",
        "the file asks for capabilities (security.capability) a module cannot have"});
+  // Execute-only (0711; session 18's review), the launcher cannot read the attribute through a
+  // descriptor (the filter refuses it by path): the line still says what it may be.
+  ASSERT_EQ(::chmod(path.c_str(), 0711), 0);
+  r = launch(base_policy(), {}, o);
+  expect_launcher_failure(
+      r, 71, {"execve " + path, "EPERM", "if the file asks for capabilities (security.capability"});
+  ASSERT_EQ(::chmod(path.c_str(), 0755), 0);
   // The same program without capabilities runs; a plain EACCES keeps its plain line.
   copy_file(tree.probe(), tree.path("bundle/plain"), 0755);
   o.argv = {tree.path("bundle/plain"), "exit", "3"};

@@ -541,6 +541,9 @@ TEST_P(Children, RoutesLandlockDoesNotCheckAreClosed) {
                        // Changing them by path; unfiltered: ok on its own file.
                        {{"setxattr", own}, kEopnotsupp},
                        {{"lsetxattr", own}, kEopnotsupp},
+                       // ... and through a read-only descriptor (the kernel checks the file's
+                       // mode, not the descriptor's); unfiltered: ok.
+                       {{"fsetxattr-ro", own}, kEopnotsupp},
                        // A descriptor with access mode 3, which Landlock does not check;
                        // unfiltered (a file the module user may read and write): the value.
                        {{"open-accmode3", own, "user.mine"}, kEperm},

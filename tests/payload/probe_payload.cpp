@@ -330,6 +330,12 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     if (n >= 0) std::printf("value %.*s\n", static_cast<int>(n), value);
     return report(n);
   }
+  // FILE opened read-only, then an xattr set through that descriptor.
+  if (cmd == "fsetxattr-ro" && need(1)) {
+    const int fd = open(a[0].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return report(-1);
+    return report(fsetxattr(fd, "user.oarbank", "x", 1, 0));
+  }
   // A lease on FILE (F_SETLEASE F_RDLCK), and asking for one (F_GETLEASE).
   if ((cmd == "fcntl-setlease" || cmd == "fcntl-getlease") && need(1)) {
     const int fd = open(a[0].c_str(), O_RDONLY | O_CLOEXEC);

@@ -124,6 +124,17 @@ TEST(DenialAdvice, PtraceRequestsAreNamed) {
             "request 39321 pid 5");
 }
 
+// Session 18: what the xattr and access-mode-3 refusals name.
+TEST(DenialAdvice, XattrChangesAndAccessMode3AreNamed) {
+  const FilterVariant none{false, false};
+  auto access3 = seccomp_denial(none, {"openat", {0, 0, 3, 0}, "/srv/f"}, EPERM);
+  EXPECT_EQ(access3.object, "/srv/f access mode 3");
+  EXPECT_NE(access3.reason.find("access mode 3"), std::string::npos) << access3.reason;
+  auto set = seccomp_denial(none, {"fsetxattr", {3, 0, 0, 0}, ""}, EOPNOTSUPP);
+  EXPECT_NE(set.reason.find("changing extended attributes"), std::string::npos) << set.reason;
+  EXPECT_EQ(seccomp_path_argument("setxattr"), 0);
+}
+
 TEST(DenialAdvice, SocketFamiliesNameThePolicyElement) {
   const FilterVariant none{false, false};
   auto unix_socket = seccomp_denial(none, {"socket", {AF_UNIX, SOCK_STREAM, 0}, ""}, EAFNOSUPPORT);
