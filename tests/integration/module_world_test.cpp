@@ -1481,9 +1481,9 @@ TEST_F(ModuleWorld, CPythonsRegressionTestsPassInside) {
   // Pep383Tests.test_listdir lists / (Landlock), test_memfd_create (memfd_create is closed with the
   // module's own mounts: ENOSYS), test_ressources_gced_in_workers (a multiprocessing Manager
   // listens on a socket), ExtendedAttributeTests' test_simple and test_lpath (extended
-  // attributes read by path answer EOPNOTSUPP, session 18: Landlock does not check them; its
-  // test_fds, through descriptors, runs). Without the world, test_posix's posix_spawn setpgroup
-  // tests fail (setpgid refused).
+  // attributes by path answer EOPNOTSUPP, session 18: Landlock does not check them; CPython
+  // now skips the whole class, as its probe, os.setxattr on a descriptor, is refused too).
+  // Without the world, test_posix's posix_spawn setpgroup tests fail (setpgid refused).
   std::vector<std::string> args{"spawn",
                                 "/usr/bin/python3",
                                 "-m",
