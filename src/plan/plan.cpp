@@ -158,6 +158,11 @@ bool sandbox_sets(const std::vector<std::string>& environment, const std::string
                      [&](const std::string& entry) { return entry.starts_with(name + "="); });
 }
 
+// HOME unless --setenv gives one.
+std::string default_home(const Policy& policy) {
+  return policy.work ? *policy.work : policy.temp ? *policy.temp : "/nonexistent";
+}
+
 }  // namespace
 
 std::string module_home(const Policy& policy, const LaunchRequest& request) {
@@ -165,15 +170,14 @@ std::string module_home(const Policy& policy, const LaunchRequest& request) {
   for (auto it = request.setenv.rbegin(); it != request.setenv.rend(); ++it) {
     if (it->first == "HOME") return it->second;
   }
-  return policy.work ? *policy.work : policy.temp ? *policy.temp : "/nonexistent";
+  return default_home(policy);
 }
 
 std::vector<std::string> module_environment(const Policy& policy, const NodeConfig& config,
                                             const LaunchRequest& request) {
   // A clean environment, as systemd gives services: the caller's may hold secrets.
   std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
-  const std::string home = policy.work ? *policy.work : policy.temp ? *policy.temp : "/nonexistent";
-  env.push_back("HOME=" + home);
+  env.push_back("HOME=" + default_home(policy));
   if (policy.temp) env.push_back("TMPDIR=" + *policy.temp);
   // The mechanisms' variables (the network's: the proxy's address under egress-allowlist).
   for (const Mechanism* mechanism : mechanisms()) {
@@ -277,9 +281,9 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
   // Its own cgroup, read-only, on its own sysfs (MountPlan::own_cgroup). Taken again on the
   // module's mount (apply/module_mounts.cpp); the rule the node's /sys/fs/cgroup gets here is
   // reached by no path of the module's (its /sys is its own sysfs, mounted over the node's).
-  const bool own_cgroup =
-      request.own_mounts && request.in_leaf &&
-      own_network_namespace(policy, features, config, seccomp::variant_for(policy, request.world));
+  plan.filter = seccomp::variant_for(policy, request.world);
+  plan.own_network_namespace = own_network_namespace(policy, features, config, plan.filter);
+  const bool own_cgroup = request.own_mounts && request.in_leaf && plan.own_network_namespace;
   if (own_cgroup) {
     rules.optional("/sys/fs/cgroup", LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR,
                    "its own cgroup (a cgroup namespace rooted at its leaf): read only");
@@ -302,7 +306,6 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
     if (mechanism->plan_section != nullptr) mechanism->plan_section(input, plan);
   }
 
-  plan.filter = seccomp::variant_for(policy, request.world);
   if (features.running_as_root) {
     plan.identity = IdentityPlan{true, config.module_uid, config.module_gid};
     plan.identity.source = request.user_source;
@@ -317,7 +320,6 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
       }
     }
   }
-  plan.own_network_namespace = own_network_namespace(policy, features, config, plan.filter);
   if (request.own_mounts) {
     std::vector<std::string> dirs;
     for (const auto& dir : plan.writable_dirs) dirs.push_back(dir.path);

@@ -325,10 +325,10 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                          "outside the policy's write grants would be changed; a module's files "
                          "carry none it can set (tar --xattrs, setfattr, setfacl fail so)"});
   }
-  // open with access mode 3 (O_WRONLY|O_RDONLY... O_ACCMODE, "ioctl only"): the kernel asks
-  // read and write permission of the file's mode but gives the descriptor neither FMODE_READ
-  // nor FMODE_WRITE, and Landlock, which judges by those, checks nothing; fgetxattr on it read
-  // a file outside every grant (session 18's review). No program needs it for a file.
+  // open with access mode 3 (flags & O_ACCMODE == 3, "ioctl only"): the kernel asks read and
+  // write permission of the file's mode but gives the descriptor neither FMODE_READ nor
+  // FMODE_WRITE, and Landlock, which judges by those, checks nothing; fgetxattr on it read a
+  // file outside every grant (session 18's review). No program needs it for a file.
   for (const auto& [name, flags_arg] : {std::pair<const char*, unsigned>{"open", 1},
                                         std::pair<const char*, unsigned>{"openat", 2}}) {
     rules.push_back(Rule{name,
@@ -457,25 +457,25 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                        : "watches report activity in directories Landlock would not let the "
                          "module list");
   add(rules, {"fanotify_init"}, EPERM, "as inotify, for whole mounts");
-  // dnotify, inotify's predecessor (Linux 2.4): fcntl(dirfd, F_NOTIFY) on any directory the
-  // module may open signals it when files there are created, read or run (session 13's
-  // attack review: another module's input, /etc, /usr/bin). The command is compared on its
-  // low 32 bits, as the kernel reads it. Every other fcntl stays allowed.
-  rules.push_back(Rule{"fcntl",
-                       -1,
-                       EPERM,
-                       {{1, Compare::MaskedEqual, F_NOTIFY, 0xffffffffULL}},
-                       "directory notifications (dnotify) report activity in directories the "
-                       "module does not own, as inotify's watches would"});
-  // Session 18's attack review: a lease on a file of its own (its output in work) held every
-  // opener, root's collecting the output too, in open(2) for fs.lease-break-time (45 s by
-  // default), again on each open.
-  rules.push_back(Rule{"fcntl",
-                       -1,
-                       EPERM,
-                       {{1, Compare::MaskedEqual, F_SETLEASE, 0xffffffffULL}},
-                       "a file lease holds whoever opens the file (the node collecting the "
-                       "module's output) in open(2) for fs.lease-break-time"});
+  // The fcntl commands refused in every variant, compared on their low 32 bits, as the kernel
+  // reads the command; every other fcntl stays allowed. dnotify, inotify's predecessor (Linux
+  // 2.4): fcntl(dirfd, F_NOTIFY) on any directory the module may open signals it when files
+  // there are created, read or run (session 13's attack review: another module's input, /etc,
+  // /usr/bin). A lease (session 18's attack review) on a file of its own (its output in work)
+  // held every opener, root's collecting the output too, in open(2) for fs.lease-break-time
+  // (45 s by default), again on each open.
+  for (const auto& [command, why] :
+       {std::pair<std::uint64_t, const char*>{
+            F_NOTIFY,
+            "directory notifications (dnotify) report activity in directories the module does "
+            "not own, as inotify's watches would"},
+        std::pair<std::uint64_t, const char*>{
+            F_SETLEASE,
+            "a file lease holds whoever opens the file (the node collecting the module's "
+            "output) in open(2) for fs.lease-break-time"}}) {
+    rules.push_back(
+        Rule{"fcntl", -1, EPERM, {{1, Compare::MaskedEqual, command, 0xffffffffULL}}, why});
+  }
   // Leaving the process group (and session) escapes a container that is a process group only,
   // and a new session may read an inherited terminal without job control. With a cgroup leaf
   // as the container (torn down by cgroup.kill, whatever the groups) and no terminal but the

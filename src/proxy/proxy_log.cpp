@@ -200,20 +200,14 @@ template class LineRepeats<DecisionRecord>;
 template class LineRepeats<ClosedRecord>;
 
 namespace {
-// The lines of counts, refusals and allowed decisions first, then closed connections.
-std::vector<std::string> count_lines(const std::vector<RefusalRepeats::Repeat>& decisions,
-                                     const std::vector<ClosedRepeats::Repeat>& closed) {
-  std::vector<std::string> lines;
-  lines.reserve(decisions.size() + closed.size());
-  for (const auto& repeat : decisions) lines.push_back(decision_line(repeat.record, repeat.count));
-  for (const auto& repeat : closed) lines.push_back(closed_line(repeat.record, repeat.count));
-  return lines;
+// The lines of `repeats`' counts, appended to `lines`.
+void add_count_lines(std::vector<std::string>& lines,
+                     const std::vector<RefusalRepeats::Repeat>& repeats) {
+  for (const auto& repeat : repeats) lines.push_back(decision_line(repeat.record, repeat.count));
 }
-
-std::vector<RefusalRepeats::Repeat> joined(std::vector<RefusalRepeats::Repeat> first,
-                                           std::vector<RefusalRepeats::Repeat> second) {
-  for (auto& repeat : second) first.push_back(std::move(repeat));
-  return first;
+void add_count_lines(std::vector<std::string>& lines,
+                     const std::vector<ClosedRepeats::Repeat>& repeats) {
+  for (const auto& repeat : repeats) lines.push_back(closed_line(repeat.record, repeat.count));
 }
 }  // namespace
 
@@ -221,7 +215,9 @@ void ProxyLog::flush() {
   std::vector<std::string> lines;
   {
     std::lock_guard lock(mutex_);
-    lines = count_lines(joined(refusals_.flush(), allowed_.flush()), closed_.flush());
+    add_count_lines(lines, refusals_.flush());
+    add_count_lines(lines, allowed_.flush());
+    add_count_lines(lines, closed_.flush());
   }
   for (const auto& line : lines) write(line);
 }
@@ -230,7 +226,9 @@ void ProxyLog::write_due(RefusalRepeats::Clock::time_point now) {
   std::vector<std::string> lines;
   {
     std::lock_guard lock(mutex_);
-    lines = count_lines(joined(refusals_.due(now), allowed_.due(now)), closed_.due(now));
+    add_count_lines(lines, refusals_.due(now));
+    add_count_lines(lines, allowed_.due(now));
+    add_count_lines(lines, closed_.due(now));
   }
   for (const auto& line : lines) write(line);
 }
