@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -145,20 +146,20 @@ std::optional<AuditRecord> parse_audit_record(int type, std::string_view text) {
 }
 
 std::string canonical_endpoint(const std::string& address, const std::string& port) {
-  unsigned char bytes[16];
+  in_addr in4{};
+  in6_addr in6{};
   char text[INET6_ADDRSTRLEN];
-  if (::inet_pton(AF_INET, address.c_str(), bytes) == 1 &&
-      ::inet_ntop(AF_INET, bytes, text, sizeof text) != nullptr) {
+  if (::inet_pton(AF_INET, address.c_str(), &in4) == 1 &&
+      ::inet_ntop(AF_INET, &in4, text, sizeof text) != nullptr) {
     return std::string(text) + ":" + port;
   }
-  if (::inet_pton(AF_INET6, address.c_str(), bytes) != 1) return "";
+  if (::inet_pton(AF_INET6, address.c_str(), &in6) != 1) return "";
   // An IPv4-mapped address (::ffff:a.b.c.d, a dual-stack socket's connect) is that IPv4 one.
-  static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (std::equal(kMapped, kMapped + 12, bytes) &&
-      ::inet_ntop(AF_INET, bytes + 12, text, sizeof text) != nullptr) {
+  if (IN6_IS_ADDR_V4MAPPED(&in6) &&
+      ::inet_ntop(AF_INET, in6.s6_addr + 12, text, sizeof text) != nullptr) {
     return std::string(text) + ":" + port;
   }
-  if (::inet_ntop(AF_INET6, bytes, text, sizeof text) != nullptr) {
+  if (::inet_ntop(AF_INET6, &in6, text, sizeof text) != nullptr) {
     return "[" + std::string(text) + "]:" + port;
   }
   return "";

@@ -32,15 +32,14 @@ const char* never_allowed(const EgressDestination& dest) {
     }
     return nullptr;
   }
-  std::array<unsigned char, 16> v6{};
+  in6_addr in6{};
   std::array<unsigned char, 4> v4{};
-  if (inet_pton(AF_INET6, dest.host.c_str(), v6.data()) == 1) {
-    static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    if (std::equal(v6.begin(), v6.begin() + 12, kMapped)) {
-      std::copy(v6.begin() + 12, v6.end(), v4.begin());  // ::ffff:a.b.c.d is IPv4
+  if (inet_pton(AF_INET6, dest.host.c_str(), &in6) == 1) {
+    const unsigned char* v6 = in6.s6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&in6)) {
+      std::copy(v6 + 12, v6 + 16, v4.begin());  // ::ffff:a.b.c.d is IPv4
     } else {
-      const bool zero_prefix =
-          std::all_of(v6.begin(), v6.begin() + 15, [](unsigned char b) { return b == 0; });
+      const bool zero_prefix = std::all_of(v6, v6 + 15, [](unsigned char b) { return b == 0; });
       if (zero_prefix && (v6[15] == 0 || v6[15] == 1))
         return "loopback and unspecified addresses are never egress destinations";
       if (v6[0] == 0xfe && (v6[1] & 0xc0) == 0x80)
