@@ -13,6 +13,11 @@
 #   RT=1 bench/run-launch-bench.sh      run at SCHED_FIFO priority 10 (root): other load on that CPU
 #                                       no longer preempts the rounds; spreads are much narrower
 #   RUN=0 bench/run-launch-bench.sh     without the sandbox-run side
+#   KERNEL_FLOOR=1 bench/run-launch-bench.sh   (root, default policy) one more side: the kernel's
+#                                       part of the launch alone (oarbank-kernel-floor: the same
+#                                       system calls and filter, none of the launcher's own code),
+#                                       and the same without the filter, the bounding-set drops
+#                                       or Landlock (kf-no-seccomp, kf-no-capbset, kf-no-landlock)
 #   WORLD=1 bench/run-launch-bench.sh   (root) three more sandbox-run sides: without the module's
 #                                       world, with it, and with it taken from a namespace stock
 #                                       (docs/performance.md, "The namespace stock")
@@ -74,6 +79,14 @@ echo "== paired rounds (oarbank-launch-bench)"
 export OARBANK_STATE_DIR=$tmp/state
 run_side=()
 [[ ${RUN:-1} == 1 ]] && run_side=(--side "sandbox-run=$agent sandbox-run $policy -- $target")
+if [[ ${KERNEL_FLOOR:-0} == 1 ]]; then
+  [[ -z ${POLICY:-} ]] || { echo "run-launch-bench: KERNEL_FLOOR=1 models the default policy only" >&2; exit 1; }
+  cp "$build/bench/oarbank-kernel-floor" "$tmp/bin/"
+  run_side+=(--side "kernel-floor=$tmp/bin/oarbank-kernel-floor $policy $target")
+  for step in seccomp capbset landlock; do
+    run_side+=(--side "kf-no-$step=OARBANK_KERNEL_FLOOR_WITHOUT=$step $tmp/bin/oarbank-kernel-floor $policy $target")
+  done
+fi
 if [[ ${WORLD:-0} == 1 ]]; then
   # The audit reader off in all three (it is its own cost: performance.md); the stock serves a
   # run state directory of its own, not pinned (on a node it is a service beside the runs), and
