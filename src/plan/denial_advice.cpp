@@ -82,6 +82,7 @@ std::string describe_object(const SeccompCall& call) {
   if (s == "ptrace") return fmt::format("{} pid {}", ptrace_request_name(a[0]), a[1]);
   if (s == "clone") return fmt::format("flags {:#x}", a[0]);
   if (s == "personality") return fmt::format("{:#x}", static_cast<std::uint32_t>(a[0]));
+  if (s == "memfd_create") return fmt::format("flags {:#x}", static_cast<std::uint32_t>(a[1]));
   if (s == "seccomp") return fmt::format("operation {} flags {:#x}", a[0], a[1]);
   if (s == "sendto" || s == "sendmsg" || s == "sendmmsg") return "MSG_FASTOPEN";
   if (s == "prlimit64" || s == "sched_setaffinity" || s == "sched_setscheduler" ||

@@ -23,6 +23,7 @@ struct GroupKey {
   int number = -1;
   int errno_value = 0;
   bool quiet = false;
+  bool recorded = false;
   std::vector<ArgCheck> prefix;  // the checks before the varying one, in order
   unsigned arg = 0;
   std::uint64_t mask = kAllBits;  // kAllBits: Equal and Greater; else MaskedEqual's mask
@@ -42,13 +43,10 @@ struct Group {
 std::optional<GroupKey> key_of(const Rule& rule) {
   if (rule.args.empty()) return std::nullopt;
   const ArgCheck& last = rule.args.back();
-  GroupKey key{rule.syscall,
-               rule.syscall_number_x86_64,
-               rule.errno_value,
-               rule.quiet,
-               std::vector<ArgCheck>(rule.args.begin(), rule.args.end() - 1),
-               last.arg,
-               kAllBits};
+  GroupKey key{rule.syscall,     rule.syscall_number_x86_64,
+               rule.errno_value, rule.quiet,
+               rule.recorded,    std::vector<ArgCheck>(rule.args.begin(), rule.args.end() - 1),
+               last.arg,         kAllBits};
   if (last.op == Compare::MaskedEqual) {
     // A value with bits outside its mask never matches: such a rule is left alone.
     if (!low_bits_mask(last.mask) || (last.value & ~last.mask) != 0) return std::nullopt;
@@ -58,8 +56,10 @@ std::optional<GroupKey> key_of(const Rule& rule) {
 }
 
 Rule with_last(const Rule& model, const GroupKey& key, std::optional<ArgCheck> last) {
-  Rule rule{model.syscall, model.syscall_number_x86_64, model.errno_value, key.prefix, model.why,
-            model.quiet};
+  Rule rule{model.syscall,     model.syscall_number_x86_64,
+            model.errno_value, key.prefix,
+            model.why,         model.quiet,
+            model.recorded};
   if (last) rule.args.push_back(*last);
   return rule;
 }

@@ -16,7 +16,8 @@ namespace oarbank::seccomp {
 // (sandbox-exec). Notify (sandbox-run, docs/denials.md): SECCOMP_RET_USER_NOTIF for every rule
 // that is not a quiet fallback, so that the supervisor answers with that same errno and records
 // the denial; the quiet ones keep answering in the kernel and are not recorded: the ENOSYS rules
-// ("this kernel lacks it": clone3, openat2, io_uring, inotify, memfd_secret) and the rules
+// ("this kernel lacks it": clone3, openat2, io_uring, inotify, memfd_secret; but memfd_create
+// without MFD_NOEXEC_SEAL, marked recorded, which programs do not fall back from) and the rules
 // marked quiet (extended attributes read by path and RWF_NOWAIT, EOPNOTSUPP: "this file system
 // lacks it"; posix_fadvise's DONTNEED, answered 0: advice the kernel may ignore), refusals a
 // program falls back from without noticing and that `ls -l` would otherwise record on every
@@ -26,7 +27,9 @@ enum class Refusal { Errno, Notify };
 // Whether a refusal with this errno goes to the supervisor in the Notify programs.
 inline bool notified(int errno_value) { return errno_value != ENOSYS; }
 // Whether the rule's refusal does.
-inline bool notified(const Rule& rule) { return !rule.quiet && notified(rule.errno_value); }
+inline bool notified(const Rule& rule) {
+  return !rule.quiet && (rule.recorded || notified(rule.errno_value));
+}
 
 // The rule's syscall number on this architecture (libseccomp's, else the rule's own); -1 when
 // neither knows it.

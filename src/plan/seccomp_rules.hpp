@@ -72,6 +72,9 @@ struct Rule {
   // Answered in the kernel under sandbox-run too, not recorded (seccomp_compile.hpp): a refusal
   // a program falls back from without noticing, which `ls -l` would otherwise record per file.
   bool quiet = false;
+  // An ENOSYS refusal the supervisor records all the same: a rare call that programs do not
+  // fall back from (Python's os.memfd_create raises), unlike clone3's or openat2's.
+  bool recorded = false;
 };
 
 // Syscall numbers above this one are refused with ENOSYS before any other rule: a syscall

@@ -200,6 +200,24 @@ TEST_F(Denials, QuietFallbacksAreNotRecordedAndALeaseIsWithItsReason) {
       << lease.dump();
 }
 
+// Session 19's real-programs review: memfd_create without MFD_NOEXEC_SEAL answers ENOSYS like
+// the fallbacks above, but Python's os.memfd_create raises rather than falling back, so it is
+// recorded, with the flag that avoids it; a sealed memfd is allowed and nothing is recorded.
+TEST_F(Denials, AnExecutableMemfdIsRecordedWithTheSealThatAvoidsIt) {
+  RunResult r = run({"--denials"}, {"batch", "memfd_create", ",", "memfd_create-sealed"},
+                    base_policy());
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "errno ENOSYS\nok\n");
+  const auto denials = result()["denials"];
+  ASSERT_EQ(denials.size(), 1U) << denials.dump();
+  const auto memfd = the_denial(denials, "memfd_create");
+  EXPECT_EQ(memfd["error"], "ENOSYS");
+  EXPECT_TRUE(memfd["allowed_by"].is_null());
+  EXPECT_NE(memfd["reason"].get<std::string>().find("pass MFD_NOEXEC_SEAL"), std::string::npos)
+      << memfd.dump();
+  EXPECT_NE(r.err.find("refused (seccomp): memfd_create flags 0x"), std::string::npos) << r.err;
+}
+
 TEST_F(Denials, TheSummaryOnSuccessOnlyWithTheFlag) {
   RunResult quiet = run({}, {"listen"}, base_policy());
   ASSERT_TRUE(quiet.exited(0)) << quiet.describe();
