@@ -94,6 +94,16 @@ std::string not_grantable(const std::string& dir, const std::string& temp) {
   return "";
 }
 
+// The name an O_TMPFILE file has in an audit record: "DIR/#INODE (deleted)".
+bool unnamed_temporary_file(std::string_view path) {
+  constexpr std::string_view kDeleted = " (deleted)";
+  const auto slash = path.rfind("/#");
+  if (slash == std::string_view::npos || !path.ends_with(kDeleted)) return false;
+  const auto digits = path.substr(slash + 2, path.size() - kDeleted.size() - slash - 2);
+  return !digits.empty() &&
+         std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 // The grant for `dir` when it may be proposed; otherwise no grant, and why in the reason.
 void grant_or_refuse(Denial& d, const std::string& dir, std::string allowed_by,
                      nlohmann::json grant, const LandlockAdviceContext& context) {
@@ -239,6 +249,18 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
             "/tmp/hsperfdata_USER, there whatever java.io.tmpdir says: run java with "
             "-XX:-UsePerfData; jps and jcmd, which need it and an attach socket, cannot work in "
             "a module, which never listens)";
+      }
+      // Session 19's real-programs review: glibc's tmpfile(3) (ed, many C programs) makes an
+      // unnamed O_TMPFILE file in P_tmpdir, /tmp, whatever TMPDIR says; the record names it
+      // "/tmp/#INODE (deleted)". No policy moves it, so the TMPDIR advice misled.
+      if (dir == "/tmp" && unnamed_temporary_file(path)) {
+        d.reason =
+            "an unnamed temporary file (O_TMPFILE) in /tmp: not granted (glibc's tmpfile(3) "
+            "makes its file there whatever TMPDIR says, and no policy grants /tmp): the "
+            "module's temporary files go in its TMPDIR" +
+            (context.temp.empty() ? std::string(", the policy's \"temp\"")
+                                  : ", the policy's \"temp\" (" + context.temp + ")") +
+            ": create them there (mkstemp(3), Python's tempfile)";
       }
     }
   } else if (d.mechanism == "landlock-net") {

@@ -534,6 +534,29 @@ TEST(LandlockAudit, JavasPerfDataDirectoryInTmpNamesUsePerfData) {
   EXPECT_NE(other.reason.find("-Djava.io.tmpdir=/srv/tmp"), std::string::npos) << other.reason;
 }
 
+// Session 19's real-programs review: glibc's tmpfile(3) makes an O_TMPFILE file in /tmp whatever
+// TMPDIR says; its record names "/tmp/#INODE (deleted)", and the advice says so instead of
+// "point the program at TMPDIR", which no policy or variable can do for it.
+TEST(LandlockAudit, TmpfilesUnnamedFileInTmpSaysTmpdirCannotMoveIt) {
+  const LandlockAdviceContext context{{"/srv/work", "/srv/tmp"}, false, "/srv/tmp"};
+  auto tmpfile = landlock_denial(
+      record(1423,
+             "audit(1:1): domain=a blockers=fs.write_file,fs.read_file path=\"/tmp/#10952726 "
+             "(deleted)\" dev=\"vda\" ino=10952726"),
+      nullptr, context);
+  EXPECT_NE(tmpfile.reason.find("glibc's tmpfile(3)"), std::string::npos) << tmpfile.reason;
+  EXPECT_NE(tmpfile.reason.find("(/srv/tmp)"), std::string::npos) << tmpfile.reason;
+  EXPECT_TRUE(tmpfile.grant.is_null());
+  // A named file in /tmp keeps the TMPDIR advice.
+  auto named = landlock_denial(
+      record(1423,
+             "audit(1:1): domain=a blockers=fs.write_file path=\"/tmp/#notes\" dev=\"vda\" "
+             "ino=2"),
+      nullptr, context);
+  EXPECT_EQ(named.reason.find("tmpfile(3)"), std::string::npos) << named.reason;
+  EXPECT_NE(named.reason.find("TMPDIR"), std::string::npos) << named.reason;
+}
+
 // Session 18's review: a direct connect to an address the allowlist names is told the route,
 // not to name the destination it already names.
 TEST(LandlockAudit, ADirectConnectToAListedAddressIsToldToUseTheProxy) {
