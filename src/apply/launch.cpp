@@ -101,6 +101,7 @@ struct LaunchState {
   const Plan& plan;
   PreparedLaunch& prepared;
   StepError error;
+  ListenerSendHeadroom listener_headroom;  // sandbox-run's: seccomp_apply.hpp
 };
 
 bool launch_failed(LaunchState& state, std::string what, int err) {
@@ -128,6 +129,7 @@ bool step_descriptors(LaunchState& state) {
 bool step_identity(LaunchState& state) {
   const Plan& plan = state.plan;
   const PreparedLaunch& prepared = state.prepared;
+  if (plan.seccomp_notify && ::geteuid() == 0) state.listener_headroom.raise();
   if (!launch_test_skips(LaunchStep::Identity) && !apply_identity(plan.identity, state.error)) {
     return false;
   }
@@ -196,11 +198,22 @@ bool step_seccomp(LaunchState& state) {
   if (launch_test_skips(LaunchStep::Seccomp)) return true;
   // Under sandbox-run the notifying program's listener goes to the supervisor over the status
   // channel (a socket pair there); -1: the errno program, no listener.
-  if (int err =
-          load_seccomp_filter(state.plan.filter, state.plan.seccomp_notify ? g_status_fd : -1);
-      err != 0) {
+  const int err =
+      load_seccomp_filter(state.plan.filter, state.plan.seccomp_notify ? g_status_fd : -1);
+  if (err == ETOOMANYREFS) {
+    return launch_failed(state,
+                         "sendmsg of the filter's listener to the supervisor (the module user has "
+                         "more descriptors in flight than RLIMIT_NOFILE: a module of the shared "
+                         "module user holds them; a uid of its own for each module, --id with "
+                         "\"module_users\", avoids it)",
+                         err);
+  }
+  if (err != 0) {
     return launch_failed(state,
                          "seccomp(SECCOMP_SET_MODE_FILTER, " + state.plan.filter.name() + ")", err);
+  }
+  if (const int restored = state.listener_headroom.restore(); restored != 0) {
+    return launch_failed(state, "setrlimit(RLIMIT_NOFILE) back to the module's limit", restored);
   }
   return true;
 }
@@ -270,7 +283,7 @@ static_assert(
 }  // namespace
 
 void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
-  LaunchState state{plan, prepared, {}};
+  LaunchState state{plan, prepared, {}, {}};
   for (const LauncherStep& step : kLauncherSteps) {
     if (!step.run(state)) fail_step(program, step.step, state.error);
   }

@@ -31,7 +31,8 @@ using namespace std::chrono_literals;
 class NprocBackground {
  public:
   NprocBackground(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                  const std::string& output, std::optional<rlim_t> nproc = {}) {
+                  const std::string& output, std::optional<rlim_t> nproc = {},
+                  std::optional<rlim_t> nofile = {}) {
     pid_ = ::fork();
     if (pid_ == 0) {
       int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -42,6 +43,10 @@ class NprocBackground {
       if (nproc) {
         const rlimit limit{*nproc, *nproc};
         if (::setrlimit(RLIMIT_NPROC, &limit) != 0) ::_exit(126);
+      }
+      if (nofile) {
+        const rlimit limit{*nofile, *nofile};
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(126);
       }
       exec_in_child(argv, env);
     }
@@ -287,6 +292,44 @@ TEST_F(OwnUser, WithOneSharedModuleUserTheSameTriesSucceed) {
                            "kill-0", "pidfd-kill", "kill-term"}) {
     EXPECT_EQ(answers[call], "ok") << call;
   }
+}
+
+// Session 19's attack review: the kernel refuses every SCM_RIGHTS send of a user whose
+// descriptors in flight exceed the sender's RLIMIT_NOFILE. The launcher sends the filter's
+// listener that way as the module user, so A, a module of the shared module user holding as
+// many in flight as its limit lets it, made every later run of that user fail with 70. The
+// launcher now sends with 1024 more than the module's hard limit (raising its own, or, where
+// root may not, as on this build machine, lowering the module's): B starts while A holds them.
+TEST_F(OwnUser, AModuleHoldingDescriptorsInFlightDoesNotStopTheSharedUsersNextRun) {
+  if (!running_as_root()) GTEST_SKIP() << "the fixed module_user applies as root";
+  constexpr rlim_t kNofile = 8192;
+  const std::string c = config(false, kUncapped);
+  const std::string out = tree.path("inflight-a.out");
+  NprocBackground a(run_argv(c, unique_name("inflight-a"), policy_with_work(tree.path("if-a/work")),
+                             {"batch", "fill-inflight", ",", "sleep-forever"}),
+                    env(), out, std::nullopt, kNofile);
+  ASSERT_TRUE(wait_for_line(out, "ok")) << read_if_there(out);
+  const auto a_lines = lines_of(read_if_there(out));
+  ASSERT_FALSE(a_lines.empty());
+  EXPECT_TRUE(a_lines[0].starts_with("inflight ") && a_lines[0].ends_with(" ETOOMANYREFS"))
+      << a_lines[0];
+  const std::string b_out = tree.path("inflight-b.out");
+  const auto b_argv = run_argv(c, unique_name("inflight-b"),
+                               policy_with_work(tree.path("if-b/work")), {"exit", "0"});
+  const pid_t b = ::fork();
+  if (b == 0) {
+    int fd = ::open(b_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    const rlimit limit{kNofile, kNofile};
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(126);
+    exec_in_child(b_argv, env());
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(b, &status, 0), b);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << status << ": " << read_if_there(b_out);
+  a.stop();
 }
 
 // RLIMIT_NPROC counts the processes of a real uid: with a uid each, A's processes do not

@@ -1352,6 +1352,41 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
   // Attack review: a command name of the module's choosing (escape bytes, ")", spaces), as
   // /proc/PID/stat and /proc/PID/status then show it to whoever reads them.
   if (cmd == "set-comm" && need(1)) return report(prctl(PR_SET_NAME, a[0].c_str(), 0, 0, 0));
+  // Session 19's attack review: descriptors in flight (SCM_RIGHTS) up to the kernel's per-user
+  // bound (the sender's RLIMIT_NOFILE, soft raised to hard first, as an attacker would), which
+  // then refuses every SCM_RIGHTS send of that user: "inflight N ERRNO".
+  if (cmd == "fill-inflight") {
+    rlimit limit{};
+    getrlimit(RLIMIT_NOFILE, &limit);
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0) return report(-1);
+    constexpr int kBatch = 253;  // SCM_MAX_FD
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kBatch)] = {};
+    long inflight = 0;
+    for (;;) {
+      char byte = 0;
+      iovec iov{&byte, 1};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof control;
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int) * kBatch);
+      int* fds = reinterpret_cast<int*>(CMSG_DATA(c));
+      for (int i = 0; i < kBatch; ++i) fds[i] = pair[0];
+      if (sendmsg(pair[0], &msg, MSG_DONTWAIT) < 0) break;
+      inflight += kBatch;
+    }
+    const char* name = strerrorname_np(errno);
+    std::printf("inflight %ld %s\n", inflight, name != nullptr ? name : "?");
+    std::fflush(stdout);
+    return 0;  // the descriptors stay in flight while the process lives (sleep-forever next)
+  }
   if (cmd == "sleep-forever") {
     std::printf("ok\n");
     std::fflush(stdout);
