@@ -363,6 +363,25 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                        "POSIX_FADV_DONTNEED would evict node files' pages for everyone (and "
                        "reset a page-cache channel): accepted and ignored",
                        true});
+  // Same-page merging (KSM; session 19's attack review): with the node's KSM on
+  // (/sys/kernel/mm/ksm/run, VM hosts, systemd's MemoryKSM=), a module that marks pages of
+  // guessed content mergeable learns from /proc/self/ksm_merging_pages, or a copy-on-write
+  // fault's time, whether another module or a node process holds a page of that content, and
+  // two modules signal each other through it. MADV_MERGEABLE (12, madvise's int advice) and
+  // PR_SET_MEMORY_MERGE (67, Linux 6.4, which needs no capability) answer EINVAL, as a kernel
+  // without CONFIG_KSM does. madvise and prctl then run the program on every call.
+  rules.push_back(Rule{"madvise",
+                       -1,
+                       EINVAL,
+                       {{2, Compare::MaskedEqual, 12, 0xffffffffULL}},
+                       "same-page merging (KSM) tells whether another module or the node holds a "
+                       "page of given content"});
+  rules.push_back(Rule{"prctl",
+                       -1,
+                       EINVAL,
+                       {{0, Compare::MaskedEqual, 67, 0xffffffffULL}},
+                       "same-page merging (KSM) of the whole process tells whether another module "
+                       "or the node holds a page of given content"});
   // Project ids: an owner may move its files to another project (FS_IOC_FSSETXATTR, and
   // file_setattr of Linux 6.17), out of a project quota the node set on the writable roots
   // (docs/sandbox-run.md). FS_IOC_FSSETXATTR is _IOW('X', 32, struct fsxattr), 0x401c5820.

@@ -476,6 +476,11 @@ TEST_P(Children, KernelInterfacesRefused) {
              // one sealed non-executable (MFD_NOEXEC_SEAL, Linux 6.3) is an ordinary call.
              {{"memfd_create"}, kEnosys},
              {{"memfd_create-sealed"}, kOk},
+             // Session 19's attack review: KSM tells another module's page contents (with the
+             // node's KSM on); unfiltered: ok. Other advice stays.
+             {{"madvise-mergeable"}, "errno EINVAL"},
+             {{"prctl-memory-merge"}, "errno EINVAL"},
+             {{"madvise-dontneed"}, kOk},
              // Session 14's attack reviews: a nested Landlock domain that does not log after
              // an exec, or turns its logging off, hid the sandbox's own refusals from the run's
              // denials; unfiltered: ok (ABI 7). One that logs as the sandbox's does is allowed

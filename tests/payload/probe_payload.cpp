@@ -1090,6 +1090,13 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     return report(pid);
   }
   if (cmd == "memfd_create") return report(syscall(SYS_memfd_create, "x", 0));
+  // Session 19: same-page merging (KSM) as a channel; EINVAL also where the kernel lacks KSM.
+  if (cmd == "madvise-mergeable" || cmd == "madvise-dontneed") {
+    void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return report(-1);
+    return report(madvise(page, 4096, cmd == "madvise-mergeable" ? 12 : MADV_DONTNEED));
+  }
+  if (cmd == "prctl-memory-merge") return report(prctl(67, 1, 0, 0, 0));
 
   // --- what the process is
   if (cmd == "fd-open" && need(1)) {
