@@ -390,6 +390,9 @@ RunResult ModuleRun::run() {
   };
   // The audit reader stops while the module's first process is still unreaped (its pid held).
   launch_.before_reap = [this] { denials_->finish(); };
+  // Coarse, as the kernel stamps files' times: a fine clock read here can be later than the
+  // mtime of a file the module writes within the same tick.
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &spawned_at_);
   RunResult result = supervise(launch_, *state_);
 
   // The module ran (its exec was verified, or it was stopped on the way): what it was given
@@ -698,18 +701,30 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
                    result.verification_problem +
                    "; the module was killed and its container torn down");
       break;
-    case RunEnd::Exited:
+    case RunEnd::Exited: {
       // Session 16's review: a program the module wrote and then ran (126 from a shell) or
       // had ld.so load (127, "failed to map segment") fails on the noexec mount, which no
-      // audit record reports: the module author got no line at all.
-      if ((result.module_status == 126 || result.module_status == 127) &&
-          !request_.policy.exec_writable && own_mounts_) {
-        request_.say("the module exited " + std::to_string(result.module_status) +
-                     ": if it ran or loaded a program it wrote in work, data or temp, those "
-                     "are mounted noexec (no refusal is recorded for it): \"exec_writable\": "
-                     "true allows it");
+      // audit record reports: the module author got no line at all. Session 19's: cargo
+      // (101), ctest (8) and CPython's tests (2) exit otherwise, so any failure after the
+      // module wrote an executable file there gets the line too, naming the file.
+      if (result.module_status == 0 || request_.policy.exec_writable || !own_mounts_) break;
+      std::vector<std::string> writable;
+      if (prepared_) {
+        for (const auto& dir : prepared_->plan.writable_dirs) writable.push_back(dir.path);
       }
+      const auto written = executable_written_since(writable, spawned_at_);
+      const bool shell_status = result.module_status == 126 || result.module_status == 127;
+      if (!shell_status && !written) break;
+      request_.say("the module exited " + std::to_string(result.module_status) +
+                   (written ? " after writing the executable file " + *written +
+                                  ": work, data and temp are mounted noexec, so running or "
+                                  "loading a program written there fails"
+                            : ": if it ran or loaded a program it wrote in work, data or temp, "
+                              "those are mounted noexec") +
+                   " (no refusal is recorded for it; git skips such hooks, cargo's build "
+                   "scripts, proc-macros and tests fail): \"exec_writable\": true allows it");
       break;
+    }
     case RunEnd::Signaled:
       break;
   }

@@ -1,5 +1,6 @@
 #include "supervise/writable_dirs.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -135,6 +136,61 @@ std::vector<std::string> own_dirs_open_to_others(const std::vector<std::string>&
     open.push_back(dir + " (mode " + mode + ")");
   }
   return open;
+}
+
+std::optional<std::string> executable_written_since(const std::vector<std::string>& dirs,
+                                                    const timespec& since, std::size_t budget) {
+  struct Pending {
+    int fd;
+    std::string path;
+    int depth;
+  };
+  const auto newer = [&since](const timespec& t) {
+    return t.tv_sec > since.tv_sec || (t.tv_sec == since.tv_sec && t.tv_nsec >= since.tv_nsec);
+  };
+  std::optional<std::string> found;
+  for (const auto& dir : dirs) {
+    const int root = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat root_st {};
+    if (root < 0) continue;
+    if (::fstat(root, &root_st) != 0) {
+      ::close(root);
+      continue;
+    }
+    std::vector<Pending> pending{{root, dir, 0}};
+    while (!pending.empty()) {
+      Pending at = std::move(pending.back());
+      pending.pop_back();
+      DIR* listing = found || budget == 0 ? nullptr : ::fdopendir(at.fd);
+      if (listing == nullptr) {
+        ::close(at.fd);
+        continue;
+      }
+      while (const dirent* entry = ::readdir(listing)) {
+        const std::string_view name = entry->d_name;
+        if (name == "." || name == "..") continue;
+        if (budget == 0 || found) break;
+        --budget;
+        struct stat st {};
+        if (::fstatat(::dirfd(listing), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        const std::string path = at.path + "/" + entry->d_name;
+        if (S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0 && newer(st.st_mtim)) {
+          found = path;
+          break;
+        }
+        // At most 64 directories open and waiting (the supervisor's own descriptors).
+        if (S_ISDIR(st.st_mode) && st.st_dev == root_st.st_dev && at.depth < 16 &&
+            pending.size() < 64) {
+          const int child = ::openat(::dirfd(listing), entry->d_name,
+                                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+          if (child >= 0) pending.push_back({child, path, at.depth + 1});
+        }
+      }
+      ::closedir(listing);
+    }
+    if (found) break;
+  }
+  return found;
 }
 
 }  // namespace oarbank

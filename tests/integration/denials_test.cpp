@@ -204,8 +204,8 @@ TEST_F(Denials, QuietFallbacksAreNotRecordedAndALeaseIsWithItsReason) {
 // the fallbacks above, but Python's os.memfd_create raises rather than falling back, so it is
 // recorded, with the flag that avoids it; a sealed memfd is allowed and nothing is recorded.
 TEST_F(Denials, AnExecutableMemfdIsRecordedWithTheSealThatAvoidsIt) {
-  RunResult r = run({"--denials"}, {"batch", "memfd_create", ",", "memfd_create-sealed"},
-                    base_policy());
+  RunResult r =
+      run({"--denials"}, {"batch", "memfd_create", ",", "memfd_create-sealed"}, base_policy());
   ASSERT_TRUE(r.exited(0)) << r.describe();
   EXPECT_EQ(r.out, "errno ENOSYS\nok\n");
   const auto denials = result()["denials"];

@@ -238,6 +238,27 @@ TEST_F(OwnMounts, AWrittenFileIsNotMappedExecutableNorLoadedByTheDynamicLoader) 
   EXPECT_TRUE(loaded.exited(0)) << loaded.describe();
 }
 
+// Session 19's real-programs review: cargo (101), ctest and CPython's tests fail otherwise than
+// with 126 or 127 when what they built will not run; a failure after the module wrote an
+// executable file in a writable directory names the file and exec_writable. The noexec mount
+// refuses the exec before Landlock is asked, so no refusal is recorded; a success says nothing.
+TEST_F(OwnMounts, AFailureAfterWritingAnExecutableNamesTheFileAndExecWritable) {
+  const std::string built = tree.path("work/built");
+  auto failed = run(base_policy(),
+                    {tree.probe(), "batch", "copy-exec", tree.probe(), built, ",", "exit", "3"});
+  EXPECT_EQ(failed.exit_code, 3) << failed.describe();
+  EXPECT_NE(failed.err.find("the module exited 3 after writing the executable file " + built +
+                            ": work, data and temp are mounted noexec"),
+            std::string::npos)
+      << failed.describe();
+  EXPECT_NE(failed.err.find("\"exec_writable\": true allows it"), std::string::npos)
+      << failed.describe();
+  auto succeeded = run(base_policy(), {tree.probe(), "batch", "copy-exec", tree.probe(),
+                                       tree.path("work/built2"), ",", "exit", "0"});
+  EXPECT_EQ(succeeded.exit_code, 0) << succeeded.describe();
+  EXPECT_EQ(succeeded.err.find("mounted noexec"), std::string::npos) << succeeded.describe();
+}
+
 // Code run through a descriptor, by execveat(fd, "", AT_EMPTY_PATH) and by execve of
 // /proc/self/fd/N. A memfd lives on the kernel's internal tmpfs, which Landlock lets through
 // and no mount of ours covers: the filter refuses memfd_create without MFD_NOEXEC_SEAL
