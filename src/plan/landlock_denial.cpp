@@ -197,6 +197,18 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
       if (name != nullptr) d.error = name;
     }
   }
+  if (d.mechanism == "landlock-fs" &&
+      std::find(context.handed_files.begin(), context.handed_files.end(), access.field("path")) !=
+          context.handed_files.end()) {
+    // Session 19's attack review: "add the operator's log directory to runtime" for a module
+    // that reopened its own stderr by path; following that would let modules read it.
+    d.object = access.field("path");
+    d.reason =
+        "a file the module was handed as its standard input, output or error, opened again by "
+        "path (/dev/stdout, /dev/stderr, /proc/self/fd/N): never granted (it is the caller's "
+        "file); read or write the descriptor it has instead (>&2, not >/dev/stderr)";
+    return d;
+  }
   if (d.mechanism == "landlock-fs") {
     const std::string path = access.field("path");
     d.object = path;

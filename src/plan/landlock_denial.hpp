@@ -38,6 +38,10 @@ struct LandlockAdviceContext {
   // The policy's egress entries that are IP literals ("192.0.2.1:443", "[2001:db8::1]:443"):
   // a direct connect to one of them is on the allowlist, and only the route is wrong.
   std::vector<std::string> egress_literals = {};
+  // The files the module was handed as its standard input, output and error (the caller's
+  // redirections, resolved): a refusal to open one of them again by path (/dev/stderr,
+  // /proc/self/fd/2) is a reopen of a descriptor it has, not a file to grant.
+  std::vector<std::string> handed_files = {};
 };
 
 // "ADDRESS:PORT" with the address as inet_ntop writes it ("[...]:PORT" for IPv6); "" when the

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -329,6 +330,17 @@ RunResult ModuleRun::run() {
       advice.egress_literals.push_back(
           canonical_endpoint(destination.host, std::to_string(destination.port)));
     }
+  }
+  // What this process hands the module as 0, 1 and 2 (regular files only: a terminal or a
+  // pipe has no path a grant could name).
+  for (int fd = 0; fd <= 2; ++fd) {
+    struct stat st {};
+    char path[PATH_MAX];
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    const ssize_t n = ::readlink(link.c_str(), path, sizeof path - 1);
+    if (n > 0 && path[0] == '/')
+      advice.handed_files.emplace_back(path, static_cast<std::size_t>(n));
   }
   denials_ = std::make_unique<RunDenials>(prepared_->plan.filter, std::move(advice));
   // Started unprivileged, the module runs as this very user: only Landlock's signal scoping

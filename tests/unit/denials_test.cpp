@@ -557,6 +557,29 @@ TEST(LandlockAudit, TmpfilesUnnamedFileInTmpSaysTmpdirCannotMoveIt) {
   EXPECT_NE(named.reason.find("TMPDIR"), std::string::npos) << named.reason;
 }
 
+// Session 19's attack review: a module that reopened its own stderr (a file of the operator's)
+// by path was told to add the operator's log directory to "runtime"; it is told to use the
+// descriptor it has, with no grant.
+TEST(LandlockAudit, AReopenedStandardFileIsNeverProposed) {
+  LandlockAdviceContext context{{"/srv/work"}, false};
+  context.handed_files = {"/var/log/ops/module.err"};
+  auto reopened = landlock_denial(
+      record(1423,
+             "audit(1:1): domain=a blockers=fs.write_file path=\"/var/log/ops/module.err\" "
+             "dev=\"vda\" ino=9"),
+      nullptr, context);
+  EXPECT_NE(reopened.reason.find("opened again by path"), std::string::npos) << reopened.reason;
+  EXPECT_TRUE(reopened.grant.is_null());
+  EXPECT_TRUE(reopened.allowed_by.empty());
+  // Another file in the same directory keeps its advice.
+  auto other = landlock_denial(
+      record(1423,
+             "audit(1:1): domain=a blockers=fs.write_file path=\"/var/log/ops/other\" "
+             "dev=\"vda\" ino=10"),
+      nullptr, context);
+  EXPECT_EQ(other.reason.find("opened again by path"), std::string::npos) << other.reason;
+}
+
 // Session 18's review: a direct connect to an address the allowlist names is told the route,
 // not to name the destination it already names.
 TEST(LandlockAudit, ADirectConnectToAListedAddressIsToldToUseTheProxy) {
