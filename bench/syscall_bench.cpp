@@ -25,6 +25,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -134,13 +135,31 @@ void BM_openat_devnull_close(benchmark::State& state) {
 }
 BENCHMARK(BM_openat_devnull_close);
 
+// madvise runs the program on every call since session 19's KSM rule (MADV_MERGEABLE): the
+// advice allocators give most, DONTNEED on a page they touched again, as glibc's free and
+// jemalloc's purge do.
+void BM_madvise_dontneed_page(benchmark::State& state) {
+  void* page = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) {
+    state.SkipWithError("mmap");
+    return;
+  }
+  for (auto _ : state) {
+    static_cast<volatile char*>(page)[0] = 1;
+    benchmark::DoNotOptimize(::madvise(page, 4096, MADV_DONTNEED));
+  }
+  ::munmap(page, 4096);
+}
+BENCHMARK(BM_madvise_dontneed_page);
+
 // The order the driver runs them in.
 constexpr const char* kBenchmarks[] = {"BM_getppid",
                                        "BM_read_devzero_1byte",
                                        "BM_ioctl_FIONREAD_pipe",
                                        "BM_socketpair_unix_close",
                                        "BM_sendto_recv_unix_dgram",
-                                       "BM_openat_devnull_close"};
+                                       "BM_openat_devnull_close",
+                                       "BM_madvise_dontneed_page"};
 
 // --- Filters. ------------------------------------------------------------------------------
 
