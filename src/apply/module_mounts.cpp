@@ -173,6 +173,15 @@ bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared,
                 error)) {
     return false;
   }
+  // Its own /tmp (MountPlan::own_tmp), where the node's is a directory (not a link: the
+  // node's /tmp is root's, nothing else swaps it between the check and the mount).
+  struct stat tmp_st {};
+  const bool own_tmp = plan.own_tmp && ::lstat("/tmp", &tmp_st) == 0 && S_ISDIR(tmp_st.st_mode);
+  const unsigned long tmp_flags =  // NOLINT(google-runtime-int): mount(2)'s type
+      MS_NOSUID | MS_NODEV | (plan.writable_noexec ? static_cast<unsigned long>(MS_NOEXEC) : 0UL);
+  if (own_tmp && !mount_fs("tmpfs", "/tmp", tmp_flags, tmp_mount_options(plan), error)) {
+    return false;
+  }
   const std::uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
                               (plan.writable_noexec ? MOUNT_ATTR_NOEXEC : std::uint64_t{0});
   for (std::size_t i = 0; i < plan.writable_dirs.size(); ++i) {
@@ -232,6 +241,15 @@ bool make_module_mounts(const Plan& launch_plan, const PreparedLaunch& prepared,
   // directories never do: the directory rule refuses them).
   if (!repoint(prepared.working_directory, prepared.working_directory_fd, error, true)) {
     return false;
+  }
+  if (own_tmp && plan.tmp_rights != 0 && prepared.ruleset.valid()) {
+    UniqueFd tmp(::open("/tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    landlock::PathBeneathAttr beneath{plan.tmp_rights, tmp.get()};
+    if (!tmp.valid() ||
+        landlock::add_rule(prepared.ruleset.get(), landlock::kRulePathBeneath, &beneath, 0) != 0) {
+      const int err = errno;
+      return mount_failed(error, "landlock_add_rule(its own /tmp)", err);
+    }
   }
   return retake_rules(launch_plan.landlock, plan.own_sysfs, prepared.ruleset.get(), error);
 }

@@ -41,4 +41,13 @@ std::string shm_mount_options(const MountPlan& plan) {
                      plan.uid, plan.gid);
 }
 
+std::string tmp_mount_options(const MountPlan& plan) {
+  const std::uint64_t inodes = std::max<std::uint64_t>(plan.shm_size_bytes / 4096, 64);
+  return fmt::format("size={},nr_inodes={},mode=1777", plan.shm_size_bytes, inodes);
+}
+
+bool is_at_or_below_tmp(const std::string& path) {
+  return path == "/tmp" || path.starts_with("/tmp/");
+}
+
 }  // namespace oarbank

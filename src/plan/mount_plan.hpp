@@ -37,6 +37,15 @@ struct MountPlan {
   // /proc/self/cgroup reads "0::/", and mounts cgroup2 on its own sysfs's /sys/fs/cgroup: the
   // leaf and nothing above it. Only with its own sysfs and a leaf.
   bool own_cgroup = false;
+  // /tmp: a tmpfs of its own (session 19's real-programs review: glibc's tmpfile(3), ed, and
+  // scripts that name /tmp whatever TMPDIR says failed), sized as /dev/shm, mode 1777, nosuid,
+  // nodev, and noexec unless exec_writable, as systemd's PrivateTmp= gives a service. Its
+  // Landlock rule (tmp_rights: temp's rights) is taken in the module's namespace alone, on the
+  // tmpfs, never on the node's /tmp (which another path of the node's might show). Only where
+  // no path of the plan (nor the broker's socket, with the grant) lies at or below /tmp, which
+  // the tmpfs would hide: there the module keeps the node's /tmp, refused as before.
+  bool own_tmp = false;
+  std::uint64_t tmp_rights = 0;
   // /etc/passwd and /etc/group: its own user database (plan/uid_leases.hpp's texts: root, its
   // user and nobody), where it runs as a uid of its own (a lease): getpwuid answers for it.
   bool own_user_database = false;
@@ -57,6 +66,11 @@ MountPlan make_mount_plan(const Policy& policy, const NodeConfig& config, std::u
 
 // tmpfs's options for /dev/shm: "size=N,nr_inodes=M,mode=0700,uid=U,gid=G".
 std::string shm_mount_options(const MountPlan& plan);
+// tmpfs's options for its own /tmp: "size=N,nr_inodes=M,mode=1777" (root's, sticky: as the
+// node's /tmp is, for programs that check it).
+std::string tmp_mount_options(const MountPlan& plan);
+// Whether a path lies at or below /tmp (its own /tmp would hide it).
+bool is_at_or_below_tmp(const std::string& path);
 
 // The fresh /proc: hidepid=invisible (Linux 5.8) hides every process the module's user may
 // not ptrace-read, which Landlock (each module its own domain) narrows to its own.

@@ -56,6 +56,13 @@ json mounts_json(const MountPlan& mounts) {
               {"writable_dirs",
                {{"paths", mounts.writable_dirs},
                 {"options", mounts.writable_noexec ? "nosuid,nodev,noexec" : "nosuid,nodev"}}}};
+  out["/tmp"] = mounts.own_tmp
+                    ? json{{"type", "tmpfs"},
+                           {"size_bytes", mounts.shm_size_bytes},
+                           {"options", tmp_mount_options(mounts) + (mounts.writable_noexec
+                                                                        ? ",nosuid,nodev,noexec"
+                                                                        : ",nosuid,nodev")}}
+                    : json("the node's (a path of the policy lies below /tmp)");
   out["/etc/passwd"] =
       mounts.own_user_database
           ? json("its own, as /etc/group: root, nobody and its own user, oarbank-ID (root's, 0644)")

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -257,6 +258,34 @@ TEST_F(OwnMounts, AFailureAfterWritingAnExecutableNamesTheFileAndExecWritable) {
                                        tree.path("work/built2"), ",", "exit", "0"});
   EXPECT_EQ(succeeded.exit_code, 0) << succeeded.describe();
   EXPECT_EQ(succeeded.err.find("mounted noexec"), std::string::npos) << succeeded.describe();
+}
+
+// Session 19's real-programs review: glibc's tmpfile(3), ed and scripts write in /tmp whatever
+// TMPDIR says, and were refused. Where no path of the policy lies below /tmp, the module has a
+// /tmp of its own (a tmpfs, granted as temp is), which the node never sees; the tree's own
+// policies (below /tmp) keep the node's /tmp, refused as before.
+TEST_F(OwnMounts, ItsOwnTmpWhereThePolicyLeavesItFree) {
+  char pattern[] = "/var/tmp/oarbank-it-tmp-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  struct RemoveAll {
+    std::string root;
+    ~RemoveAll() { std::filesystem::remove_all(root); }
+  } outside{pattern};
+  const std::string& root = outside.root;
+  ASSERT_EQ(::chmod(root.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((root + "/bundle").c_str(), 0755), 0);
+  copy_file(tree.probe(), root + "/bundle/probe", 0755);
+  ASSERT_EQ(::mkdir((root + "/work").c_str(), 0700), 0);
+  ASSERT_EQ(::chown((root + "/work").c_str(), module_uid(), module_gid()), 0);
+  const nlohmann::json policy = {
+      {"bundle", root + "/bundle"}, {"runtime", {"/usr"}}, {"work", root + "/work"}};
+  const std::string name = "/tmp/" + unique_name("own-tmp");
+  auto own = run(policy, {root + "/bundle/probe", "batch", "write", name, ",", "read", name});
+  expect_lines(own, {"ok", "ok"});
+  EXPECT_FALSE(exists(name)) << "the module wrote the node's " << name;
+  auto tree_policy = batch(base_policy(), {{"write", name}});
+  expect_lines(tree_policy, {"errno EACCES"});
+  EXPECT_FALSE(exists(name));
 }
 
 // Code run through a descriptor, by execveat(fd, "", AT_EMPTY_PATH) and by execve of

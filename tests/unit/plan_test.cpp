@@ -423,6 +423,47 @@ TEST(PlanWorld, ExplainShowsTheModulesOwnWorldAndItsUser) {
   EXPECT_FALSE(world["filter_variant_adds"].contains("+own-user"));
 }
 
+// Session 19's real-programs review: glibc's tmpfile(3) and ed write in /tmp whatever TMPDIR
+// says. Its own /tmp, a tmpfs with temp's rights taken in its namespace, where nothing the
+// module is given lies below /tmp; otherwise the node's, as before.
+TEST(PlanWorld, ItsOwnTmpWhereNoPathOfThePolicyLiesBelowIt) {
+  FakePaths paths;
+  NodeConfig config;
+  const auto features = features_with_abi(7);
+  LaunchRequest r = request();
+  r.own_mounts = true;
+  Plan plan = make_plan(filesystem_policy(), features, config, paths, r);
+  EXPECT_TRUE(plan.mounts.own_tmp);
+  EXPECT_NE(plan.mounts.tmp_rights & LANDLOCK_ACCESS_FS_MAKE_REG, 0U);
+  EXPECT_EQ(plan.mounts.tmp_rights & LANDLOCK_ACCESS_FS_EXECUTE, 0U);
+  EXPECT_EQ(plan.mounts.tmp_rights & LANDLOCK_ACCESS_FS_IOCTL_DEV, 0U);
+  EXPECT_EQ(
+      explain_plan(plan, filesystem_policy(), features, config)["world"]["mounts"]["/tmp"]["type"],
+      "tmpfs");
+  // A temp below /tmp would be hidden by it: the node's /tmp.
+  Policy below = filesystem_policy();
+  below.temp = "/tmp/jobs/1";
+  paths.kinds_["/tmp/jobs/1"] = PathKind::Directory;
+  plan = make_plan(below, features, config, paths, r);
+  EXPECT_FALSE(plan.mounts.own_tmp);
+  // So would a path whose link leads below /tmp.
+  paths.links_["/srv/mod"] = "/tmp/mod";
+  plan = make_plan(filesystem_policy(), features, config, paths, r);
+  EXPECT_FALSE(plan.mounts.own_tmp);
+  paths.links_.clear();
+  // The broker's socket below /tmp, with the grant: the node's too.
+  Policy broker = filesystem_policy();
+  broker.broker = true;
+  config.broker_socket = "/tmp/broker.sock";
+  plan = make_plan(broker, features, config, paths, r);
+  EXPECT_FALSE(plan.mounts.own_tmp);
+  // Without its own mounts: nothing of it.
+  r.own_mounts = false;
+  config.broker_socket = "/run/oarbank/broker.sock";
+  plan = make_plan(filesystem_policy(), features, config, paths, r);
+  EXPECT_FALSE(plan.mounts.own_tmp);
+}
+
 TEST(PlanEnvironment, CleanWithSandboxVariables) {
   const Policy policy = egress_policy();
   NodeConfig config;
