@@ -17,6 +17,9 @@
 namespace oarbank {
 namespace {
 
+// PR_SET_MEMORY_MERGE (Linux 6.4), which Debian 12's headers lack; its value is the kernel's ABI.
+constexpr int kPrSetMemoryMerge = 67;
+
 bool identity_failed(StepError& error, std::string what) {
   error = StepError{std::move(what), errno};
   return false;
@@ -73,7 +76,14 @@ bool reset_scheduling(StepError& error) {
 
 }  // namespace
 
-bool apply_identity(const IdentityPlan& identity, StepError& error) {
+bool apply_identity(const IdentityPlan& identity, StepError& error, bool real_uid_last) {
+  // Session 19's review: the whole-process KSM flag (PR_SET_MEMORY_MERGE, Linux 6.4; a caller
+  // under systemd's MemoryKSM=yes has it) survives fork and exec, and would make all of the
+  // module's memory mergeable without a call the filter sees (docs/seccomp.md). Cleared; EINVAL
+  // on kernels without it or without KSM, where there is nothing to clear.
+  if (::prctl(kPrSetMemoryMerge, 0, 0, 0, 0) != 0 && errno != EINVAL) {
+    return identity_failed(error, "prctl(PR_SET_MEMORY_MERGE, 0)");
+  }
   if (identity.change) {
     if (::setgroups(0, nullptr) != 0) return identity_failed(error, "setgroups(0)");
     if (::setresgid(identity.gid, identity.gid, identity.gid) != 0) {
@@ -86,12 +96,14 @@ bool apply_identity(const IdentityPlan& identity, StepError& error) {
         return identity_failed(error, "prctl(PR_CAPBSET_DROP, " + std::to_string(cap) + ")");
       }
     }
-    if (::setresuid(identity.uid, identity.uid, identity.uid) != 0) {
+    const uid_t real = real_uid_last ? static_cast<uid_t>(-1) : identity.uid;
+    if (::setresuid(real, identity.uid, identity.uid) != 0) {
       return identity_failed(error, "setresuid(" + std::to_string(identity.uid) + ")");
     }
-    // Fail closed if anything could still bring uid 0 back.
+    // Fail closed if anything could still bring uid 0 back (but the real uid, for now, where
+    // finish_identity comes after the listener's send).
     uid_t r = 0, e = 0, s = 0;
-    if (::getresuid(&r, &e, &s) != 0 || r == 0 || e == 0 || s == 0) {
+    if (::getresuid(&r, &e, &s) != 0 || (r == 0 && !real_uid_last) || e == 0 || s == 0) {
       errno = EPERM;
       return identity_failed(error, "uid 0 still held after setresuid");
     }
@@ -126,6 +138,21 @@ bool apply_identity(const IdentityPlan& identity, StepError& error) {
   }
   // umask(2) cannot fail; inherited across the exec.
   if (identity.umask >= 0) ::umask(static_cast<mode_t>(identity.umask));
+  return true;
+}
+
+bool finish_identity(const IdentityPlan& identity, StepError& error) {
+  if (!identity.change) return true;
+  // Unprivileged now: setresuid may set the real uid to the effective one.
+  if (::setresuid(identity.uid, identity.uid, identity.uid) != 0) {
+    return identity_failed(error,
+                           "setresuid(" + std::to_string(identity.uid) + ") of the real uid");
+  }
+  uid_t r = 0, e = 0, s = 0;
+  if (::getresuid(&r, &e, &s) != 0 || r != identity.uid || e != identity.uid || s != identity.uid) {
+    errno = EPERM;
+    return identity_failed(error, "uid 0 still held after setresuid of the real uid");
+  }
   return true;
 }
 

@@ -101,7 +101,6 @@ struct LaunchState {
   const Plan& plan;
   PreparedLaunch& prepared;
   StepError error;
-  ListenerSendHeadroom listener_headroom;  // sandbox-run's: seccomp_apply.hpp
 };
 
 bool launch_failed(LaunchState& state, std::string what, int err) {
@@ -129,8 +128,9 @@ bool step_descriptors(LaunchState& state) {
 bool step_identity(LaunchState& state) {
   const Plan& plan = state.plan;
   const PreparedLaunch& prepared = state.prepared;
-  if (plan.seccomp_notify && ::geteuid() == 0) state.listener_headroom.raise();
-  if (!launch_test_skips(LaunchStep::Identity) && !apply_identity(plan.identity, state.error)) {
+  // Under sandbox-run the real uid is set last, after the listener's send (identity.hpp).
+  if (!launch_test_skips(LaunchStep::Identity) &&
+      !apply_identity(plan.identity, state.error, plan.seccomp_notify)) {
     return false;
   }
   // The module user must be able to use its writable paths (docs/launcher.md, "The steps, in
@@ -194,28 +194,28 @@ bool step_landlock(LaunchState& state) {
   return true;
 }
 
+// Under sandbox-run the real uid becomes the module's after the listener's send
+// (identity.hpp), whether or not a test skips the filter.
+bool finish_identity_after_send(LaunchState& state) {
+  return !state.plan.seccomp_notify || launch_test_skips(LaunchStep::Identity) ||
+         finish_identity(state.plan.identity, state.error);
+}
+
 bool step_seccomp(LaunchState& state) {
-  if (launch_test_skips(LaunchStep::Seccomp)) return true;
+  if (launch_test_skips(LaunchStep::Seccomp)) return finish_identity_after_send(state);
   // Under sandbox-run the notifying program's listener goes to the supervisor over the status
   // channel (a socket pair there); -1: the errno program, no listener.
   const int err =
       load_seccomp_filter(state.plan.filter, state.plan.seccomp_notify ? g_status_fd : -1);
   if (err == ETOOMANYREFS) {
-    return launch_failed(state,
-                         "sendmsg of the filter's listener to the supervisor (the module user has "
-                         "more descriptors in flight than RLIMIT_NOFILE: a module of the shared "
-                         "module user holds them; a uid of its own for each module, --id with "
-                         "\"module_users\", avoids it)",
-                         err);
+    // Only the send answers this: root's descriptors in flight exceed RLIMIT_NOFILE.
+    return launch_failed(state, "sendmsg of the filter's listener to the supervisor", err);
   }
   if (err != 0) {
     return launch_failed(state,
                          "seccomp(SECCOMP_SET_MODE_FILTER, " + state.plan.filter.name() + ")", err);
   }
-  if (const int restored = state.listener_headroom.restore(); restored != 0) {
-    return launch_failed(state, "setrlimit(RLIMIT_NOFILE) back to the module's limit", restored);
-  }
-  return true;
+  return finish_identity_after_send(state);
 }
 
 // Only returns on failure (execve), as the other steps do.
@@ -283,7 +283,7 @@ static_assert(
 }  // namespace
 
 void launch(const Plan& plan, PreparedLaunch& prepared, const char* program) {
-  LaunchState state{plan, prepared, {}, {}};
+  LaunchState state{plan, prepared, {}};
   for (const LauncherStep& step : kLauncherSteps) {
     if (!step.run(state)) fail_step(program, step.step, state.error);
   }

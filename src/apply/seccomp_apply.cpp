@@ -1,7 +1,6 @@
 #include "apply/seccomp_apply.hpp"
 
 #include <linux/seccomp.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -39,36 +38,6 @@ int load_seccomp_filter(const seccomp::FilterVariant& variant, int listener_chan
   const int err = send_listener(listener_channel_fd, static_cast<int>(listener));
   ::close(static_cast<int>(listener));
   return err;
-}
-
-namespace {
-constexpr unsigned long long kHeadroom = 1024;  // above the 253 of one message, with margin
-}  // namespace
-
-void ListenerSendHeadroom::raise() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_max == RLIM_INFINITY) return;
-  soft_ = limit.rlim_cur;
-  hard_ = limit.rlim_max;
-  const rlimit raised{hard_ + kHeadroom, hard_ + kHeadroom};
-  if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
-    way_ = Way::Raised;
-    return;
-  }
-  // EPERM: no CAP_SYS_RESOURCE, or above fs.nr_open.
-  if (hard_ < 4 * kHeadroom) return;
-  const rlimit at_hard{hard_, hard_};
-  if (::setrlimit(RLIMIT_NOFILE, &at_hard) == 0) way_ = Way::ModuleLowered;
-}
-
-int ListenerSendHeadroom::restore() {
-  rlimit module{soft_, hard_};
-  if (way_ == Way::None) return 0;
-  if (way_ == Way::ModuleLowered) {
-    module.rlim_max = hard_ - kHeadroom;
-    module.rlim_cur = soft_ < module.rlim_max ? soft_ : module.rlim_max;
-  }
-  return ::setrlimit(RLIMIT_NOFILE, &module) == 0 ? 0 : errno;
 }
 
 }  // namespace oarbank

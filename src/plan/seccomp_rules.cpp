@@ -376,6 +376,14 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
                        {{2, Compare::MaskedEqual, 12, 0xffffffffULL}},
                        "same-page merging (KSM) tells whether another module or the node holds a "
                        "page of given content"});
+  // process_madvise on the caller's own pidfd takes any advice since Linux 6.13 (session 19's
+  // diff review): the same advice, argument 3.
+  rules.push_back(Rule{"process_madvise",
+                       -1,
+                       EINVAL,
+                       {{3, Compare::MaskedEqual, 12, 0xffffffffULL}},
+                       "same-page merging (KSM) tells whether another module or the node holds a "
+                       "page of given content"});
   rules.push_back(Rule{"prctl",
                        -1,
                        EINVAL,

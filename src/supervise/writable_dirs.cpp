@@ -174,7 +174,9 @@ std::optional<std::string> executable_written_since(const std::vector<std::strin
         struct stat st {};
         if (::fstatat(::dirfd(listing), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
         const std::string path = at.path + "/" + entry->d_name;
-        if (S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0 && newer(st.st_mtim)) {
+        // The change time, which the kernel sets and utimensat cannot move ahead (a module's
+        // `touch -d 2100` would have named its file on every later run; session 19's review).
+        if (S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0 && newer(st.st_ctim)) {
           found = path;
           break;
         }

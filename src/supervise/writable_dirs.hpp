@@ -43,8 +43,8 @@ std::vector<std::string> own_dirs_open_to_others(const std::vector<std::string>&
 
 // Session 19's real-programs review: a file the module wrote and then ran or loaded fails on
 // the noexec writable mounts with no refusal recorded (cargo's build scripts, proc-macros and
-// tests, ctest). The first regular file with an execute bit modified at or after `since` below
-// `dirs`, as its path; nothing when there is none. Walked as the supervisor (root) after the
+// tests, ctest). The first regular file with an execute bit changed (ctime) at or after `since`
+// below `dirs`, as its path; nothing when there is none. Walked as the supervisor (root) after the
 // module ended: never through a symbolic link, never into another mount, at most `budget`
 // entries in all and 16 levels deep, so a module's huge or deep tree costs a bounded time.
 std::optional<std::string> executable_written_since(const std::vector<std::string>& dirs,

@@ -3,6 +3,7 @@
 // runs under the node caps landlock_abi_max = 3, 4, 5, 6 and uncapped.
 #include <linux/sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
@@ -440,6 +441,16 @@ TEST_P(Children, NamespaceAndMountCallsRefused) {
                    });
 }
 
+// Session 19's diff review: the whole-process KSM flag (PR_SET_MEMORY_MERGE) of the caller (a
+// service under systemd's MemoryKSM=yes) survives fork and exec, and would make all of the
+// module's memory mergeable with no call the filter sees: the launcher clears it.
+TEST_P(Children, TheCallersMergeEverythingFlagIsCleared) {
+  if (::prctl(67, 1, 0, 0, 0) != 0) GTEST_SKIP() << "no PR_SET_MEMORY_MERGE (Linux 6.4, KSM)";
+  const std::string answer = probe(base_policy(), {"memory-merge-state"});
+  ::prctl(67, 0, 0, 0, 0);
+  EXPECT_EQ(answer, "merge-any 0");
+}
+
 TEST_P(Children, ProcessAccessRefused) {
   const auto p = base_policy();
   expect_probes(p, {
@@ -479,6 +490,7 @@ TEST_P(Children, KernelInterfacesRefused) {
              // Session 19's attack review: KSM tells another module's page contents (with the
              // node's KSM on); unfiltered: ok. Other advice stays.
              {{"madvise-mergeable"}, "errno EINVAL"},
+             {{"process_madvise-mergeable"}, "errno EINVAL"},
              {{"prctl-memory-merge"}, "errno EINVAL"},
              {{"madvise-dontneed"}, kOk},
              // Session 14's attack reviews: a nested Landlock domain that does not log after

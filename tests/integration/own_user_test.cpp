@@ -298,11 +298,12 @@ TEST_F(OwnUser, WithOneSharedModuleUserTheSameTriesSucceed) {
 // descriptors in flight exceed the sender's RLIMIT_NOFILE. The launcher sends the filter's
 // listener that way as the module user, so A, a module of the shared module user holding as
 // many in flight as its limit lets it, made every later run of that user fail with 70. The
-// launcher now sends with 1024 more than the module's hard limit (raising its own, or, where
-// root may not, as on this build machine, lowering the module's): B starts while A holds them.
+// launcher now sends with its real uid still root's (the count is the real uid's user's), and
+// sets it last: B, with a limit far below A's, starts while A holds them, as the module user.
 TEST_F(OwnUser, AModuleHoldingDescriptorsInFlightDoesNotStopTheSharedUsersNextRun) {
   if (!running_as_root()) GTEST_SKIP() << "the fixed module_user applies as root";
   constexpr rlim_t kNofile = 8192;
+  constexpr rlim_t kNofileOfB = 512;
   const std::string c = config(false, kUncapped);
   const std::string out = tree.path("inflight-a.out");
   NprocBackground a(run_argv(c, unique_name("inflight-a"), policy_with_work(tree.path("if-a/work")),
@@ -314,14 +315,14 @@ TEST_F(OwnUser, AModuleHoldingDescriptorsInFlightDoesNotStopTheSharedUsersNextRu
   EXPECT_TRUE(a_lines[0].starts_with("inflight ") && a_lines[0].ends_with(" ETOOMANYREFS"))
       << a_lines[0];
   const std::string b_out = tree.path("inflight-b.out");
-  const auto b_argv = run_argv(c, unique_name("inflight-b"),
-                               policy_with_work(tree.path("if-b/work")), {"exit", "0"});
+  const auto b_argv =
+      run_argv(c, unique_name("inflight-b"), policy_with_work(tree.path("if-b/work")), {"ids"});
   const pid_t b = ::fork();
   if (b == 0) {
     int fd = ::open(b_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
-    const rlimit limit{kNofile, kNofile};
+    const rlimit limit{kNofileOfB, kNofileOfB};
     if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(126);
     exec_in_child(b_argv, env());
   }
@@ -329,6 +330,11 @@ TEST_F(OwnUser, AModuleHoldingDescriptorsInFlightDoesNotStopTheSharedUsersNextRu
   ASSERT_EQ(::waitpid(b, &status, 0), b);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << status << ": " << read_if_there(b_out);
+  // And B runs as the module user, real uid included.
+  EXPECT_NE(
+      read_if_there(b_out).find(std::to_string(module_uid()) + " " + std::to_string(module_gid())),
+      std::string::npos)
+      << read_if_there(b_out);
   a.stop();
 }
 

@@ -1096,7 +1096,22 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     if (page == MAP_FAILED) return report(-1);
     return report(madvise(page, 4096, cmd == "madvise-mergeable" ? 12 : MADV_DONTNEED));
   }
+  if (cmd == "process_madvise-mergeable") {
+    // The same advice on its own pidfd (Linux 6.13 takes any advice for the caller itself).
+    void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const int self = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+    if (page == MAP_FAILED || self < 0) return report(-1);
+    iovec range{page, 4096};
+    return report(syscall(SYS_process_madvise, self, &range, 1, 12, 0) < 0 ? -1 : 0);
+  }
   if (cmd == "prctl-memory-merge") return report(prctl(67, 1, 0, 0, 0));
+  if (cmd == "memory-merge-state") {
+    // PR_GET_MEMORY_MERGE (68): whether all of this process's memory is mergeable.
+    const int state = prctl(68, 0, 0, 0, 0);
+    if (state < 0) return report(-1);
+    std::printf("merge-any %d\n", state);
+    return 0;
+  }
 
   // --- what the process is
   if (cmd == "fd-open" && need(1)) {
