@@ -94,6 +94,17 @@ std::string not_grantable(const std::string& dir, const std::string& temp) {
   return "";
 }
 
+// /proc/PID/fd or /proc/self/fd.
+bool is_process_fd_directory(std::string_view path) {
+  constexpr std::string_view kProc = "/proc/";
+  constexpr std::string_view kFd = "/fd";
+  if (!path.starts_with(kProc) || !path.ends_with(kFd) || path.size() <= kProc.size() + kFd.size())
+    return false;
+  const auto pid = path.substr(kProc.size(), path.size() - kProc.size() - kFd.size());
+  return pid == "self" ||
+         std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 // The name an O_TMPFILE file has in an audit record: "DIR/#INODE (deleted)".
 bool unnamed_temporary_file(std::string_view path) {
   constexpr std::string_view kDeleted = " (deleted)";
@@ -197,9 +208,14 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
       if (name != nullptr) d.error = name;
     }
   }
-  if (d.mechanism == "landlock-fs" &&
-      std::find(context.handed_files.begin(), context.handed_files.end(), access.field("path")) !=
-          context.handed_files.end()) {
+  // A shell's `>/dev/stderr` opens with O_CREAT, which Landlock judges as making a file in the
+  // descriptor directory: "fs.make_reg /proc/PID/fd" (session 19's diff review).
+  const std::string fs_path = access.field("path");
+  const bool reopened_descriptor =
+      std::find(context.handed_files.begin(), context.handed_files.end(), fs_path) !=
+          context.handed_files.end() ||
+      (has_blocker(blockers, "fs.make_reg") && is_process_fd_directory(fs_path));
+  if (d.mechanism == "landlock-fs" && reopened_descriptor) {
     // Session 19's attack review: "add the operator's log directory to runtime" for a module
     // that reopened its own stderr by path; following that would let modules read it.
     d.object = access.field("path");

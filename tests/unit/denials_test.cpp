@@ -578,6 +578,13 @@ TEST(LandlockAudit, AReopenedStandardFileIsNeverProposed) {
              "dev=\"vda\" ino=10"),
       nullptr, context);
   EXPECT_EQ(other.reason.find("opened again by path"), std::string::npos) << other.reason;
+  // A shell's >/dev/stderr (O_CREAT): a file made in the process's descriptor directory.
+  auto shell = landlock_denial(
+      record(1423,
+             "audit(1:1): domain=a blockers=fs.make_reg path=\"/proc/4242/fd\" dev=\"proc\" "
+             "ino=3"),
+      nullptr, context);
+  EXPECT_NE(shell.reason.find("opened again by path"), std::string::npos) << shell.reason;
 }
 
 // Session 18's review: a direct connect to an address the allowlist names is told the route,
