@@ -370,26 +370,17 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
   // two modules signal each other through it. MADV_MERGEABLE (12, madvise's int advice) and
   // PR_SET_MEMORY_MERGE (67, Linux 6.4, which needs no capability) answer EINVAL, as a kernel
   // without CONFIG_KSM does. madvise and prctl then run the program on every call.
-  rules.push_back(Rule{"madvise",
-                       -1,
-                       EINVAL,
-                       {{2, Compare::MaskedEqual, 12, 0xffffffffULL}},
-                       "same-page merging (KSM) tells whether another module or the node holds a "
-                       "page of given content"});
   // process_madvise on the caller's own pidfd takes any advice since Linux 6.13 (session 19's
-  // diff review): the same advice, argument 3.
-  rules.push_back(Rule{"process_madvise",
-                       -1,
-                       EINVAL,
-                       {{3, Compare::MaskedEqual, 12, 0xffffffffULL}},
-                       "same-page merging (KSM) tells whether another module or the node holds a "
-                       "page of given content"});
-  rules.push_back(Rule{"prctl",
-                       -1,
-                       EINVAL,
-                       {{0, Compare::MaskedEqual, 67, 0xffffffffULL}},
-                       "same-page merging (KSM) of the whole process tells whether another module "
-                       "or the node holds a page of given content"});
+  // diff review): the same advice, its argument 3.
+  constexpr const char* kMerging =
+      "same-page merging (KSM) tells whether another module or the node holds a page of given "
+      "content";
+  for (const auto& [syscall, arg, value] :
+       {std::tuple{"madvise", 2U, 12ULL}, std::tuple{"process_madvise", 3U, 12ULL},
+        std::tuple{"prctl", 0U, 67ULL}}) {
+    rules.push_back(
+        Rule{syscall, -1, EINVAL, {{arg, Compare::MaskedEqual, value, 0xffffffffULL}}, kMerging});
+  }
   // Project ids: an owner may move its files to another project (FS_IOC_FSSETXATTR, and
   // file_setattr of Linux 6.17), out of a project quota the node set on the writable roots
   // (docs/sandbox-run.md). FS_IOC_FSSETXATTR is _IOW('X', 32, struct fsxattr), 0x401c5820.

@@ -71,6 +71,24 @@ int report(long rc) {
   return 0;
 }
 
+// One byte with `count` descriptors (SCM_RIGHTS) on a unix socket: sendmsg's answer.
+ssize_t send_descriptors(int socket, const int* fds, std::size_t count, int flags) {
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * count));  // new's alignment is cmsghdr's
+  char byte = 'x';
+  iovec io{&byte, 1};
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  message.msg_control = control.data();
+  message.msg_controllen = control.size();
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof(int) * count);
+  std::memcpy(CMSG_DATA(header), fds, sizeof(int) * count);
+  return sendmsg(socket, &message, flags);
+}
+
 int family_from(const std::string& name) {
   static const std::map<std::string, int> kFamilies = {
       {"unix", AF_UNIX},
@@ -770,20 +788,7 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return report(-1);
     const int fds[3] = {held, pair[0], pair[1]};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-    char byte = 'x';
-    iovec io{&byte, 1};
-    msghdr message{};
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof fds);
-    std::memcpy(CMSG_DATA(header), fds, sizeof fds);
-    if (sendmsg(pair[0], &message, 0) != 1) return report(-1);
+    if (send_descriptors(pair[0], fds, 3, 0) != 1) return report(-1);
     close(held);
     close(pair[0]);
     close(pair[1]);
@@ -1105,6 +1110,16 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     return report(syscall(SYS_process_madvise, self, &range, 1, 12, 0) < 0 ? -1 : 0);
   }
   if (cmd == "prctl-memory-merge") return report(prctl(67, 1, 0, 0, 0));
+  if (cmd == "with-memory-merge" && need(1)) {
+    // Unsandboxed: sets the whole-process KSM flag (PR_SET_MEMORY_MERGE), then execs A[0] with
+    // the rest as its arguments, which inherits the flag.
+    if (prctl(67, 1, 0, 0, 0) != 0) return report(-1);
+    std::vector<char*> argv;
+    for (const auto& arg : a) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    return report(-1);
+  }
   if (cmd == "memory-merge-state") {
     // PR_GET_MEMORY_MERGE (68): whether all of this process's memory is mergeable.
     const int state = prctl(68, 0, 0, 0, 0);
@@ -1385,23 +1400,9 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0) return report(-1);
     constexpr int kBatch = 253;  // SCM_MAX_FD
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kBatch)] = {};
+    std::vector<int> copies(kBatch, pair[0]);
     long inflight = 0;
-    for (;;) {
-      char byte = 0;
-      iovec iov{&byte, 1};
-      msghdr msg{};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = control;
-      msg.msg_controllen = sizeof control;
-      cmsghdr* c = CMSG_FIRSTHDR(&msg);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN(sizeof(int) * kBatch);
-      int* fds = reinterpret_cast<int*>(CMSG_DATA(c));
-      for (int i = 0; i < kBatch; ++i) fds[i] = pair[0];
-      if (sendmsg(pair[0], &msg, MSG_DONTWAIT) < 0) break;
+    while (send_descriptors(pair[0], copies.data(), copies.size(), MSG_DONTWAIT) >= 0) {
       inflight += kBatch;
     }
     const char* name = strerrorname_np(errno);
