@@ -17,8 +17,10 @@
 namespace oarbank {
 namespace {
 
-// PR_SET_MEMORY_MERGE (Linux 6.4), which Debian 12's headers lack; its value is the kernel's ABI.
+// PR_SET_MEMORY_MERGE and PR_GET_MEMORY_MERGE (Linux 6.4), which Debian 12's headers lack;
+// their values are the kernel's ABI.
 constexpr int kPrSetMemoryMerge = 67;
+constexpr int kPrGetMemoryMerge = 68;
 
 bool identity_failed(StepError& error, std::string what) {
   error = StepError{std::move(what), errno};
@@ -79,9 +81,10 @@ bool reset_scheduling(StepError& error) {
 bool apply_identity(const IdentityPlan& identity, StepError& error, bool real_uid_last) {
   // Session 19's review: the whole-process KSM flag (PR_SET_MEMORY_MERGE, Linux 6.4; a caller
   // under systemd's MemoryKSM=yes has it) survives fork and exec, and would make all of the
-  // module's memory mergeable without a call the filter sees (docs/seccomp.md). Cleared; EINVAL
-  // on kernels without it or without KSM, where there is nothing to clear.
-  if (::prctl(kPrSetMemoryMerge, 0, 0, 0, 0) != 0 && errno != EINVAL) {
+  // module's memory mergeable without a call the filter sees (docs/seccomp.md). Cleared where
+  // it is set; asked first, so that a kernel without it or without KSM (EINVAL), or an outer
+  // filter that refuses the call, changes nothing.
+  if (::prctl(kPrGetMemoryMerge, 0, 0, 0, 0) == 1 && ::prctl(kPrSetMemoryMerge, 0, 0, 0, 0) != 0) {
     return identity_failed(error, "prctl(PR_SET_MEMORY_MERGE, 0)");
   }
   if (identity.change) {
