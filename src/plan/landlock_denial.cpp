@@ -94,6 +94,11 @@ std::string not_grantable(const std::string& dir, const std::string& temp) {
   return "";
 }
 
+bool all_digits(std::string_view text) {
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 // /proc/PID/fd or /proc/self/fd.
 bool is_process_fd_directory(std::string_view path) {
   constexpr std::string_view kProc = "/proc/";
@@ -101,8 +106,7 @@ bool is_process_fd_directory(std::string_view path) {
   if (!path.starts_with(kProc) || !path.ends_with(kFd) || path.size() <= kProc.size() + kFd.size())
     return false;
   const auto pid = path.substr(kProc.size(), path.size() - kProc.size() - kFd.size());
-  return pid == "self" ||
-         std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return pid == "self" || all_digits(pid);
 }
 
 // The name an O_TMPFILE file has in an audit record: "DIR/#INODE (deleted)".
@@ -110,9 +114,7 @@ bool unnamed_temporary_file(std::string_view path) {
   constexpr std::string_view kDeleted = " (deleted)";
   const auto slash = path.rfind("/#");
   if (slash == std::string_view::npos || !path.ends_with(kDeleted)) return false;
-  const auto digits = path.substr(slash + 2, path.size() - kDeleted.size() - slash - 2);
-  return !digits.empty() &&
-         std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return all_digits(path.substr(slash + 2, path.size() - kDeleted.size() - slash - 2));
 }
 
 // The grant for `dir` when it may be proposed; otherwise no grant, and why in the reason.
@@ -218,7 +220,7 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
   if (d.mechanism == "landlock-fs" && reopened_descriptor) {
     // Session 19's attack review: "add the operator's log directory to runtime" for a module
     // that reopened its own stderr by path; following that would let modules read it.
-    d.object = access.field("path");
+    d.object = fs_path;
     d.reason =
         "a file the module was handed as its standard input, output or error, opened again by "
         "path (/dev/stdout, /dev/stderr, /proc/self/fd/N): never granted (it is the caller's "
@@ -226,7 +228,7 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
     return d;
   }
   if (d.mechanism == "landlock-fs") {
-    const std::string path = access.field("path");
+    const std::string& path = fs_path;
     d.object = path;
     const bool creates_or_removes = blockers.find("make_") != std::string::npos ||
                                     blockers.find("remove_") != std::string::npos ||

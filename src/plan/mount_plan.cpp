@@ -33,17 +33,23 @@ bool is_on_module_sysfs(const std::string& path) {
   return path == "/sys" || path.starts_with("/sys/");
 }
 
-std::string shm_mount_options(const MountPlan& plan) {
-  // One inode per 4 KiB page at most: a module cannot pin kernel memory in empty files
-  // beyond what its size allows.
+namespace {
+
+// One inode per 4 KiB page at most: a module cannot pin kernel memory in empty files beyond
+// what its size allows. /dev/shm's and /tmp's tmpfs alike.
+std::string tmpfs_size_options(const MountPlan& plan) {
   const std::uint64_t inodes = std::max<std::uint64_t>(plan.shm_size_bytes / 4096, 64);
-  return fmt::format("size={},nr_inodes={},mode=0700,uid={},gid={}", plan.shm_size_bytes, inodes,
-                     plan.uid, plan.gid);
+  return fmt::format("size={},nr_inodes={}", plan.shm_size_bytes, inodes);
+}
+
+}  // namespace
+
+std::string shm_mount_options(const MountPlan& plan) {
+  return fmt::format("{},mode=0700,uid={},gid={}", tmpfs_size_options(plan), plan.uid, plan.gid);
 }
 
 std::string tmp_mount_options(const MountPlan& plan) {
-  const std::uint64_t inodes = std::max<std::uint64_t>(plan.shm_size_bytes / 4096, 64);
-  return fmt::format("size={},nr_inodes={},mode=1777", plan.shm_size_bytes, inodes);
+  return tmpfs_size_options(plan) + ",mode=1777";
 }
 
 bool is_at_or_below_tmp(const std::string& path) {

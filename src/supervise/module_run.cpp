@@ -1,6 +1,7 @@
 #include "supervise/module_run.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <sched.h>
@@ -43,17 +44,6 @@
 
 namespace oarbank {
 namespace {
-
-// TEXT in double quotes, its quotes and backslashes escaped: a name of the module's choosing
-// in a line of the agent's.
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
 
 // Filters this process already runs under (a container runtime's), from /proc/self/status.
 // PR_GET_SECCOMP first: 0 (SECCOMP_MODE_DISABLED) means no filter at all, so the count is 0
@@ -738,14 +728,15 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
       const auto written = executable_written_since(writable, spawned_at_);
       const bool shell_status = result.module_status == 126 || result.module_status == 127;
       if (!shell_status && !written) break;
-      // The name is the module's choice of bytes: quoted, so that it cannot read as the
-      // line's own advice (print_error escapes control bytes).
+      // The name is the module's choice of bytes: quoted and escaped (fmt's debug format), so
+      // that it cannot read as the line's own advice.
       request_.say("the module exited " + std::to_string(result.module_status) +
-                   (written ? " after writing the executable file " + quoted(*written) +
-                                  ": if it ran or loaded that or another program it wrote in "
-                                  "work, data or temp, those are mounted noexec"
-                            : ": if it ran or loaded a program it wrote in work, data or temp, "
-                              "those are mounted noexec") +
+                   (written
+                        ? " after writing the executable file " + fmt::format("{:?}", *written) +
+                              ": if it ran or loaded that or another program it wrote in "
+                              "work, data or temp, those are mounted noexec"
+                        : ": if it ran or loaded a program it wrote in work, data or temp, "
+                          "those are mounted noexec") +
                    " (no refusal is recorded for it; git skips such hooks, cargo's build "
                    "scripts, proc-macros and tests fail): \"exec_writable\": true allows it");
       break;

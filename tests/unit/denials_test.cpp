@@ -534,25 +534,25 @@ TEST(LandlockAudit, JavasPerfDataDirectoryInTmpNamesUsePerfData) {
   EXPECT_NE(other.reason.find("-Djava.io.tmpdir=/srv/tmp"), std::string::npos) << other.reason;
 }
 
+// The denial of one Landlock file-system refusal of `blockers` on `path`, no syscall record.
+Denial fs_denial(const std::string& blockers, const std::string& path,
+                 const LandlockAdviceContext& context) {
+  return landlock_denial(record(1423, "audit(1:1): domain=a blockers=" + blockers + " path=\"" +
+                                          path + "\" dev=\"vda\" ino=2"),
+                         nullptr, context);
+}
+
 // Session 19's real-programs review: glibc's tmpfile(3) makes an O_TMPFILE file in /tmp whatever
 // TMPDIR says; its record names "/tmp/#INODE (deleted)", and the advice says so instead of
 // "point the program at TMPDIR", which no policy or variable can do for it.
 TEST(LandlockAudit, TmpfilesUnnamedFileInTmpSaysTmpdirCannotMoveIt) {
   const LandlockAdviceContext context{{"/srv/work", "/srv/tmp"}, false, "/srv/tmp"};
-  auto tmpfile = landlock_denial(
-      record(1423,
-             "audit(1:1): domain=a blockers=fs.write_file,fs.read_file path=\"/tmp/#10952726 "
-             "(deleted)\" dev=\"vda\" ino=10952726"),
-      nullptr, context);
+  auto tmpfile = fs_denial("fs.write_file,fs.read_file", "/tmp/#10952726 (deleted)", context);
   EXPECT_NE(tmpfile.reason.find("glibc's tmpfile(3)"), std::string::npos) << tmpfile.reason;
   EXPECT_NE(tmpfile.reason.find("(/srv/tmp)"), std::string::npos) << tmpfile.reason;
   EXPECT_TRUE(tmpfile.grant.is_null());
   // A named file in /tmp keeps the TMPDIR advice.
-  auto named = landlock_denial(
-      record(1423,
-             "audit(1:1): domain=a blockers=fs.write_file path=\"/tmp/#notes\" dev=\"vda\" "
-             "ino=2"),
-      nullptr, context);
+  auto named = fs_denial("fs.write_file", "/tmp/#notes", context);
   EXPECT_EQ(named.reason.find("tmpfile(3)"), std::string::npos) << named.reason;
   EXPECT_NE(named.reason.find("TMPDIR"), std::string::npos) << named.reason;
 }
@@ -563,27 +563,15 @@ TEST(LandlockAudit, TmpfilesUnnamedFileInTmpSaysTmpdirCannotMoveIt) {
 TEST(LandlockAudit, AReopenedStandardFileIsNeverProposed) {
   LandlockAdviceContext context{{"/srv/work"}, false};
   context.handed_files = {"/var/log/ops/module.err"};
-  auto reopened = landlock_denial(
-      record(1423,
-             "audit(1:1): domain=a blockers=fs.write_file path=\"/var/log/ops/module.err\" "
-             "dev=\"vda\" ino=9"),
-      nullptr, context);
+  auto reopened = fs_denial("fs.write_file", "/var/log/ops/module.err", context);
   EXPECT_NE(reopened.reason.find("opened again by path"), std::string::npos) << reopened.reason;
   EXPECT_TRUE(reopened.grant.is_null());
   EXPECT_TRUE(reopened.allowed_by.empty());
   // Another file in the same directory keeps its advice.
-  auto other = landlock_denial(
-      record(1423,
-             "audit(1:1): domain=a blockers=fs.write_file path=\"/var/log/ops/other\" "
-             "dev=\"vda\" ino=10"),
-      nullptr, context);
+  auto other = fs_denial("fs.write_file", "/var/log/ops/other", context);
   EXPECT_EQ(other.reason.find("opened again by path"), std::string::npos) << other.reason;
   // A shell's >/dev/stderr (O_CREAT): a file made in the process's descriptor directory.
-  auto shell = landlock_denial(
-      record(1423,
-             "audit(1:1): domain=a blockers=fs.make_reg path=\"/proc/4242/fd\" dev=\"proc\" "
-             "ino=3"),
-      nullptr, context);
+  auto shell = fs_denial("fs.make_reg", "/proc/4242/fd", context);
   EXPECT_NE(shell.reason.find("opened again by path"), std::string::npos) << shell.reason;
 }
 
