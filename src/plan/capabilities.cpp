@@ -377,6 +377,13 @@ constexpr CapabilityEntry kCoreRows[] = {
      "`module_mounts` false, no `CAP_SYS_ADMIN` (a container's root; `sandbox-run` then refuses "
      "with 70 while the key asks for them)",
      ""},
+    {Row::MountsTmp, "mounts.tmp", "a private /tmp per module", Abi::Unsupported,
+     Fact::MountNamespace, "", mounts_row, nullptr, 0,
+     "each module's /tmp is a tmpfs of its own (mode 1777, bounded as its /dev/shm, noexec "
+     "unless exec_writable), granted by Landlock, where nothing the policy gives it lies at or "
+     "below /tmp (else the node's /tmp, as --explain's world.mounts./tmp says): tmpfile(3) and "
+     "scripts naming /tmp work, and no other module or the node sees its files",
+     kEnforcedOrUnavailable, "as `mounts.shm`", ""},
     {Row::MountsNoexec, "mounts.noexec",
      "written files neither mapped executable nor run through a descriptor", Abi::Unsupported,
      Fact::MountNamespace, "", mounts_row, nullptr, 0,

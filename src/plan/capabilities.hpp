@@ -39,6 +39,7 @@ enum class CapabilityRow {
   OwnUser,             // issue 12: each module id its own uid and gid (sandbox-run as root)
   // Issue 12: the module's own mounts (sandbox-run as root, apply/module_mounts.hpp).
   MountsShm,     // a private /dev/shm
+  MountsTmp,     // a private /tmp where the policy leaves it free
   MountsNoexec,  // writable directories noexec, nosuid, nodev
   MountsProc,    // /proc with hidepid=invisible
   MountsPts,     // a private devpts instance

@@ -396,7 +396,8 @@ TEST_F(OwnMounts, TheReportSaysWhereTheyAreMade) {
   };
   const auto root = rows(std::nullopt);
   const auto user = rows(std::pair<uid_t, gid_t>{65534, 65534});
-  for (const char* row : {"mounts.shm", "mounts.noexec", "mounts.proc", "mounts.pts"}) {
+  for (const char* row :
+       {"mounts.shm", "mounts.tmp", "mounts.noexec", "mounts.proc", "mounts.pts"}) {
     EXPECT_EQ(root.at(row).first, "enforced") << row;
     EXPECT_EQ(user.at(row).first, "unavailable") << row;
     EXPECT_NE(user.at(row).second.find("not root"), std::string::npos) << user.at(row).second;

@@ -127,8 +127,9 @@ TEST(MountPlan, OwnMountsGrantShmAndThePtyAndNothingElseChanges) {
 }
 
 TEST(MountRows, EnforcedOnlyForRootWithCapSysAdminAndTheKeyOn) {
-  const std::vector<CapabilityRow> rows{CapabilityRow::MountsShm, CapabilityRow::MountsNoexec,
-                                        CapabilityRow::MountsProc, CapabilityRow::MountsPts};
+  const std::vector<CapabilityRow> rows{CapabilityRow::MountsShm, CapabilityRow::MountsTmp,
+                                        CapabilityRow::MountsNoexec, CapabilityRow::MountsProc,
+                                        CapabilityRow::MountsPts};
   NodeConfig config;
   KernelFeatures features = root_node(7);
   for (auto row : rows) {

@@ -86,6 +86,7 @@ TEST(ReportRender, EveryRowAndEveryStatusOnAFullNode) {
       {"world.process-groups", "enforced"},
       {"user.own", "enforced"},
       {"mounts.shm", "enforced"},
+      {"mounts.tmp", "enforced"},
       {"mounts.noexec", "enforced"},
       {"mounts.proc", "enforced"},
       {"mounts.pts", "enforced"},
@@ -115,7 +116,8 @@ TEST(ReportRender, PortOnlyAndUnavailableOnAnUnprivilegedNode) {
   EXPECT_EQ(got.at("world.net"), "unavailable");
   EXPECT_EQ(got.at("world.process-groups"), "unavailable");
   // Issue 12: unprivileged, the module runs on the node's mounts.
-  for (const char* row : {"mounts.shm", "mounts.noexec", "mounts.proc", "mounts.pts"}) {
+  for (const char* row :
+       {"mounts.shm", "mounts.tmp", "mounts.noexec", "mounts.proc", "mounts.pts"}) {
     EXPECT_EQ(got.at(row), "unavailable") << row;
   }
   EXPECT_EQ(got.at("user.own"), "unavailable");  // issue 12: not root, no user of its own
@@ -189,11 +191,12 @@ TEST(ReportRender, NfdIsOneLabelPerRowInTableOrderThenTheAbi) {
           "limit.memory=enforced\n" + p + "limit.pids=enforced\n" + p + "egress.netns=enforced\n" +
           p + "world.ipc=enforced\n" + p + "world.net=enforced\n" + p +
           "world.process-groups=enforced\n" + p + "user.own=enforced\n" + p +
-          "mounts.shm=enforced\n" + p + "mounts.noexec=enforced\n" + p + "mounts.proc=enforced\n" +
-          p + "mounts.pts=enforced\n" + p + "known-limit.exec-writable=not-promised\n" + p +
-          "known-limit.metadata=not-promised\n" + p + "known-limit.broker-sockets=not-promised\n" +
-          p + "denials.syscalls=enforced\n" + p + "denials.filesystem=enforced\n" + p +
-          "denials.network=enforced\n" + p + "landlock-abi=7\n");
+          "mounts.shm=enforced\n" + p + "mounts.tmp=enforced\n" + p + "mounts.noexec=enforced\n" +
+          p + "mounts.proc=enforced\n" + p + "mounts.pts=enforced\n" + p +
+          "known-limit.exec-writable=not-promised\n" + p + "known-limit.metadata=not-promised\n" +
+          p + "known-limit.broker-sockets=not-promised\n" + p + "denials.syscalls=enforced\n" + p +
+          "denials.filesystem=enforced\n" + p + "denials.network=enforced\n" + p +
+          "landlock-abi=7\n");
   // Port only and a failed verification are label values too; the ABI is the one used.
   report = make_report(user_node(), port_only_config());
   report.verifications.push_back({CapabilityRow::Filesystem, false, "a write got through"});
