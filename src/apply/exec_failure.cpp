@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
@@ -70,6 +71,21 @@ std::string exec_failure_detail(const std::string& executable, bool looked_up_on
     const bool capable = ::fgetxattr(fd, "security.capability", nullptr, 0) > 0;
     ::close(fd);
     if (capable) return "the file asks for capabilities (security.capability) a module cannot have";
+  }
+  // execve answers EAGAIN for one reason (fs/exec.c, Linux 3.1): the real uid was set while
+  // its user already ran as many processes as RLIMIT_NPROC allows (sandbox-run sets the real uid
+  // last, under the node's pids_max as the limit), and still does. Processes outside this run
+  // hold the module's uid.
+  if (err == EAGAIN) {
+    rlimit limit{};
+    const bool known = ::getrlimit(RLIMIT_NPROC, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+    return fmt::format(
+        "the module's user (uid {}) already runs as many processes as its process limit allows "
+        "(RLIMIT_NPROC {}: the node's pids_max, or the caller's limit); processes outside this "
+        "run hold the uid (ps -u {})",
+        static_cast<unsigned>(::getuid()),
+        known ? std::to_string(limit.rlim_cur) : std::string("unlimited"),
+        static_cast<unsigned>(::getuid()));
   }
   return "";
 }

@@ -15,6 +15,7 @@ namespace oarbank {
 //   execute permission for the module user (with owner, mode and the fix), a filesystem
 //   mounted noexec, or else a refusal by the sandbox (Landlock).
 // - EPERM for a file with file capabilities (security.capability).
+// - EAGAIN: the module's uid already at its RLIMIT_NPROC (processes outside the run hold it).
 std::string exec_failure_detail(const std::string& executable, bool looked_up_on_path,
                                 const std::string& module_path, int err);
 

@@ -411,6 +411,49 @@ TEST_F(OwnUser, ItsProcessLimitIsTheNodesPidsMaxWithOrWithoutThePidsController) 
   }
 }
 
+// Session 20: the real uid is set last (session 19), so the kernel counts the module's uid
+// against its RLIMIT_NPROC when the launcher takes it, and a uid already at the node's
+// pids_max (processes outside the run hold it: the registry leases no uid a process holds, but
+// one can take a leased uid later) makes the module's exec fail with EAGAIN. The run fails
+// closed (nothing of the module runs) and its line says why and which limit.
+TEST_F(OwnUser, AUidAlreadyAtItsProcessLimitFailsClosedNamingTheLimit) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  auto c = nlohmann::json::parse(read_if_there(config(true, kUncapped)));
+  c["pids_max"] = 4;
+  const std::string config_file = tree.write_json("own-user-full.json", c);
+  const std::string id = unique_name("full");
+  const nlohmann::json policy = policy_with_work(tree.path("full/work"));
+  RunOptions o;
+  o.env = env();
+  o.timeout = 20s;
+  RunResult first = run_command(run_argv(config_file, id, policy, {"ids"}), o);
+  ASSERT_TRUE(first.exited(0)) << first.describe();
+  const uid_t uid = static_cast<uid_t>(std::stoul(first.out_line()));
+  std::vector<pid_t> holders;
+  for (int i = 0; i < 8; ++i) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      if (::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) ::_exit(1);
+      ::pause();
+      ::_exit(0);
+    }
+    holders.push_back(pid);
+  }
+  std::this_thread::sleep_for(50ms);
+  RunResult second = run_command(run_argv(config_file, id, policy, {"ids"}), o);
+  for (pid_t pid : holders) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  EXPECT_EQ(second.out, "") << second.describe();
+  EXPECT_TRUE(second.exited(71)) << second.describe();
+  EXPECT_NE(second.err.find("EAGAIN"), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find("(uid " + std::to_string(uid) + ") already runs as many processes"),
+            std::string::npos)
+      << second.err;
+  EXPECT_NE(second.err.find("pids_max"), std::string::npos) << second.err;
+}
+
 // Session 13: under a uid of its own, with mounts of its own, the module's /etc/passwd and
 // /etc/group are its own: root, its user (oarbank-ID) and nobody. getpwuid answers for its uid
 // (whoami, id -gn; Node's os.userInfo() and Python's getpass threw before), and the node's
