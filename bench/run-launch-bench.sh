@@ -18,6 +18,10 @@
 #                                       system calls and filter, none of the launcher's own code),
 #                                       and the same without the filter, the bounding-set drops
 #                                       or Landlock (kf-no-seccomp, kf-no-capbset, kf-no-landlock)
+#                                       and sandbox-run's kernel part (kernel-floor-run: the same
+#                                       with the run's record, leaf, supervisor and teardown; see
+#                                       WORLD=1's run-no-world beside it), and that without the
+#                                       record or the leaf (kfr-no-record, kfr-no-leaf)
 #   WORLD=1 bench/run-launch-bench.sh   (root) three more sandbox-run sides: without the module's
 #                                       world, with it, and with it taken from a namespace stock
 #                                       (docs/performance.md, "The namespace stock")
@@ -85,6 +89,13 @@ if [[ ${KERNEL_FLOOR:-0} == 1 ]]; then
   run_side+=(--side "kernel-floor=$tmp/bin/oarbank-kernel-floor $policy $target")
   for step in seccomp capbset landlock; do
     run_side+=(--side "kf-no-$step=OARBANK_KERNEL_FLOOR_WITHOUT=$step $tmp/bin/oarbank-kernel-floor $policy $target")
+  done
+  # sandbox-run's kernel part (no world, no audit reader): compare with WORLD=1's run-no-world.
+  cgroup2=/sys/fs/cgroup
+  [[ $(stat -f -c %T /sys/fs/cgroup/unified 2>/dev/null) == cgroup2fs ]] && cgroup2=/sys/fs/cgroup/unified
+  run_side+=(--side "kernel-floor-run=OARBANK_KERNEL_FLOOR_RUN=$cgroup2 OARBANK_STATE_DIR=$tmp/kf-state $tmp/bin/oarbank-kernel-floor $policy $target")
+  for step in record leaf; do
+    run_side+=(--side "kfr-no-$step=OARBANK_KERNEL_FLOOR_WITHOUT=$step OARBANK_KERNEL_FLOOR_RUN=$cgroup2 OARBANK_STATE_DIR=$tmp/kf-state $tmp/bin/oarbank-kernel-floor $policy $target")
   done
 fi
 if [[ ${WORLD:-0} == 1 ]]; then
