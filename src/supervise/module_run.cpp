@@ -559,6 +559,22 @@ void ModuleRun::make_container() {
 void ModuleRun::make_directories() {
   const Policy& policy = request_.policy;
   std::vector<std::string> writable = writable_paths(policy);
+  // Session 19's attack review: another module's directory (a uid leased to another id) was
+  // refused as "owned by uid N" alone; say whose it is, and how to run that module.
+  if (root_ && request_.config.module_users) {
+    for (const auto& dir : writable) {
+      struct stat st {};
+      if (::lstat(dir.c_str(), &st) != 0 || st.st_uid == 0 || st.st_uid == module_uid_) continue;
+      const auto holder = module_id_of_uid(user_registry_dir(), st.st_uid);
+      if (!holder || *holder == request_.id) continue;
+      throw step_error(LaunchStep::Directories,
+                       fmt::format("{} belongs to module id {} (uid {}, leased to it in the user "
+                                   "registry); a module is given only its own directories and "
+                                   "root's: run that module with --id {}, or give this one a "
+                                   "directory of its own",
+                                   dir, *holder, st.st_uid, *holder));
+    }
+  }
   auto created =
       make_writable_dirs(writable, request_.config.writable_roots, module_uid_, module_gid_, root_);
   // Issue 12's review: a directory of its own uid that others may read or search is accepted,

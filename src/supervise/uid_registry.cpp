@@ -471,6 +471,12 @@ std::vector<UidLease> list_module_users(const std::string& dir) {
   return registry.all();
 }
 
+std::optional<std::string> module_id_of_uid(const std::string& dir, std::uint32_t uid) {
+  LockedRegistry registry(dir, false);
+  if (!registry.exists()) return std::nullopt;
+  return registry.holder(uid);
+}
+
 namespace {
 
 // `text` as one word for a POSIX shell: as it is when every character is plain, else in single

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,11 @@ struct ModuleUserDatabase {
 
 // Every lease, sorted by id (an empty list when there is no registry yet).
 std::vector<UidLease> list_module_users(const std::string& dir);
+
+// Session 20: the module id that number `uid` is reserved for in the registry at `dir` (its
+// N.uid file), or nothing (no registry, or the number free): so that a run given another
+// module's directory is told whose it is.
+std::optional<std::string> module_id_of_uid(const std::string& dir, std::uint32_t uid);
 
 // What stops `lease` from being reclaimed now: its last run fewer than `days` days before
 // `now`, or a file or directory of its uid or gid left in a directory its runs were given

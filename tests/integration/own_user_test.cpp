@@ -454,6 +454,38 @@ TEST_F(OwnUser, AUidAlreadyAtItsProcessLimitFailsClosedNamingTheLimit) {
   EXPECT_NE(second.err.find("pids_max"), std::string::npos) << second.err;
 }
 
+// Session 20 (session 19's attack review): a run given another module's directory, without
+// --id (the shared module_user) or under another id, is refused as before (70, nothing runs),
+// and its line says whose directory it is and how to run that module.
+TEST_F(OwnUser, AnotherModulesDirectoryIsRefusedNamingItsId) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  const std::string c = config(true, kUncapped);
+  const std::string owner = unique_name("owner");
+  const nlohmann::json policy = policy_with_work(tree.path("owned/work"));
+  RunResult first = run(c, owner, policy, {"ids"});
+  ASSERT_TRUE(first.exited(0)) << first.describe();
+  RunOptions o;
+  o.env = env();
+  o.timeout = 20s;
+  std::vector<std::string> shared{OARBANK_AGENT_BINARY,
+                                  "sandbox-run",
+                                  "--config",
+                                  c,
+                                  tree.write_json("owned-shared.json", policy),
+                                  "--",
+                                  tree.probe(),
+                                  "ids"};
+  for (const auto& argv : {shared, run_argv(c, unique_name("other"), policy, {"ids"})}) {
+    RunResult r = run_command(argv, o);
+    EXPECT_TRUE(r.exited(70)) << r.describe();
+    EXPECT_EQ(r.out, "") << r.describe();
+    EXPECT_NE(r.err.find("belongs to module id " + owner + " (uid "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("run that module with --id " + owner), std::string::npos) << r.err;
+  }
+  // Its own id still runs there.
+  EXPECT_TRUE(run(c, owner, policy, {"ids"}).exited(0));
+}
+
 // Session 13: under a uid of its own, with mounts of its own, the module's /etc/passwd and
 // /etc/group are its own: root, its user (oarbank-ID) and nobody. getpwuid answers for its uid
 // (whoami, id -gn; Node's os.userInfo() and Python's getpass threw before), and the node's
