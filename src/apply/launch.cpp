@@ -125,12 +125,18 @@ bool step_descriptors(LaunchState& state) {
   return close_on_exec_except(state.plan.keep_fds, state.error);
 }
 
+// Under sandbox-run (a supervisor that receives the filter's listener, or reads Landlock's audit
+// log) the real uid is set last: after the listener's send, and after landlock_restrict_self,
+// whose domain the audit log names by the real uid of its maker (identity.hpp).
+bool real_uid_set_last(const Plan& plan) {
+  return plan.seccomp_notify || plan.landlock_log_new_exec;
+}
+
 bool step_identity(LaunchState& state) {
   const Plan& plan = state.plan;
   const PreparedLaunch& prepared = state.prepared;
-  // Under sandbox-run the real uid is set last, after the listener's send (identity.hpp).
   if (!launch_test_skips(LaunchStep::Identity) &&
-      !apply_identity(plan.identity, state.error, plan.seccomp_notify)) {
+      !apply_identity(plan.identity, state.error, real_uid_set_last(plan))) {
     return false;
   }
   // The module user must be able to use its writable paths (docs/launcher.md, "The steps, in
@@ -194,10 +200,10 @@ bool step_landlock(LaunchState& state) {
   return true;
 }
 
-// Under sandbox-run the real uid becomes the module's after the listener's send
-// (identity.hpp), whether or not a test skips the filter.
+// Under sandbox-run the real uid becomes the module's after the listener's send and Landlock's
+// restrict_self (identity.hpp), whether or not a test skips the filter.
 bool finish_identity_after_send(LaunchState& state) {
-  return !state.plan.seccomp_notify || launch_test_skips(LaunchStep::Identity) ||
+  return !real_uid_set_last(state.plan) || launch_test_skips(LaunchStep::Identity) ||
          finish_identity(state.plan.identity, state.error);
 }
 

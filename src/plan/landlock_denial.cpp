@@ -348,11 +348,12 @@ std::vector<Denial> LandlockAuditEvents::feed(const AuditRecord& record) {
   std::vector<Denial> out;
   if (record.type == kAuditLandlockDomain) {
     // The pid is the module's first process's for as long as the reader runs: the supervisor
-    // reaps that process only after the reader has stopped (supervisor.cpp, before_reap).
-    // Under a uid of the module's own, the uid must match too.
+    // reaps that process only after the reader has stopped (supervisor.cpp, before_reap). A
+    // domain made earlier by a process that had that pid is a module's, made with its real uid:
+    // the run's own was made with the launcher's (the constructor).
     if (record.field("status") == "allocated" &&
         std::atoll(record.field("pid").c_str()) == module_pid_ &&
-        (module_uid_ < 0 || record.field("uid") == std::to_string(module_uid_)) &&
+        record.field("uid") == std::to_string(maker_uid_) &&
         std::find(domains_.begin(), domains_.end(), record.field("domain")) == domains_.end()) {
       domains_.push_back(record.field("domain"));
     }

@@ -59,12 +59,15 @@ Denial landlock_denial(const AuditRecord& access, const AuditRecord* syscall,
 // of a domain never seen allocated by that pid is not this run's.
 class LandlockAuditEvents {
  public:
-  // module_uid: the uid the module's first process restricted itself as, where that uid is the
-  // module's own (issue 12's leased uid); -1 where it is shared (module_user, the caller), and
-  // then the pid alone names the domain.
+  // maker_uid: the real uid the module's first process had when it restricted itself: the
+  // launcher's, which sandbox-run keeps (root's) until after landlock_restrict_self
+  // (apply/identity.hpp), and which no process of a module has. Session 20's attack review: a
+  // module's own process that made a nested domain, and then freed its pid for the next run's
+  // first process to get, left an allocation record naming that pid; only the uid tells it
+  // apart (the module's real uid, never root's).
   LandlockAuditEvents(std::int64_t module_pid, LandlockAdviceContext context,
-                      std::int64_t module_uid = -1)
-      : module_pid_(module_pid), module_uid_(module_uid), context_(std::move(context)) {}
+                      std::int64_t maker_uid)
+      : module_pid_(module_pid), maker_uid_(maker_uid), context_(std::move(context)) {}
 
   // Takes one record; returns the denials of the events it completed.
   std::vector<Denial> feed(const AuditRecord& record);
@@ -79,7 +82,7 @@ class LandlockAuditEvents {
   std::vector<Denial> finish(const std::string& serial);
 
   std::int64_t module_pid_;
-  std::int64_t module_uid_;
+  std::int64_t maker_uid_;
   LandlockAdviceContext context_;
   std::vector<std::string> domains_;  // this run's
   std::map<std::string, Event> open_;

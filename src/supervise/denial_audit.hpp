@@ -41,8 +41,9 @@ class LandlockAuditReader {
   // denials can be read, and opens the socket. Returns "" when they can, else why not.
   std::string open(const std::string& mode, int landlock_abi);
   // After the spawn (the process is single-threaded until then): reads in a thread of its own.
-  // module_uid: the module's own uid (issue 12), or -1 where the uid is shared.
-  void start(pid_t module_pid, std::int64_t module_uid = -1) noexcept;
+  // maker_uid: the real uid the module's first process restricted itself with (the
+  // launcher's: plan/landlock_denial.hpp).
+  void start(pid_t module_pid, std::int64_t maker_uid) noexcept;
   // After the module's processes are gone: waits until the kernel's audit queue is empty
   // (500 ms at most), reads what is left in the socket, then stops.
   void stop();
@@ -54,7 +55,7 @@ class LandlockAuditReader {
   [[nodiscard]] std::uint32_t backlog_limit() const { return backlog_limit_; }
 
  private:
-  void serve(pid_t module_pid, std::int64_t module_uid);
+  void serve(pid_t module_pid, std::int64_t maker_uid);
   void await_kernel_queue();
 
   DenialTable& table_;

@@ -744,15 +744,20 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
       const auto written = executable_written_since(writable, spawned_at_);
       const bool shell_status = result.module_status == 126 || result.module_status == 127;
       if (!shell_status && !written) break;
+      // Session 20's attack review: its own /tmp is noexec too (it is gone with its mount
+      // namespace, so the walk does not look there; the line names it).
+      const std::string places = prepared_ && prepared_->plan.mounts.own_tmp
+                                     ? "work, data, temp or its own /tmp"
+                                     : "work, data or temp";
       // The name is the module's choice of bytes: quoted and escaped (fmt's debug format), so
       // that it cannot read as the line's own advice.
       request_.say("the module exited " + std::to_string(result.module_status) +
                    (written
                         ? " after writing the executable file " + fmt::format("{:?}", *written) +
-                              ": if it ran or loaded that or another program it wrote in "
-                              "work, data or temp, those are mounted noexec"
-                        : ": if it ran or loaded a program it wrote in work, data or temp, "
-                          "those are mounted noexec") +
+                              ": if it ran or loaded that or another program it wrote in " +
+                              places + ", those are mounted noexec"
+                        : ": if it ran or loaded a program it wrote in " + places +
+                              ", those are mounted noexec") +
                    " (no refusal is recorded for it; git skips such hooks, cargo's build "
                    "scripts, proc-macros and tests fail): \"exec_writable\": true allows it");
       break;

@@ -2,6 +2,8 @@
 // the seccomp listener (refusals of the filter), and what each could not record.
 #pragma once
 
+#include <unistd.h>
+
 #include <vector>
 
 #include "plan/denials.hpp"
@@ -28,7 +30,9 @@ class RunDenials {
   void spawned(pid_t module_pid, std::int64_t module_uid = -1, std::int64_t module_gid = -1,
                int module_leaf = -1) noexcept {
     seccomp_.set_module_user(module_uid, module_gid, module_leaf);
-    audit_.start(module_pid, module_uid);
+    // The launcher made the run's Landlock domain with this process's real uid: sandbox-run
+    // sets the module's only after restrict_self (apply/identity.hpp).
+    audit_.start(module_pid, static_cast<std::int64_t>(::getuid()));
   }
   // After the run (the module's processes are gone): the last records read.
   void finish() { audit_.stop(); }

@@ -368,6 +368,33 @@ TEST_F(LandlockDenials, FileReadWriteAndExecOfAWrittenFileEachOnceWithThePolicyC
       << r.err;
 }
 
+// Session 20's attack review: under a uid of the module's own (the default for --id runs), the
+// run's domain is found by the uid the launcher made it with (root's: the real uid is set after
+// restrict_self), not the module's; session 19's real-uid-last had left every such run's
+// Landlock refusals unrecorded while the result said "recorded".
+TEST_F(LandlockDenials, UnderAUidOfItsOwnARefusalIsRecordedWithItsGrant) {
+  auto node = node_config();
+  node["denial_audit"] = "enable";
+  const std::uint32_t first = 3100000000U + static_cast<std::uint32_t>(::getpid() % 100000) * 16U;
+  node["module_users"] = {{"first", first}, {"last", first + 15}};
+  config = tree.write_json("audit-config-own-user.json", node);
+  auto policy = base_policy();
+  policy["work"] = tree.path("own-uid/work");
+  policy.erase("temp");
+  policy.erase("data");
+  RunResult r = run({}, {"read", tree.path("outside/secret.txt")}, policy);
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "errno EACCES\n");
+  const auto j = result();
+  if (j["denial_diagnostics"]["filesystem"] != "recorded") {
+    GTEST_SKIP() << "the kernel dropped audit records during the run: " << j.dump();
+  }
+  const auto read = the_denial(j["denials"], "fs.read_file");
+  EXPECT_EQ(read["object"], tree.path("outside/secret.txt"));
+  EXPECT_EQ(read["grant"], nlohmann::json({{"key", "runtime"}, {"add", tree.path("outside")}}))
+      << read.dump();
+}
+
 TEST_F(LandlockDenials, ATcpConnectToAPortNotTheProxysIsNamed) {
   TcpListener other;
   RunResult r = run({},

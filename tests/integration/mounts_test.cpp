@@ -303,6 +303,15 @@ TEST_F(OwnMounts, ItsOwnTmpWhereThePolicyLeavesItFree) {
   auto tree_policy = batch(base_policy(), {{"write", name}});
   expect_lines(tree_policy, {"errno EACCES"});
   EXPECT_FALSE(exists(name));
+  // Session 20's attack review: a program written there and run fails on the noexec tmpfs, and
+  // the line after the failing exit names its own /tmp too.
+  auto written = run(policy, {root + "/bundle/probe", "batch", "copy-exec", root + "/bundle/probe",
+                              name, ",", "exit", "126"});
+  EXPECT_EQ(written.exit_code, 126) << written.describe();
+  EXPECT_EQ(written.out, "errno EACCES\n") << written.describe();
+  EXPECT_NE(written.err.find("wrote in work, data, temp or its own /tmp, those are mounted noexec"),
+            std::string::npos)
+      << written.describe();
 }
 
 // Code run through a descriptor, by execveat(fd, "", AT_EMPTY_PATH) and by execve of
