@@ -741,7 +741,8 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
       if (prepared_) {
         for (const auto& dir : prepared_->plan.writable_dirs) writable.push_back(dir.path);
       }
-      const auto written = executable_written_since(writable, spawned_at_);
+      const auto written =
+          executable_written_since(writable, spawned_at_, module_uid_, module_gid_);
       const bool shell_status = result.module_status == 126 || result.module_status == 127;
       if (!shell_status && !written) break;
       // Session 20's attack review: its own /tmp is noexec too (it is gone with its mount

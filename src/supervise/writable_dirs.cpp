@@ -138,8 +138,22 @@ std::vector<std::string> own_dirs_open_to_others(const std::vector<std::string>&
   return open;
 }
 
+namespace {
+
+// Whether the module's user (no supplementary groups) may list and search a directory, by its
+// permission bits: the walk below goes only where the module itself could have looked.
+bool listable_by(const struct stat& st, uid_t uid, gid_t gid) {
+  const mode_t needed = st.st_uid == uid   ? (S_IRUSR | S_IXUSR)
+                        : st.st_gid == gid ? (S_IRGRP | S_IXGRP)
+                                           : (S_IROTH | S_IXOTH);
+  return (st.st_mode & needed) == needed;
+}
+
+}  // namespace
+
 std::optional<std::string> executable_written_since(const std::vector<std::string>& dirs,
-                                                    const timespec& since, std::size_t budget) {
+                                                    const timespec& since, uid_t uid, gid_t gid,
+                                                    std::size_t budget) {
   struct Pending {
     int fd;
     std::string path;
@@ -153,7 +167,7 @@ std::optional<std::string> executable_written_since(const std::vector<std::strin
     const int root = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat root_st {};
     if (root < 0) continue;
-    if (::fstat(root, &root_st) != 0) {
+    if (::fstat(root, &root_st) != 0 || !listable_by(root_st, uid, gid)) {
       ::close(root);
       continue;
     }
@@ -176,13 +190,17 @@ std::optional<std::string> executable_written_since(const std::vector<std::strin
         const std::string path = at.path + "/" + entry->d_name;
         // The change time, which the kernel sets and utimensat cannot move ahead (a module's
         // `touch -d 2100` would have named its file on every later run; session 19's review).
-        if (S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0 && newer(st.st_ctim)) {
+        // Only the module's own files (session 20's review: a data directory that is the
+        // parent of other modules' 0700 directories had the supervisor, as root, name another
+        // module's file in this module's line).
+        if (S_ISREG(st.st_mode) && st.st_uid == uid && (st.st_mode & 0111) != 0 &&
+            newer(st.st_ctim)) {
           found = path;
           break;
         }
         // At most 64 directories open and waiting (the supervisor's own descriptors).
         if (S_ISDIR(st.st_mode) && st.st_dev == root_st.st_dev && at.depth < 16 &&
-            pending.size() < 64) {
+            pending.size() < 64 && listable_by(st, uid, gid)) {
           const int child = ::openat(::dirfd(listing), entry->d_name,
                                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
           if (child >= 0) pending.push_back({child, path, at.depth + 1});

@@ -47,8 +47,11 @@ std::vector<std::string> own_dirs_open_to_others(const std::vector<std::string>&
 // below `dirs`, as its path; nothing when there is none. Walked as the supervisor (root) after the
 // module ended: never through a symbolic link, never into another mount, at most `budget`
 // entries in all and 16 levels deep, so a module's huge or deep tree costs a bounded time.
+// Only files of the module's user `uid`, and only into directories that user (group `gid`, no
+// other) may list and search: the supervisor, root, names nothing the module could not see
+// (session 20's review).
 std::optional<std::string> executable_written_since(const std::vector<std::string>& dirs,
-                                                    const timespec& since,
+                                                    const timespec& since, uid_t uid, gid_t gid,
                                                     std::size_t budget = 4096);
 
 }  // namespace oarbank

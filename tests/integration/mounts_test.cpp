@@ -267,6 +267,22 @@ TEST_F(OwnMounts, AFailureAfterWritingAnExecutableNamesTheFileAndExecWritable) {
   auto later = run(base_policy(), {tree.probe(), "exit", "2"});
   EXPECT_EQ(later.exit_code, 2) << later.describe();
   EXPECT_EQ(later.err.find("mounted noexec"), std::string::npos) << later.describe();
+  // Session 20's real-programs review: the supervisor walks as root, and named another
+  // module's file in a directory this module cannot list. Now only the module's own files, in
+  // directories it may list, are named: not root's executable beside its own, nor a file in a
+  // 0700 directory of another user's, written while the module ran.
+  const std::string hidden = tree.path("work/hidden");
+  ASSERT_EQ(::mkdir(hidden.c_str(), 0700), 0);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(100ms);  // while the module sleeps: after its spawn
+    copy_file(tree.probe(), hidden + "/other-module-secret", 0755);
+    copy_file(tree.probe(), tree.path("work/roots-program"), 0755);
+  });
+  auto others = run(base_policy(), {tree.probe(), "batch", "sleep-ms", "400", ",", "exit", "2"});
+  writer.join();
+  ASSERT_TRUE(exists(hidden + "/other-module-secret"));
+  EXPECT_EQ(others.exit_code, 2) << others.describe();
+  EXPECT_EQ(others.err.find("mounted noexec"), std::string::npos) << others.describe();
 }
 
 // Session 19's real-programs review: glibc's tmpfile(3), ed and scripts write in /tmp whatever
