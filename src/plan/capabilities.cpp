@@ -333,10 +333,12 @@ constexpr CapabilityEntry kCoreRows[] = {
     {Row::WorldNetwork, "world.net", "its own network namespace (net none: loopback only)",
      Abi::Unsupported, Fact::NetworkNamespace, "", world_network_row, nullptr, 0,
      "each module gets a network namespace of its own (net none: loopback only), so its "
-     "abstract unix sockets are its own; netlink NETLINK_ROUTE reads it and changes nothing",
+     "abstract unix sockets are its own; netlink NETLINK_ROUTE and NETLINK_SOCK_DIAG read it "
+     "and change nothing",
      kEnforcedOrUnavailable,
      "issue 12: as `egress.netns`, for every module: `net: none` gets loopback alone, so its "
-     "abstract unix sockets are its own; `NETLINK_ROUTE` reads it and changes nothing",
+     "abstract unix sockets are its own; `NETLINK_ROUTE` and `NETLINK_SOCK_DIAG` read it and "
+     "change nothing",
      ""},
     {Row::WorldProcessGroups, "world.process-groups",
      "its own process groups and sessions (setsid, setpgid) in its leaf", Abi::Unsupported,

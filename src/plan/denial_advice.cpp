@@ -222,7 +222,8 @@ Denial seccomp_denial(const seccomp::FilterVariant& variant, const SeccompCall& 
           "only unix (with the broker grant), IPv4 and IPv6 (under egress-allowlist) "
           "sockets are ever allowed";
       // Issue 12: and netlink route, in the module's own network namespace.
-      if (variant.own_namespaces) d.reason += ", and netlink route in the module's own namespace";
+      if (variant.own_namespaces)
+        d.reason += ", and netlink route and sock_diag in the module's own namespace";
     }
   } else if (call.syscall == "socketpair" && err == EPROTONOSUPPORT && a[0] == AF_UNIX &&
              !variant.unix_sockets) {

@@ -151,18 +151,22 @@ std::vector<Rule> rules_for(const FilterVariant& variant) {
     const std::string why =
         "only the families the policy grants: unix with the broker grant, IPv4 and IPv6 under "
         "egress-allowlist";
-    refuse_unless_in(
-        rules, "socket", 0, families, kHighestFamily, EAFNOSUPPORT, {},
-        variant.own_namespaces ? why + ", netlink (route only) in its own network namespace" : why);
+    refuse_unless_in(rules, "socket", 0, families, kHighestFamily, EAFNOSUPPORT, {},
+                     variant.own_namespaces
+                         ? why + ", netlink (route and sock_diag only) in its own network namespace"
+                         : why);
   }
   if (variant.own_namespaces) {
     // Other netlink protocols reach the node itself, whatever the namespace: audit, uevents
-    // (NETLINK_KOBJECT_UEVENT), sock_diag, xfrm, netfilter. Route alone; protocols up to
-    // MAX_LINKS (32) by value, then everything above.
-    refuse_unless_in(rules, "socket", 2, {NETLINK_ROUTE}, 31, EPROTONOSUPPORT,
+    // (NETLINK_KOBJECT_UEVENT), xfrm, netfilter. Route, and sock_diag (session 20's
+    // real-programs review: `ss`), which lists the sockets of the asking socket's network
+    // namespace alone (inet_diag and unix_diag look in sock_net) and destroys none without
+    // CAP_NET_ADMIN; protocols up to MAX_LINKS (32) by value, then everything above.
+    refuse_unless_in(rules, "socket", 2, {NETLINK_ROUTE, NETLINK_SOCK_DIAG}, 31, EPROTONOSUPPORT,
                      {{0, Compare::Equal, AF_NETLINK, 0}},
-                     "netlink: NETLINK_ROUTE only (other protocols reach the node: audit, "
-                     "uevents, sock_diag)");
+                     "netlink: NETLINK_ROUTE and NETLINK_SOCK_DIAG only, which see the module's "
+                     "own network namespace (other protocols reach the node: audit, uevents, "
+                     "xfrm, netfilter)");
   }
   // Each mechanism's rules on the socket calls (plan/mechanisms.cpp): the network's inet
   // rules (plan/mechanism_network.cpp).

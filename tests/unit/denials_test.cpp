@@ -151,11 +151,13 @@ TEST(DenialAdvice, SocketFamiliesNameThePolicyElement) {
   const FilterVariant world{false, false, true};
   auto packet = seccomp_denial(world, {"socket", {AF_PACKET, SOCK_RAW, 0}, ""}, EAFNOSUPPORT);
   EXPECT_TRUE(packet.allowed_by.empty());
-  EXPECT_NE(packet.reason.find("netlink route in the module's own namespace"), std::string::npos)
+  EXPECT_NE(packet.reason.find("netlink route and sock_diag in the module's own namespace"),
+            std::string::npos)
       << packet.reason;
   auto audit = seccomp_denial(world, {"socket", {AF_NETLINK, SOCK_RAW, 9}, ""}, EPROTONOSUPPORT);
   EXPECT_TRUE(audit.allowed_by.empty());
-  EXPECT_NE(audit.reason.find("NETLINK_ROUTE only"), std::string::npos) << audit.reason;
+  EXPECT_NE(audit.reason.find("NETLINK_ROUTE and NETLINK_SOCK_DIAG only"), std::string::npos)
+      << audit.reason;
   // Under egress-allowlist UDP is refused whatever the policy says.
   const FilterVariant egress{true, false};
   auto udp = seccomp_denial(egress, {"socket", {AF_INET, SOCK_DGRAM, 0}, ""}, EPROTONOSUPPORT);

@@ -244,12 +244,14 @@ TEST(SeccompPrograms, ModuleWorldAllowances) {
       EXPECT_EQ(run(p, static_cast<int>(nr), {}), variant.own_namespaces ? kAllow : refused(EPERM))
           << nr;
     }
-    // Its own network namespace: netlink, NETLINK_ROUTE (0) only.
+    // Its own network namespace: netlink, NETLINK_ROUTE (0) and NETLINK_SOCK_DIAG (4) only.
     const std::uint32_t no_family = refused(EAFNOSUPPORT);
     EXPECT_EQ(run(p, SYS_socket, {AF_NETLINK, SOCK_RAW, 0}),
               variant.own_namespaces ? kAllow : no_family);
-    for (std::uint64_t protocol : {4ULL /* SOCK_DIAG */, 9ULL /* AUDIT */,
-                                   15ULL /* KOBJECT_UEVENT */, 31ULL, 32ULL, 0x100000000ULL}) {
+    EXPECT_EQ(run(p, SYS_socket, {AF_NETLINK, SOCK_DGRAM, 4}),
+              variant.own_namespaces ? kAllow : no_family);
+    for (std::uint64_t protocol : {1ULL /* unused */, 9ULL /* AUDIT */, 15ULL /* KOBJECT_UEVENT */,
+                                   31ULL, 32ULL, 0x100000000ULL}) {
       EXPECT_EQ(run(p, SYS_socket, {AF_NETLINK, SOCK_DGRAM, protocol}),
                 variant.own_namespaces ? refused(EPROTONOSUPPORT) : no_family)
           << protocol;
