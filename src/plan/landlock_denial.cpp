@@ -59,8 +59,16 @@ bool under(const std::string& path, const std::string& dir) {
 // The system's trees are named before the top-level rule, so that /dev/tty says /dev is never
 // a module's rather than "name one below it" (the parser refuses every /dev path); /tmp and
 // /var/tmp name what a module has instead: its "temp", which is its TMPDIR.
-std::string not_grantable(const std::string& dir, const std::string& temp) {
+std::string not_grantable(const std::string& dir, const LandlockAdviceContext& context) {
+  const std::string& temp = context.temp;
   const std::string path = normalize_path(dir);
+  // Session 20's real-programs review: the policy change that gives it a /tmp of its own.
+  const std::string own_tmp =
+      path == "/tmp" && !context.tmp_kept_by.empty()
+          ? "; or move " + context.tmp_kept_by +
+                " out of /tmp: with nothing of its policy at or below /tmp, sandbox-run gives "
+                "the module a /tmp of its own"
+          : "";
   if (path == "/") return "the root directory is never a module's";
   static const char* const kSystem[] = {"/usr", "/lib",  "/lib32", "/lib64", "/bin",  "/sbin",
                                         "/etc", "/proc", "/sys",   "/dev",   "/boot", "/run"};
@@ -81,12 +89,13 @@ std::string not_grantable(const std::string& dir, const std::string& temp) {
     return path + " is every user's and never proposed; the policy's \"temp\" (" + temp +
            ") is the module's TMPDIR, which this program does not follow: point it there (Java: "
            "-Djava.io.tmpdir=" +
-           temp + ")";
+           temp + ")" + own_tmp;
   }
   if (path == "/tmp" || path == "/var/tmp") {
     return path +
            " is every user's and never proposed; a module's temporary files go in the "
-           "policy's \"temp\" (the module's TMPDIR): set it";
+           "policy's \"temp\" (the module's TMPDIR): set it" +
+           own_tmp;
   }
   if (path.find('/', 1) == std::string::npos) {
     return "a whole top-level directory (" + path + ") is never proposed; name one below it";
@@ -120,7 +129,7 @@ bool unnamed_temporary_file(std::string_view path) {
 // The grant for `dir` when it may be proposed; otherwise no grant, and why in the reason.
 void grant_or_refuse(Denial& d, const std::string& dir, std::string allowed_by,
                      nlohmann::json grant, const LandlockAdviceContext& context) {
-  if (const std::string why = not_grantable(dir, context.temp); !why.empty()) {
+  if (const std::string why = not_grantable(dir, context); !why.empty()) {
     d.reason += " (" + why + ")";
     return;
   }

@@ -42,6 +42,9 @@ struct LandlockAdviceContext {
   // redirections, resolved): a refusal to open one of them again by path (/dev/stderr,
   // /proc/self/fd/2) is a reopen of a descriptor it has, not a file to grant.
   std::vector<std::string> handed_files = {};
+  // Where sandbox-run would give the module a /tmp of its own but a path it is given lies at
+  // or below /tmp: that path (plan/mount_plan.hpp, tmp_kept_by); else empty.
+  std::string tmp_kept_by = {};
 };
 
 // "ADDRESS:PORT" with the address as inet_ntop writes it ("[...]:PORT" for IPv6); "" when the

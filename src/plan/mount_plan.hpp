@@ -46,6 +46,9 @@ struct MountPlan {
   // the tmpfs would hide: there the module keeps the node's /tmp, refused as before.
   bool own_tmp = false;
   std::uint64_t tmp_rights = 0;
+  // Where it is not made: the first path given to the module that lies at or below /tmp
+  // (session 20: the refusal of a write in /tmp names it, and how to get a /tmp of its own).
+  std::string tmp_kept_by;
   // /etc/passwd and /etc/group: its own user database (plan/uid_leases.hpp's texts: root, its
   // user and nobody), where it runs as a uid of its own (a lease): getpwuid answers for it.
   bool own_user_database = false;

@@ -332,12 +332,16 @@ Plan make_plan(const Policy& policy, const KernelFeatures& features, const NodeC
                                     request.user_source == ModuleUserSource::OwnLeasedAtRun;
     // Nothing the module is given may lie below the tmpfs: no path of its rules, and not the
     // broker's socket (connect is not Landlock's to govern, so it has no rule).
-    plan.mounts.own_tmp =
-        std::none_of(ll.path_rules.begin(), ll.path_rules.end(),
-                     [](const LandlockPathRule& rule) {
-                       return is_at_or_below_tmp(rule.path) || is_at_or_below_tmp(rule.canonical);
-                     }) &&
-        !(policy.broker && is_at_or_below_tmp(config.broker_socket));
+    const auto below_tmp =
+        std::find_if(ll.path_rules.begin(), ll.path_rules.end(), [](const LandlockPathRule& rule) {
+          return is_at_or_below_tmp(rule.path) || is_at_or_below_tmp(rule.canonical);
+        });
+    if (below_tmp != ll.path_rules.end()) {
+      plan.mounts.tmp_kept_by = below_tmp->path;
+    } else if (policy.broker && is_at_or_below_tmp(config.broker_socket)) {
+      plan.mounts.tmp_kept_by = config.broker_socket;
+    }
+    plan.mounts.own_tmp = plan.mounts.tmp_kept_by.empty();
     plan.mounts.tmp_rights = writable & ~static_cast<std::uint64_t>(LANDLOCK_ACCESS_FS_IOCTL_DEV);
   }
   plan.environment = module_environment(policy, config, request);

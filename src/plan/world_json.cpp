@@ -62,7 +62,7 @@ json mounts_json(const MountPlan& mounts) {
                            {"options", tmp_mount_options(mounts) + (mounts.writable_noexec
                                                                         ? ",nosuid,nodev,noexec"
                                                                         : ",nosuid,nodev")}}
-                    : json("the node's (a path of the policy lies below /tmp)");
+                    : json("the node's (" + mounts.tmp_kept_by + " lies at or below /tmp)");
   out["/etc/passwd"] =
       mounts.own_user_database
           ? json("its own, as /etc/group: root, nobody and its own user, oarbank-ID (root's, 0644)")

@@ -343,6 +343,7 @@ RunResult ModuleRun::run() {
     if (n > 0 && path[0] == '/')
       advice.handed_files.emplace_back(path, static_cast<std::size_t>(n));
   }
+  advice.tmp_kept_by = prepared_->plan.mounts.tmp_kept_by;
   denials_ = std::make_unique<RunDenials>(prepared_->plan.filter, std::move(advice));
   // Started unprivileged, the module runs as this very user: only Landlock's signal scoping
   // (ABI 6) keeps it from killing or stopping its supervisor, and the container with it.

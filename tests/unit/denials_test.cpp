@@ -462,6 +462,18 @@ TEST(LandlockAudit, WhatRealProgramsMetIsNamedAsItIs) {
                              "-Djava.io.tmpdir=/srv/tmp)"),
             std::string::npos)
       << java.reason;
+  EXPECT_EQ(java.reason.find("out of /tmp"), std::string::npos) << java.reason;
+  // Session 20's real-programs review: where a path of the policy kept the node's /tmp, the
+  // refusal names it and the move that gives the module a /tmp of its own.
+  LandlockAdviceContext kept = with_temp;
+  kept.tmp_kept_by = "/tmp/m/work";
+  const Denial in_tmp = landlock_denial(
+      record(1423, "audit(1:1): domain=a blockers=fs.make_reg path=\"/tmp\""), nullptr, kept);
+  EXPECT_TRUE(in_tmp.grant.is_null());
+  EXPECT_NE(in_tmp.reason.find("; or move /tmp/m/work out of /tmp: with nothing of its policy at "
+                               "or below /tmp, sandbox-run gives the module a /tmp of its own"),
+            std::string::npos)
+      << in_tmp.reason;
   const Denial ioctl = advice("blockers=fs.ioctl_dev path=\"/dev/null\"");
   EXPECT_TRUE(ioctl.grant.is_null());
   EXPECT_NE(ioctl.reason.find("refuses device ioctls to every module"), std::string::npos);
