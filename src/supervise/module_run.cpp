@@ -721,15 +721,20 @@ void ModuleRun::make_terminal() {
 }
 
 void ModuleRun::say_how_it_ended(const RunResult& result) {
+  // Session 20's real-programs review: an agent reading --result never learnt what these lines
+  // say (noexec, the OOM killer, the process limit): each is its "notes" too.
+  const auto note = [this](const std::string& line) {
+    end_notes_.push_back(line);
+    request_.say(line);
+  };
   switch (result.end) {
     case RunEnd::LauncherFailed:
       // The launcher printed its own line, unless it died without one.
-      if (result.launcher_line.find("the launcher ended") == 0) request_.say(result.launcher_line);
+      if (result.launcher_line.find("the launcher ended") == 0) note(result.launcher_line);
       break;
     case RunEnd::VerificationFailed:
-      request_.say("verification failed: after the exec, /proc/<pid>/status shows " +
-                   result.verification_problem +
-                   "; the module was killed and its container torn down");
+      note("verification failed: after the exec, /proc/<pid>/status shows " +
+           result.verification_problem + "; the module was killed and its container torn down");
       break;
     case RunEnd::Exited: {
       // Session 16's review: a program the module wrote and then ran (126 from a shell) or
@@ -753,24 +758,23 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
                                      : "work, data or temp";
       // The name is the module's choice of bytes: quoted and escaped (fmt's debug format), so
       // that it cannot read as the line's own advice.
-      request_.say("the module exited " + std::to_string(result.module_status) +
-                   (written
-                        ? " after writing the executable file " + fmt::format("{:?}", *written) +
-                              ": if it ran or loaded that or another program it wrote in " +
-                              places + ", those are mounted noexec"
-                        : ": if it ran or loaded a program it wrote in " + places +
-                              ", those are mounted noexec") +
-                   " (no refusal is recorded for it; git skips such hooks, cargo's build "
-                   "scripts, proc-macros and tests fail): \"exec_writable\": true allows it");
+      note("the module exited " + std::to_string(result.module_status) +
+           (written ? " after writing the executable file " + fmt::format("{:?}", *written) +
+                          ": if it ran or loaded that or another program it wrote in " + places +
+                          ", those are mounted noexec"
+                    : ": if it ran or loaded a program it wrote in " + places +
+                          ", those are mounted noexec") +
+           " (no refusal is recorded for it; git skips such hooks, cargo's build "
+           "scripts, proc-macros and tests fail): \"exec_writable\": true allows it");
       break;
     }
     case RunEnd::Signaled:
       break;
   }
   if (result.oom_kills > 0) {
-    request_.say("the module was killed by the OOM killer (memory.max " +
-                 std::to_string(limits_.memory_max.value_or(0)) + " bytes; " +
-                 std::to_string(result.oom_kills) + " process(es) killed)");
+    note("the module was killed by the OOM killer (memory.max " +
+         std::to_string(limits_.memory_max.value_or(0)) + " bytes; " +
+         std::to_string(result.oom_kills) + " process(es) killed)");
   }
   // Nothing else records a fork refused at pids.max (no audit record, no seccomp notice): the
   // module's own message, if it prints one, is an EAGAIN that names no limit.
@@ -779,18 +783,17 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
         limits_.pids_max ? "its leaf's pids.max " + std::to_string(*limits_.pids_max) +
                                " (the node's \"pids_max\") or a limit above it"
                          : "a pids.max above its leaf";
-    request_.say("the module's fork or clone was refused " +
-                 std::to_string(*result.process_limit_hits) + " time(s) at " + leaf_limit +
-                 ", such as the unit's TasksMax=; no policy key raises it");
+    note("the module's fork or clone was refused " + std::to_string(*result.process_limit_hits) +
+         " time(s) at " + leaf_limit + ", such as the unit's TasksMax=; no policy key raises it");
   }
   if (result.timed_out) {
-    request_.say("the module ran past --timeout " + seconds_text(*request_.timeout_seconds) +
-                 " s and was stopped");
+    note("the module ran past --timeout " + seconds_text(*request_.timeout_seconds) +
+         " s and was stopped");
   }
 }
 
 std::string ModuleRun::result_json(const RunResult& result) const {
-  return run_result_to_json(result, request_.id);
+  return run_result_to_json(result, request_.id, end_notes_);
 }
 
 }  // namespace oarbank

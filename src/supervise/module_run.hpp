@@ -126,6 +126,7 @@ class ModuleRun {
   uid_t module_uid_ = 0;
   bool own_user_ = false;  // module_uid_ is leased to this id alone (the filter's own_user)
   std::vector<std::string> lease_paths_;  // what the id's earlier runs were given to write
+  std::vector<std::string> end_notes_;    // say_how_it_ended's lines, for --result's "notes"
   // CLOCK_REALTIME_COARSE, as files' times: what the module wrote since its spawn.
   timespec spawned_at_{};
   bool module_ran_ = false;  // its exec verified, or stopped on the way: what it was given is its

@@ -616,7 +616,8 @@ RunResult supervise(SupervisedLaunch& launch, RunState& state) {
   return run.result();
 }
 
-std::string run_result_to_json(const RunResult& r, const std::string& id) {
+std::string run_result_to_json(const RunResult& r, const std::string& id,
+                               const std::vector<std::string>& notes) {
   const char* end = "exited";
   switch (r.end) {
     case RunEnd::Exited:
@@ -653,8 +654,10 @@ std::string run_result_to_json(const RunResult& r, const std::string& id) {
                                  : nlohmann::json(r.verification_problem)},
       {"cpu_usec", optional(r.cpu_usec)},
       {"memory_peak_bytes", optional(r.memory_peak_bytes)},
-      {"duration_seconds", r.duration_seconds}};
-  return j.dump() + "\n";
+      {"duration_seconds", r.duration_seconds},
+      {"notes", notes}};
+  // A note can name a file the module named (quoted, but its bytes): never a throw here.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string not_started_result_json(const std::string& id, int exit_code,

@@ -94,7 +94,8 @@ struct RunResult {
 RunResult supervise(SupervisedLaunch& launch, RunState& state);
 
 // --result's JSON line for module `id`.
-std::string run_result_to_json(const RunResult& result, const std::string& id);
+std::string run_result_to_json(const RunResult& result, const std::string& id,
+                               const std::vector<std::string>& notes = {});
 // --result's JSON line for a run refused before its launcher started (`id` empty: none was
 // chosen yet): its exit code and the line printed.
 std::string not_started_result_json(const std::string& id, int exit_code, const std::string& error);

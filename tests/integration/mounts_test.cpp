@@ -245,9 +245,21 @@ TEST_F(OwnMounts, AWrittenFileIsNotMappedExecutableNorLoadedByTheDynamicLoader) 
 // refuses the exec before Landlock is asked, so no refusal is recorded; a success says nothing.
 TEST_F(OwnMounts, AFailureAfterWritingAnExecutableNamesTheFileAndExecWritable) {
   const std::string built = tree.path("work/built");
-  auto failed = run(base_policy(),
-                    {tree.probe(), "batch", "copy-exec", tree.probe(), built, ",", "exit", "3"});
+  // Session 20's real-programs review: the line is --result's "notes" too.
+  const std::string result = tree.path("built-result.json");
+  auto argv = run_argv(base_policy(),
+                       {tree.probe(), "batch", "copy-exec", tree.probe(), built, ",", "exit", "3"});
+  argv.insert(argv.begin() + 2, {"--result", result});
+  RunOptions o;
+  o.env = env();
+  o.timeout = 20s;
+  auto failed = run_command(argv, o);
   EXPECT_EQ(failed.exit_code, 3) << failed.describe();
+  const auto notes = nlohmann::json::parse(read_file(result))["notes"];
+  ASSERT_EQ(notes.size(), 1U) << notes.dump();
+  EXPECT_TRUE(notes[0].get<std::string>().starts_with(
+      "the module exited 3 after writing the executable file"))
+      << notes.dump();
   EXPECT_NE(failed.err.find("the module exited 3 after writing the executable file \"" + built +
                             "\": if it ran or loaded that or another program it wrote in work, "
                             "data or temp, those are mounted noexec"),
