@@ -167,6 +167,7 @@ int run_sandbox_run(const RunArgs& options) {
                          .kill_after_seconds = options.kill_after,
                          .usage = options.result_path.has_value(),
                          .proxy_log = options.proxy_log,
+                         .report_on_success = options.denials,
                          .say = [](const std::string& line) { print_error(kCommand, line); }});
     const RunResult result = run.run();
     // Issue 14: what the sandbox refused, in --result and on stderr when the module failed

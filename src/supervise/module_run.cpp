@@ -742,7 +742,10 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
       // audit record reports: the module author got no line at all. Session 19's: cargo
       // (101), ctest (8) and CPython's tests (2) exit otherwise, so any failure after the
       // module wrote an executable file there gets the line too, naming the file.
-      if (result.module_status == 0 || request_.policy.exec_writable || !own_mounts_) break;
+      if ((result.module_status == 0 && !request_.report_on_success) ||
+          request_.policy.exec_writable || !own_mounts_) {
+        break;
+      }
       std::vector<std::string> writable;
       if (prepared_) {
         for (const auto& dir : prepared_->plan.writable_dirs) writable.push_back(dir.path);
@@ -764,8 +767,9 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
                           ", those are mounted noexec"
                     : ": if it ran or loaded a program it wrote in " + places +
                           ", those are mounted noexec") +
-           " (no refusal is recorded for it; git skips such hooks, cargo's build "
-           "scripts, proc-macros and tests fail): \"exec_writable\": true allows it");
+           " (no refusal is recorded for it; git skips such hooks, CMake's try_run fails, "
+           "cargo's build scripts, proc-macros and tests fail): \"exec_writable\": true "
+           "allows it");
       break;
     }
     case RunEnd::Signaled:

@@ -67,6 +67,9 @@ struct ModuleRunRequest {
   // --result is wanted: the leaf's CPU time and memory peak are read for it (supervisor.hpp).
   bool usage = true;
   std::optional<std::string> proxy_log;  // --proxy-log; nothing: stderr
+  // --denials: what the run was refused is said on success too, and so is a program it wrote
+  // and ran on the noexec mounts (session 20: CMake's try_run fails, and configure exits 0).
+  bool report_on_success = false;
   // Prints one line of sandbox-run's own on stderr (notes on the way, how the run ended).
   std::function<void(const std::string&)> say;
 };

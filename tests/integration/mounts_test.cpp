@@ -271,6 +271,17 @@ TEST_F(OwnMounts, AFailureAfterWritingAnExecutableNamesTheFileAndExecWritable) {
                                        tree.path("work/built2"), ",", "exit", "0"});
   EXPECT_EQ(succeeded.exit_code, 0) << succeeded.describe();
   EXPECT_EQ(succeeded.err.find("mounted noexec"), std::string::npos) << succeeded.describe();
+  // Session 20's real-programs review: CMake's try_run fails on the noexec mount and configure
+  // exits 0; with --denials (what was refused, said on success too) the line comes on success.
+  auto asked = run_argv(base_policy(), {tree.probe(), "batch", "copy-exec", tree.probe(),
+                                        tree.path("work/built3"), ",", "exit", "0"});
+  asked.insert(asked.begin() + 2, "--denials");
+  auto asked_run = run_command(asked, o);
+  EXPECT_EQ(asked_run.exit_code, 0) << asked_run.describe();
+  EXPECT_NE(asked_run.err.find("the module exited 0 after writing the executable file \"" +
+                               tree.path("work/built3") + "\""),
+            std::string::npos)
+      << asked_run.describe();
   // Session 19's diff review: a file whose times the module moved ahead (touch -d 2100) is not
   // named by a later failing run: its change time is the kernel's.
   struct timespec future[2] = {{4102444800, 0}, {4102444800, 0}};
