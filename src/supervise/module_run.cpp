@@ -345,6 +345,8 @@ RunResult ModuleRun::run() {
   }
   advice.tmp_kept_by = prepared_->plan.mounts.tmp_kept_by;
   denials_ = std::make_unique<RunDenials>(prepared_->plan.filter, std::move(advice));
+  denials_->check_writable_grants(
+      [uid = module_uid_](const std::string& path) { return writable_dir_problem(path, uid); });
   // Started unprivileged, the module runs as this very user: only Landlock's signal scoping
   // (ABI 6) keeps it from killing or stopping its supervisor, and the container with it.
   if (!root_ && (prepared_->plan.landlock.scoped & LANDLOCK_SCOPE_SIGNAL) == 0) {

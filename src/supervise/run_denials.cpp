@@ -9,6 +9,25 @@ void RunDenials::prepare(Plan& plan, const std::string& denial_audit) {
   plan.landlock_log_new_exec = audit_.opened();
 }
 
+std::vector<Denial> RunDenials::denials() const {
+  std::vector<Denial> list = table_.denials();
+  if (!writable_check_) return list;
+  for (auto& d : list) {
+    if (!d.grant.is_object()) continue;
+    const std::string key = d.grant.value("key", "");
+    if (key != "work" && key != "temp" && key != "data") continue;
+    const nlohmann::json path = d.grant.contains("add")   ? d.grant.at("add")
+                                : d.grant.contains("set") ? d.grant.at("set")
+                                                          : nlohmann::json();
+    if (!path.is_string()) continue;
+    const std::string problem = writable_check_(path.get<std::string>());
+    if (problem.empty()) continue;
+    d.reason += "; not proposed as it is: " + problem;
+    d.grant = nullptr;
+  }
+  return list;
+}
+
 DenialDiagnostics RunDenials::diagnostics() const {
   DenialDiagnostics d;
   if (seccomp_.served()) {

@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "plan/denials.hpp"
@@ -40,13 +42,21 @@ class RunDenials {
   // Adds a denial another reader found (the proxy's refusals).
   void add(const Denial& denial) { table_.add(denial); }
 
-  [[nodiscard]] std::vector<Denial> denials() const { return table_.denials(); }
+  // Session 20's real-programs review: a grant of a writable directory (work, temp, data) that
+  // the next run would refuse by the directory rule ("owned by uid 6") is not proposed: its
+  // grant is null (--learn skips it) and its reason says why. `check` answers that problem
+  // for a path ("" when none).
+  void check_writable_grants(std::function<std::string(const std::string&)> check) {
+    writable_check_ = std::move(check);
+  }
+  [[nodiscard]] std::vector<Denial> denials() const;
   [[nodiscard]] DenialDiagnostics diagnostics() const;
 
  private:
   DenialTable table_;
   SeccompListener seccomp_;
   LandlockAuditReader audit_;
+  std::function<std::string(const std::string&)> writable_check_;
   bool notify_asked_ = false;
   std::string audit_unavailable_ = "not asked";
 };

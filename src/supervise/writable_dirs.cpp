@@ -138,6 +138,28 @@ std::vector<std::string> own_dirs_open_to_others(const std::vector<std::string>&
   return open;
 }
 
+std::string writable_dir_problem(const std::string& path, uid_t uid) {
+  if (path.empty() || path[0] != '/') return "";
+  std::string sofar;
+  for (std::size_t start = 1; start <= path.size();) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string name = path.substr(start, end - start);
+    start = end + 1;
+    if (name.empty()) continue;
+    sofar += "/" + name;
+    struct stat st {};
+    if (::lstat(sofar.c_str(), &st) != 0) return "";  // made by sandbox-run, or refused then
+    if (S_ISLNK(st.st_mode)) return writable_path_symlink_problem(sofar, path);
+    if (auto problem =
+            writable_path_problem(sofar, PathOwnership{st.st_uid, st.st_mode, st.st_nlink},
+                                  end == path.size(), path, uid)) {
+      return *problem;
+    }
+  }
+  return "";
+}
+
 namespace {
 
 // Whether the module's user (no supplementary groups) may list and search a directory, by its

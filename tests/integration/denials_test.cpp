@@ -395,6 +395,30 @@ TEST_F(LandlockDenials, UnderAUidOfItsOwnARefusalIsRecordedWithItsGrant) {
       << read.dump();
 }
 
+// Session 20's real-programs review: man's cache (/var/cache/man, uid 6) was proposed as
+// "data", which the next run then refused by the directory rule, and --learn dropped the
+// trial's good changes with it. A writable grant the rule would refuse is not proposed: its
+// reason says why.
+TEST_F(LandlockDenials, AWritableGrantTheDirectoryRuleWouldRefuseIsNotProposed) {
+  const std::string foreign = tree.path("foreign-owned");
+  ASSERT_EQ(::mkdir(foreign.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(foreign.c_str(), 12345, 12345), 0);
+  RunResult r = run({}, {"write", foreign + "/x.txt"}, base_policy());
+  ASSERT_TRUE(r.exited(0)) << r.describe();
+  EXPECT_EQ(r.out, "errno EACCES\n");
+  const auto j = result();
+  if (j["denial_diagnostics"]["filesystem"] != "recorded") {
+    GTEST_SKIP() << "the kernel dropped audit records during the run: " << j.dump();
+  }
+  const auto write = the_denial(j["denials"], "fs.make_reg");
+  EXPECT_EQ(write["object"], foreign);
+  EXPECT_TRUE(write["grant"].is_null()) << write.dump();
+  EXPECT_NE(write["reason"].get<std::string>().find("not proposed as it is: " + foreign +
+                                                    " is owned by uid 12345"),
+            std::string::npos)
+      << write.dump();
+}
+
 TEST_F(LandlockDenials, ATcpConnectToAPortNotTheProxysIsNamed) {
   TcpListener other;
   RunResult r = run({},
