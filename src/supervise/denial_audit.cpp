@@ -22,7 +22,7 @@ namespace {
 // may take (the module's own records arrived before the stop: stop() waits for the kernel's
 // queue to empty first).
 constexpr int kDrainBatch = 256;
-constexpr auto kLastDrain = std::chrono::milliseconds(50);
+constexpr auto kLastDrain = std::chrono::milliseconds(500);
 
 // AUDIT_SET enabled=1: the node's configuration asked for it ("enable").
 int enable_audit(int fd) {

@@ -907,10 +907,12 @@ TEST_F(Denials, TwoModulesAtOnceSeeOnlyTheirOwn) {
   // Without auditd the kernel's backlog holds 64 records and Landlock logs without waiting for
   // room (GFP_ATOMIC), so on a loaded node a burst of 400 may lose all of one run's records, its
   // domain's allocation record with them: then the result says so and has no file denial.
+  // A lost SYSCALL record leaves an access record without its process: a second file denial,
+  // of an unknown executable (session 20: seen once under ASan, "some lost").
   auto expected = [&](const nlohmann::json& j) {
     if (!audit) return std::vector<std::size_t>{1U};
     if (j["denial_diagnostics"]["filesystem"] == "recorded") return std::vector<std::size_t>{2U};
-    return std::vector<std::size_t>{1U, 2U};
+    return std::vector<std::size_t>{1U, 2U, 3U};
   };
   auto holds = [](const std::vector<std::size_t>& sizes, std::size_t size) {
     return std::find(sizes.begin(), sizes.end(), size) != sizes.end();
@@ -926,13 +928,17 @@ TEST_F(Denials, TwoModulesAtOnceSeeOnlyTheirOwn) {
     // The kernel drops records beyond its backlog (64 without auditd): the count is exact only
     // when the result says none was dropped; never another module's record.
     for (const auto* j : {&ja, &jb}) {
+      int file_count = 0;
+      for (std::size_t k = 1; k < (*j)["denials"].size(); ++k) {
+        const auto& denial = (*j)["denials"][k];
+        EXPECT_EQ(denial["object"], j == &ja ? file_a : file_b);
+        file_count += denial["count"].get<int>();
+      }
       if ((*j)["denials"].size() < 2) continue;
-      const auto& denial = (*j)["denials"][1];
-      EXPECT_EQ(denial["object"], j == &ja ? file_a : file_b);
       if ((*j)["denial_diagnostics"]["filesystem"] == "recorded") {
-        EXPECT_EQ(denial["count"], 200);
+        EXPECT_EQ(file_count, 200);
       } else {
-        EXPECT_LE(denial["count"].get<int>(), 200);
+        EXPECT_LE(file_count, 200);
       }
     }
   }
