@@ -101,8 +101,8 @@ json explain_world(const Plan& plan, const Policy& policy) {
   json adds = json::object();
   if (v.own_namespaces) {
     adds["+own-namespaces"] =
-        "SysV IPC and POSIX message queues (its own IPC namespace), netlink route (its own "
-        "network namespace)";
+        "SysV IPC and POSIX message queues (its own IPC namespace), netlink route and sock_diag "
+        "(its own network namespace)";
   }
   if (v.own_user) {
     adds["+own-user"] =

@@ -171,7 +171,7 @@ void LandlockAuditReader::serve(pid_t module_pid, std::int64_t maker_uid) {
       if (datagrams % kDrainBatch == 0) {
         if (!stopping) break;
         if (std::chrono::steady_clock::now() > stop_deadline) {
-          ++lost_;
+          cut_short_ = true;
           break;
         }
       }

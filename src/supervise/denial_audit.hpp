@@ -49,6 +49,8 @@ class LandlockAuditReader {
   void stop();
   [[nodiscard]] bool opened() const { return socket_.valid(); }
   [[nodiscard]] std::uint64_t lost() const { return lost_; }
+  // Whether the last drain stopped at its deadline with records still unread (a flood).
+  [[nodiscard]] bool cut_short() const { return cut_short_; }
   // Records the kernel dropped node-wide while the run was read (audit's "lost" counter: the
   // backlog of a node without auditd is small), and that backlog's limit.
   [[nodiscard]] std::uint64_t kernel_lost() const { return kernel_lost_; }
@@ -68,6 +70,7 @@ class LandlockAuditReader {
   UniqueFd stop_event_;
   std::thread thread_;
   std::uint64_t lost_ = 0;  // ENOBUFS: the socket's buffer overflowed
+  bool cut_short_ = false;
 };
 
 }  // namespace oarbank

@@ -566,16 +566,25 @@ void ModuleRun::make_directories() {
   // refused as "owned by uid N" alone; say whose it is, and how to run that module.
   if (root_ && request_.config.module_users) {
     for (const auto& dir : writable) {
-      struct stat st {};
-      if (::lstat(dir.c_str(), &st) != 0 || st.st_uid == 0 || st.st_uid == module_uid_) continue;
-      const auto holder = module_id_of_uid(user_registry_dir(), st.st_uid);
-      if (!holder || *holder == request_.id) continue;
-      throw step_error(LaunchStep::Directories,
-                       fmt::format("{} belongs to module id {} (uid {}, leased to it in the user "
-                                   "registry); a module is given only its own directories and "
-                                   "root's: run that module with --id {}, or give this one a "
-                                   "directory of its own",
-                                   dir, *holder, st.st_uid, *holder));
+      // The directory or one above it (the diff review: data below another module's work).
+      for (std::size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
+        const std::string component = dir.substr(0, end);
+        struct stat st {};
+        if (::lstat(component.c_str(), &st) != 0) break;
+        if (st.st_uid != 0 && st.st_uid != module_uid_) {
+          const auto holder = module_id_of_uid(user_registry_dir(), st.st_uid);
+          if (holder && *holder != request_.id) {
+            throw step_error(
+                LaunchStep::Directories,
+                fmt::format("{} belongs to module id {} (uid {}, leased to it in the user "
+                            "registry); a module is given only its own directories and root's: "
+                            "run that module with --id {}, or give this one a directory of its "
+                            "own",
+                            component, *holder, st.st_uid, *holder));
+          }
+        }
+        if (end == std::string::npos) break;
+      }
     }
   }
   auto created =

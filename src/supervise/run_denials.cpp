@@ -44,6 +44,10 @@ DenialDiagnostics RunDenials::diagnostics() const {
     if (audit_.lost() > 0) {
       d.filesystem = "recorded, some lost: the audit socket overflowed " +
                      std::to_string(audit_.lost()) + " time(s)";
+    } else if (audit_.cut_short()) {
+      d.filesystem =
+          "recorded, some lost: records kept arriving (other modules' refusals, node-wide) and "
+          "the last read stopped at its deadline";
     } else if (audit_.kernel_lost() > 0) {
       d.filesystem = "recorded, some may be lost: the kernel dropped " +
                      std::to_string(audit_.kernel_lost()) +

@@ -482,6 +482,13 @@ TEST_F(OwnUser, AnotherModulesDirectoryIsRefusedNamingItsId) {
     EXPECT_NE(r.err.find("belongs to module id " + owner + " (uid "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("run that module with --id " + owner), std::string::npos) << r.err;
   }
+  // The diff review: a directory below the other module's is named by that module's too.
+  RunResult below =
+      run(c, unique_name("below"), policy_with_work(tree.path("owned/work/sub")), {"ids"});
+  EXPECT_TRUE(below.exited(70)) << below.describe();
+  EXPECT_NE(below.err.find(tree.path("owned/work") + " belongs to module id " + owner),
+            std::string::npos)
+      << below.err;
   // Its own id still runs there.
   EXPECT_TRUE(run(c, owner, policy, {"ids"}).exited(0));
 }
