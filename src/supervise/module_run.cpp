@@ -40,6 +40,7 @@
 #include "sys/descriptor_passing.hpp"
 #include "sys/error.hpp"
 #include "sys/landlock_abi.hpp"
+#include "sys/safe_open.hpp"
 #include "sys/text_file.hpp"
 
 namespace oarbank {
@@ -567,8 +568,9 @@ void ModuleRun::make_directories() {
   if (root_ && request_.config.module_users) {
     for (const auto& dir : writable) {
       // The directory or one above it (the diff review: data below another module's work).
-      for (std::size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
-        const std::string component = dir.substr(0, end);
+      std::string component;
+      for (const auto& name : path_components(dir)) {
+        component += "/" + name;
         struct stat st {};
         if (::lstat(component.c_str(), &st) != 0) break;
         if (st.st_uid != 0 && st.st_uid != module_uid_) {
@@ -583,7 +585,6 @@ void ModuleRun::make_directories() {
                             component, *holder, st.st_uid, *holder));
           }
         }
-        if (end == std::string::npos) break;
       }
     }
   }

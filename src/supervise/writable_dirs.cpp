@@ -70,16 +70,12 @@ std::vector<std::string> make_writable_dirs(const std::vector<std::string>& dirs
       UniqueFd at(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
       if (!at.valid()) directory_failure("open /", errno);
       judge(at.get(), "/", false);
+      const auto names = path_components(dir);
       std::string sofar;
-      std::size_t start = 1;
-      while (start <= dir.size()) {
-        std::size_t end = dir.find('/', start);
-        if (end == std::string::npos) end = dir.size();
-        const std::string name = dir.substr(start, end - start);
-        start = end + 1;
-        if (name.empty()) continue;
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        const std::string& name = names[i];
         sofar += "/" + name;
-        const bool last = end == dir.size();
+        const bool last = i + 1 == names.size();
         bool made = false;
         UniqueFd next(open_no_symlinks(at.get(), name, O_PATH | O_DIRECTORY));
         if (!next.valid() && errno == ENOENT) {
@@ -140,20 +136,16 @@ std::vector<std::string> own_dirs_open_to_others(const std::vector<std::string>&
 
 std::string writable_dir_problem(const std::string& path, uid_t uid) {
   if (path.empty() || path[0] != '/') return "";
+  const auto names = path_components(path);
   std::string sofar;
-  for (std::size_t start = 1; start <= path.size();) {
-    std::size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    const std::string name = path.substr(start, end - start);
-    start = end + 1;
-    if (name.empty()) continue;
-    sofar += "/" + name;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    sofar += "/" + names[i];
+    const bool last = i + 1 == names.size();
     struct stat st {};
     if (::lstat(sofar.c_str(), &st) != 0) return "";  // made by sandbox-run, or refused then
     if (S_ISLNK(st.st_mode)) return writable_path_symlink_problem(sofar, path);
-    if (auto problem =
-            writable_path_problem(sofar, PathOwnership{st.st_uid, st.st_mode, st.st_nlink},
-                                  end == path.size(), path, uid)) {
+    if (auto problem = writable_path_problem(
+            sofar, PathOwnership{st.st_uid, st.st_mode, st.st_nlink}, last, path, uid)) {
       return *problem;
     }
   }
