@@ -80,12 +80,11 @@ std::string exec_failure_detail(const std::string& executable, bool looked_up_on
     rlimit limit{};
     const bool known = ::getrlimit(RLIMIT_NPROC, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
     return fmt::format(
-        "the module's user (uid {}) already runs as many processes as its process limit allows "
-        "(RLIMIT_NPROC {}: the node's pids_max, or the caller's limit); processes outside this "
-        "run hold the uid (ps -u {})",
+        "the module's user (uid {0}) already runs as many processes as its process limit allows "
+        "(RLIMIT_NPROC {1}: the node's pids_max, or the caller's limit); processes outside this "
+        "run hold the uid (ps -u {0})",
         static_cast<unsigned>(::getuid()),
-        known ? std::to_string(limit.rlim_cur) : std::string("unlimited"),
-        static_cast<unsigned>(::getuid()));
+        known ? std::to_string(limit.rlim_cur) : std::string("unlimited"));
   }
   return "";
 }

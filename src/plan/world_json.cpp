@@ -47,21 +47,19 @@ json mounts_json(const MountPlan& mounts) {
   for (const auto& [key, value] : kDevptsOptions) {
     devpts += (devpts.empty() ? "" : ",") + std::string(key) + "=" + value;
   }
+  const std::string writable_options =
+      mounts.writable_noexec ? "nosuid,nodev,noexec" : "nosuid,nodev";
   json out = {{"/dev/shm",
                {{"type", "tmpfs"},
                 {"size_bytes", mounts.shm_size_bytes},
                 {"options", shm_mount_options(mounts)}}},
               {"/proc", {{"type", "proc"}, {"options", kProcMountOptions}}},
               {"/dev/pts", {{"type", "devpts"}, {"options", devpts}}},
-              {"writable_dirs",
-               {{"paths", mounts.writable_dirs},
-                {"options", mounts.writable_noexec ? "nosuid,nodev,noexec" : "nosuid,nodev"}}}};
+              {"writable_dirs", {{"paths", mounts.writable_dirs}, {"options", writable_options}}}};
   out["/tmp"] = mounts.own_tmp
                     ? json{{"type", "tmpfs"},
                            {"size_bytes", mounts.shm_size_bytes},
-                           {"options", tmp_mount_options(mounts) + (mounts.writable_noexec
-                                                                        ? ",nosuid,nodev,noexec"
-                                                                        : ",nosuid,nodev")}}
+                           {"options", tmp_mount_options(mounts) + "," + writable_options}}
                     : json("the node's (" + mounts.tmp_kept_by + " lies at or below /tmp)");
   out["/etc/passwd"] =
       mounts.own_user_database

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "plan/launch_steps.hpp"
+#include "probe/path_facts.hpp"
 #include "probe/writable_path_rule.hpp"
 #include "sys/error.hpp"
 #include "sys/safe_open.hpp"
@@ -136,18 +137,13 @@ std::vector<std::string> own_dirs_open_to_others(const std::vector<std::string>&
 
 std::string writable_dir_problem(const std::string& path, uid_t uid) {
   if (path.empty() || path[0] != '/') return "";
-  const auto names = path_components(path);
-  std::string sofar;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    sofar += "/" + names[i];
-    const bool last = i + 1 == names.size();
-    struct stat st {};
-    if (::lstat(sofar.c_str(), &st) != 0) return "";  // made by sandbox-run, or refused then
-    if (S_ISLNK(st.st_mode)) return writable_path_symlink_problem(sofar, path);
-    if (auto problem = writable_path_problem(
-            sofar, PathOwnership{st.st_uid, st.st_mode, st.st_nlink}, last, path, uid)) {
-      return *problem;
-    }
+  try {
+    OpenedPaths().open_writable({path}, uid);  // the launcher's own walk and judgement
+  } catch (const Error& e) {
+    const std::string prefix = step_failed_message(LaunchStep::Directories, "");
+    std::string_view what = e.what();
+    if (what.starts_with(prefix)) what.remove_prefix(prefix.size());
+    return std::string(what);
   }
   return "";
 }

@@ -31,10 +31,9 @@ std::optional<std::string> writable_root_for(const std::string& dir,
                                              const std::vector<std::string>& roots);
 
 // Session 20's real-programs review: why `path` could not be given to the module user `uid` as
-// a writable directory today, by the rule make_writable_dirs and the launcher apply
-// (probe/writable_path_rule.hpp) to each component that exists (lstat: a link is named, never
-// followed); "" when none of them breaks it. So that a denial's advice does not propose what
-// the next run would refuse.
+// a writable directory today: the launcher's own walk and rule (OpenedPaths::open_writable,
+// probe/writable_path_rule.hpp) over each component that exists; "" when none breaks it. So that a
+// denial's advice does not propose what the next run would refuse.
 std::string writable_dir_problem(const std::string& path, uid_t uid);
 
 // Removes what make_writable_dirs created (innermost first; only while empty).
