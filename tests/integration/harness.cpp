@@ -242,7 +242,26 @@ bool exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
-std::string read_if_there(const std::string& path) { return exists(path) ? read_file(path) : ""; }
+// A file that may vanish while it is read (a /proc entry of a process that is ending): gone
+// between the look and the open is "not there", not a harness failure.
+std::string read_if_there(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    check(errno == ENOENT || errno == ESRCH, "open " + path);
+    return "";
+  }
+  std::string out;
+  char buf[65536];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  const int read_errno = errno;
+  ::close(fd);
+  if (n < 0 && read_errno != ESRCH) {
+    errno = read_errno;
+    check(false, "read " + path);
+  }
+  return n < 0 ? "" : out;
+}
 
 std::string read_proc_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
