@@ -20,7 +20,11 @@ std::vector<Denial> RunDenials::denials() const {
                                 : d.grant.contains("set") ? d.grant.at("set")
                                                           : nlohmann::json();
     if (!path.is_string()) continue;
-    const std::string problem = writable_check_(path.get<std::string>());
+    const std::string& grant_path = path.get_ref<const std::string&>();
+    auto known = writable_problems_.find(grant_path);
+    if (known == writable_problems_.end())
+      known = writable_problems_.emplace(grant_path, writable_check_(grant_path)).first;
+    const std::string& problem = known->second;
     if (problem.empty()) continue;
     d.reason += "; not proposed as it is: " + problem;
     d.grant = nullptr;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,8 @@ class RunDenials {
   void check_writable_grants(std::function<std::string(const std::string&)> check) {
     writable_check_ = std::move(check);
   }
+  // Each path's answer is asked once and kept (it walks the path as the module's user, and
+  // --result and stderr both read the list). From the supervisor's thread alone.
   [[nodiscard]] std::vector<Denial> denials() const;
   [[nodiscard]] DenialDiagnostics diagnostics() const;
 
@@ -57,6 +60,7 @@ class RunDenials {
   SeccompListener seccomp_;
   LandlockAuditReader audit_;
   std::function<std::string(const std::string&)> writable_check_;
+  mutable std::map<std::string, std::string> writable_problems_;
   bool notify_asked_ = false;
   std::string audit_unavailable_ = "not asked";
 };
