@@ -1,18 +1,22 @@
 #include "cli/learn.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "apply/policy_file.hpp"
@@ -51,24 +55,124 @@ void write_text(const std::string& path, const std::string& text) {
   }
 }
 
-// One trial: this binary's sandbox-run with the proposed policy; the exit code as a shell
-// shows it.
-int run_trial(const std::vector<std::string>& argv) {
+// Session 21's real-programs review: a stop asked of --learn (SIGINT, SIGTERM, SIGHUP,
+// SIGQUIT) went to it alone: it died, and its trial's sandbox-run ran the module on,
+// unobserved, with the proposal's files left in /tmp. Now the signals (and SIGCHLD) are held
+// while the trials run: one that arrives is passed to the trial, whose sandbox-run stops its
+// module as any does, and --learn ends once the trial has. A --learn killed outright
+// (SIGKILL) has its trial sent SIGTERM by the kernel (PR_SET_PDEATHSIG).
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+class HeldSignals {
+ public:
+  HeldSignals() {
+    sigemptyset(&held_);
+    sigaddset(&held_, SIGCHLD);
+    for (int sig : kStopSignals) sigaddset(&held_, sig);
+    ::sigprocmask(SIG_BLOCK, &held_, &before_);
+  }
+  ~HeldSignals() { ::sigprocmask(SIG_SETMASK, &before_, nullptr); }
+  HeldSignals(const HeldSignals&) = delete;
+  HeldSignals& operator=(const HeldSignals&) = delete;
+
+  // A stop signal already waiting (sent between two trials), else 0. SIGCHLD is left.
+  [[nodiscard]] int pending_stop() const {
+    sigset_t stops;
+    sigemptyset(&stops);
+    for (int sig : kStopSignals) sigaddset(&stops, sig);
+    const timespec now{};
+    const int sig = ::sigtimedwait(&stops, nullptr, &now);
+    return sig > 0 ? sig : 0;
+  }
+  // The next held signal.
+  [[nodiscard]] int next() const {
+    for (;;) {
+      const int sig = ::sigwaitinfo(&held_, nullptr);
+      if (sig > 0) return sig;
+    }
+  }
+  [[nodiscard]] const sigset_t& before() const { return before_; }
+
+ private:
+  sigset_t held_{};
+  sigset_t before_{};
+};
+
+struct TrialEnd {
+  int code = 0;         // as a shell shows it
+  int stop_signal = 0;  // the first stop signal --learn was sent while it ran, else 0
+};
+
+// One trial: this binary's sandbox-run with the proposed policy.
+TrialEnd run_trial(const std::vector<std::string>& argv, const HeldSignals& signals) {
   std::vector<char*> args;
   args.reserve(argv.size() + 1);
   for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   std::fflush(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw Error(ErrorKind::StepFailed, "step learn failed: fork: " + errno_text(errno));
   if (pid == 0) {
+    ::sigprocmask(SIG_SETMASK, &signals.before(), nullptr);
+    // SIGTERM where --learn is gone: then its trial stops its module too (checked after the
+    // prctl: --learn may have ended before it).
+    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) ::_exit(71);
     ::execve("/proc/self/exe", args.data(), environ);
     ::_exit(71);
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  TrialEnd end;
+  for (;;) {
+    const int sig = signals.next();
+    if (sig == SIGCHLD) {
+      int status = 0;
+      pid_t reaped = 0;
+      while ((reaped = ::waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR) {
+      }
+      if (reaped != pid) continue;
+      end.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return end;
+    }
+    if (end.stop_signal == 0) end.stop_signal = sig;
+    ::kill(pid, sig);
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// What a --learn killed outright (SIGKILL) left: /tmp/oarbank-learn-PID-* of this user whose
+// PID is gone, holding at most the trial's policy and result. Removed at the next --learn.
+void remove_dead_learn_dirs() {
+  const UniqueFd tmp(::open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!tmp.valid()) return;
+  DIR* listing = ::fdopendir(::dup(tmp.get()));
+  if (listing == nullptr) return;
+  std::vector<std::string> dead;
+  constexpr std::string_view kPrefix = "oarbank-learn-";
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string_view name = entry->d_name;
+    if (!name.starts_with(kPrefix)) continue;
+    const std::string_view rest = name.substr(kPrefix.size());
+    const std::size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string_view::npos) continue;
+    const std::string digits(rest.substr(0, dash));
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+    const pid_t owner = static_cast<pid_t>(std::stol(digits));
+    if (::kill(owner, 0) == 0 || errno != ESRCH) continue;
+    struct stat st {};
+    if (::fstatat(tmp.get(), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+      continue;
+    }
+    dead.emplace_back(name);
+  }
+  ::closedir(listing);
+  for (const auto& name : dead) {
+    const UniqueFd dir(
+        ::openat(tmp.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir.valid()) continue;
+    ::unlinkat(dir.get(), "policy.json", 0);
+    ::unlinkat(dir.get(), "result.json", 0);
+    ::unlinkat(tmp.get(), name.c_str(), AT_REMOVEDIR);
+  }
 }
 
 // sandbox-run's own files (module_run.cpp's claim_record refuses a policy that reaches them).
@@ -151,8 +255,9 @@ int run_learn(const RunArgs& options) {
   if (!given.is_object()) {
     throw Error(ErrorKind::Usage, options.exec.policy_path + ": not a JSON object (the policy)");
   }
-  char dir_template[] = "/tmp/oarbank-learn-XXXXXX";
-  if (::mkdtemp(dir_template) == nullptr) {
+  remove_dead_learn_dirs();
+  std::string dir_template = "/tmp/oarbank-learn-" + std::to_string(::getpid()) + "-XXXXXX";
+  if (::mkdtemp(dir_template.data()) == nullptr) {
     throw Error(ErrorKind::StepFailed, "step learn failed: mkdtemp: " + errno_text(errno));
   }
   const std::string dir = dir_template;
@@ -176,9 +281,16 @@ int run_learn(const RunArgs& options) {
     std::size_t changes_before = 0;
   };
   std::optional<ConditionalRound> conditional_round;
-  int code = 0, runs = 0;
+  int code = 0, runs = 0, stopped_by = 0;
+  const HeldSignals signals;
   try {
     for (int round = 1; round <= rounds; ++round) {
+      if ((stopped_by = signals.pending_stop()) != 0) {
+        print_error(kCommand, "--learn: stopped by " +
+                                  (std::string("SIG") + sigabbrev_np(stopped_by)) + " before run " +
+                                  std::to_string(round) + "; the proposal so far follows");
+        break;
+      }
       write_text(policy_file, trial_policy(proposed, given).dump(2) + "\n");
       ::unlink(result_file.c_str());
       std::vector<std::string> argv{"oarbank-agent", "sandbox-run", "--result", result_file};
@@ -195,8 +307,21 @@ int run_learn(const RunArgs& options) {
         argv.insert(argv.end(), {"--keep-fd", std::to_string(fd)});
       argv.insert(argv.end(), {policy_file, "--"});
       argv.insert(argv.end(), options.exec.argv.begin(), options.exec.argv.end());
-      code = run_trial(argv);
+      const TrialEnd trial = run_trial(argv, signals);
+      code = trial.code;
       ++runs;
+      if (trial.stop_signal != 0) {
+        // Its refusals are those of a run cut short: none is proposed.
+        stopped_by = trial.stop_signal;
+        proposed = started;
+        changes.resize(started_changes);
+        print_error(kCommand, "--learn: stopped by " +
+                                  (std::string("SIG") + sigabbrev_np(stopped_by)) + " during run " +
+                                  std::to_string(round) +
+                                  " (its module stopped with it); the "
+                                  "proposal so far follows");
+        break;
+      }
       const auto result = nlohmann::json::parse(read_text_file(result_file), nullptr, false);
       if (!result.is_object() || result.value("end", "") == "not-started") {
         const std::size_t undone = changes.size() - started_changes;
@@ -272,7 +397,7 @@ int run_learn(const RunArgs& options) {
   out += proposed.dump(2, ' ', true) + "\n";
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
-  return code;
+  return stopped_by != 0 ? 128 + stopped_by : code;
 }
 
 }  // namespace oarbank::cli

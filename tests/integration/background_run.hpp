@@ -42,6 +42,7 @@ class BackgroundRun {
   }
   BackgroundRun(const BackgroundRun&) = delete;
   BackgroundRun& operator=(const BackgroundRun&) = delete;
+  [[nodiscard]] pid_t pid() const { return pid_; }
   // The output so far ("" before the file exists).
   [[nodiscard]] std::string output() const { return exists(output_) ? read_file(output_) : ""; }
   // Waits until the output holds `count` lines; false on timeout.

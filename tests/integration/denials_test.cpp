@@ -10,9 +10,11 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <optional>
 #include <thread>
 
+#include "background_run.hpp"
 #include "sandbox_fixture.hpp"
 
 namespace oarbank::it {
@@ -603,6 +605,69 @@ TEST_F(LandlockDenials, LearnProposesExactlyTheDataDirectoryAndTheEgressDestinat
   const std::string proxy_log = read_file(tree.path("learn-proxy.log"));
   EXPECT_NE(proxy_log.find("192.0.2.9:443"), std::string::npos) << proxy_log;
   EXPECT_EQ(proxy_log.find("\"verdict\":\"allow\""), std::string::npos) << proxy_log;
+}
+
+// The pids of processes whose command line is exactly `argv`.
+std::vector<pid_t> processes_running(const std::vector<std::string>& argv) {
+  std::string wanted;
+  for (const auto& arg : argv) wanted += arg + std::string(1, '\0');
+  std::vector<pid_t> found;
+  for (const auto& entry : list_dir("/proc")) {
+    if (entry.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (read_proc_file("/proc/" + entry + "/cmdline") == wanted)
+      found.push_back(static_cast<pid_t>(std::stol(entry)));
+  }
+  return found;
+}
+
+// Session 21's real-programs review: SIGTERM to --learn killed it alone, and its trial's
+// module ran on unobserved with the proposal's files left in /tmp. Now the trial is sent the
+// signal and stops its module, and --learn ends 143 with nothing left; killed outright
+// (SIGKILL), its trial is sent SIGTERM by the kernel, and the next --learn removes its files.
+TEST_F(Denials, LearnStoppedStopsItsTrialsModuleAndLeavesNothing) {
+  const std::string policy_file = tree.write_json("learn-stop.json", base_policy());
+  const std::vector<std::string> module{"/bin/sleep", "37.25"};
+  auto learn_dirs = [](pid_t pid) {
+    std::vector<std::string> found;
+    for (const auto& name : list_dir("/tmp"))
+      if (name.starts_with("oarbank-learn-" + std::to_string(pid) + "-")) found.push_back(name);
+    return found;
+  };
+  for (const int sig : {SIGTERM, SIGKILL}) {
+    std::vector<std::string> a{
+        OARBANK_AGENT_BINARY, "sandbox-run", "--config", config, "--id", id, "--learn", "3",
+        policy_file,          "--"};
+    a.insert(a.end(), module.begin(), module.end());
+    BackgroundRun learn(a, env(), tree.path("learn-stop.out"));
+    ASSERT_TRUE(eventually([&] { return processes_running(module).size() == 1; }, 20s))
+        << learn.output();
+    const pid_t sleeper = processes_running(module).front();
+    EXPECT_EQ(learn_dirs(learn.pid()).size(), 1U);
+    const int code = learn.stop(sig);
+    EXPECT_EQ(code, 128 + sig) << learn.output();
+    EXPECT_TRUE(eventually([&] { return !process_running(sleeper); }, 20s))
+        << "the trial's module ran on after --learn had " << strsignal(sig);
+    if (sig == SIGTERM) {
+      EXPECT_NE(learn.output().find("--learn: stopped by SIGTERM during run 1 (its module "
+                                    "stopped with it); the proposal so far follows"),
+                std::string::npos)
+          << learn.output();
+      EXPECT_TRUE(learn_dirs(learn.pid()).empty());
+    } else {
+      EXPECT_EQ(learn_dirs(learn.pid()).size(), 1U);
+      // The trial's sandbox-run ends too (its record and leaf with it) before the next.
+      ASSERT_TRUE(
+          eventually([&] { return !exists(tree.path("state") + "/" + id + ".json"); }, 20s));
+      RunOptions o;
+      o.env = env();
+      o.timeout = 20s;
+      RunResult next = run_command({OARBANK_AGENT_BINARY, "sandbox-run", "--config", config, "--id",
+                                    id, "--learn", "1", policy_file, "--", "/bin/true"},
+                                   o);
+      EXPECT_TRUE(next.exited(0)) << next.describe();
+      EXPECT_TRUE(learn_dirs(learn.pid()).empty()) << "a killed --learn's files were left";
+    }
+  }
 }
 
 // Session 15's attack review: glibc's lookups try nscd's unix socket and carry on without it,
