@@ -785,6 +785,16 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
       break;
     }
     case RunEnd::Signaled:
+      // Session 21's real-programs review: 137 with no line, where the module ignored SIGTERM
+      // or sandbox-ctl killed it (the exit table names the OOM killer alone for 137).
+      if (result.module_signal == SIGKILL && result.stop_signal == 0 && !result.timed_out &&
+          result.oom_kills == 0) {
+        note(
+            "the module was killed by SIGKILL, which sandbox-run did not send: sandbox-ctl "
+            "kill " +
+            (request_.id.empty() ? std::string("ID") : request_.id) +
+            ", or another process of the node (or the module itself)");
+      }
       break;
   }
   if (result.oom_kills > 0) {
@@ -805,6 +815,18 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
   if (result.timed_out) {
     note("the module ran past --timeout " + seconds_text(*request_.timeout_seconds) +
          " s and was stopped");
+  }
+  if (result.stop_kill == RunResult::StopKill::AfterGrace) {
+    note(std::string("the module did not end within --kill-after ") +
+         seconds_text(request_.kill_after_seconds) + " s of " +
+         (result.timed_out               ? std::string("SIGTERM (--timeout)")
+          : result.stop_signal == SIGHUP ? std::string("SIGTERM (sent on for SIGHUP)")
+                                         : std::string("SIG") + sigabbrev_np(result.stop_signal)) +
+         " and was killed (SIGKILL to every process of its container)");
+  } else if (result.stop_kill == RunResult::StopKill::SecondRequest) {
+    note(
+        "a second stop request killed the module at once (SIGKILL to every process of its "
+        "container)");
   }
 }
 

@@ -301,6 +301,8 @@ void Supervision::spawn() {
 void Supervision::begin_stop(int sig) {
   if (stopping_ || !verified_) {
     container_->kill_all();  // a second request, or the module has not been verified yet
+    if (stopping_ && result_.stop_kill == RunResult::StopKill::None)
+      result_.stop_kill = RunResult::StopKill::SecondRequest;
     return;
   }
   stopping_ = true;
@@ -366,6 +368,8 @@ void Supervision::on_timer() {
     begin_stop(SIGTERM);
   } else if (timer_ == Timer::Grace) {
     container_->kill_all();
+    if (result_.stop_kill == RunResult::StopKill::None)
+      result_.stop_kill = RunResult::StopKill::AfterGrace;
     timer_ = Timer::None;
   }
 }

@@ -280,6 +280,14 @@ TEST_P(Containment, SigtermToSandboxRunTearsDownAModuleThatIgnoresIt) {
   EXPECT_EQ(run_bg.wait(), 128 + SIGKILL);
   EXPECT_EQ(result()["stop_signal"], SIGTERM);
   EXPECT_EQ(result()["module_signal"], SIGKILL);
+  // Session 21's real-programs review: 137 said why (the exit table names the OOM killer).
+  const std::string why =
+      "the module did not end within --kill-after 0.3 s of SIGTERM and was killed (SIGKILL to "
+      "every process of its container)";
+  EXPECT_EQ(result()["notes"], nlohmann::json::array({why}));
+  EXPECT_NE(read_if_there(output).find("oarbank-agent sandbox-run: " + why + "\n"),
+            std::string::npos)
+      << read_if_there(output);
   expect_nothing_left();
 }
 
@@ -430,6 +438,13 @@ TEST_F(SandboxRun, ModuleRunsInItsOwnLeafAndProcessGroup) {
   EXPECT_TRUE(j["cpu_usec"].is_number());
   EXPECT_TRUE(ctl("kill").exited(0));
   EXPECT_EQ(run_bg.wait(), 128 + SIGKILL);
+  // Session 21's real-programs review: a 137 that sandbox-run did not cause is said so.
+  EXPECT_NE(read_if_there(output).find(
+                "the module was killed by SIGKILL, which sandbox-run did not send: sandbox-ctl "
+                "kill " +
+                id + ", or another process of the node (or the module itself)\n"),
+            std::string::npos)
+      << read_if_there(output);
   expect_nothing_left();
 }
 
