@@ -10,6 +10,8 @@
 
 #include <cerrno>
 
+#include "sys/shell_word.hpp"
+
 namespace oarbank {
 
 std::string exec_failure_detail(const std::string& executable, bool looked_up_on_path,
@@ -45,7 +47,7 @@ std::string exec_failure_detail(const std::string& executable, bool looked_up_on
           "the file is not executable by the module user (uid {}; owner uid {}, mode {:04o}): "
           "chmod +x {}, or run it by its interpreter",
           uid, static_cast<unsigned>(st.st_uid), static_cast<unsigned>(st.st_mode & 07777),
-          executable);
+          shell_word(executable));
     }
     struct statvfs fs {};
     if (::statvfs(executable.c_str(), &fs) == 0 && (fs.f_flag & ST_NOEXEC) != 0) {

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sys/shell_word.hpp"
+
 namespace oarbank {
 namespace {
 
@@ -101,15 +103,31 @@ std::string writable_access_problem(const std::string& role, const std::string& 
   if (write) user_bits |= S_IWUSR;
   if (is_directory) user_bits |= S_IXUSR;
   const bool owner_has_them = (owner.mode & user_bits) == user_bits;
+  // Session 21's attack review: the path is the policy's (the module author's), and the fix is
+  // pasted into a root shell: quoted; and another's directory (root's /var/lib/dpkg, named as
+  // work) is not simply to be given away: the first fix is a directory of the module's own.
+  const std::string word = shell_word(path);
   std::string fix;
   if (owner.uid == module_uid) {
-    fix = fmt::format("chmod u+{} {}", letters, path);
+    fix = fmt::format("chmod u+{} {}", letters, word);
   } else {
-    fix = fmt::format("chown {} {}", module_uid, path);
-    if (!owner_has_them) fix += fmt::format(" and chmod u+{} {}", letters, path);
-    // Read-only input may stay another's (root's) if others may read it; a writable path may
-    // not be writable by group or others (the directory rule above), so it must change owner.
-    if (!write) fix += fmt::format(", or chmod o+{} {}", letters, path);
+    std::string give = fmt::format("chown {} {}", module_uid, word);
+    if (!owner_has_them) give += fmt::format(" and chmod u+{} {}", letters, word);
+    if (write) {
+      // A writable path may not be writable by group or others (the directory rule above),
+      // so only a change of owner gives it.
+      fix = fmt::format(
+          "name a {} directory of the module's own (one that does not exist yet, below the "
+          "node's writable_roots, is made for its user), or, if this one is meant for this "
+          "module alone, {}",
+          role, give);
+    } else {
+      // Read-only input may stay another's (root's) if every user may read it.
+      fix = fmt::format(
+          "if it is meant for this module alone, {}; if every user may read it, "
+          "chmod o+{} {}",
+          give, letters, word);
+    }
   }
   return line + "; to fix: " + fix;
 }

@@ -22,6 +22,7 @@
 
 #include "supervise/run_state.hpp"
 #include "sys/error.hpp"
+#include "sys/shell_word.hpp"
 #include "sys/text_file.hpp"
 #include "sys/trusted_input.hpp"
 #include "sys/unique_fd.hpp"
@@ -476,25 +477,6 @@ std::optional<std::string> module_id_of_uid(const std::string& dir, std::uint32_
   if (!registry.exists()) return std::nullopt;
   return registry.holder(uid);
 }
-
-namespace {
-
-// `text` as one word for a POSIX shell: as it is when every character is plain, else in single
-// quotes (each ' written '\''). Session 14's review: a path is the policy's, written by a module's
-// author, and the advice below is a command an operator pastes as root
-// (work "/srv/d$(touch /x)" ran its substitution).
-std::string shell_word(const std::string& text) {
-  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
-           (c != '\0' && std::strchr("/._-+,:@%=", c) != nullptr);
-  });
-  if (plain) return text;
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-}  // namespace
 
 std::string reclaim_obstacle(const UidLease& lease, std::int64_t now, std::uint32_t days) {
   if (!lease_is_due(lease, now, days)) {

@@ -433,8 +433,10 @@ TEST_F(Unenforceable, WritableDirTheModuleUserCannotUse) {
           r, 70,
           {fmt::format("step identity failed: the module user (uid {}) needs read, write and "
                        "search access to the {} directory {}, owned by uid 0 with mode {:04o} "
-                       "(EACCES); to fix: chown {} {}",
-                       module_uid(), dir, path, mode, module_uid(), path)});
+                       "(EACCES); to fix: name a {} directory of the module's own (one that "
+                       "does not exist yet, below the node's writable_roots, is made for its "
+                       "user), or, if this one is meant for this module alone, chown {} {}",
+                       module_uid(), dir, path, mode, dir, module_uid(), path)});
       // sandbox-check says the same (session 16's review: it said "can run").
       RunResult check = run_command({OARBANK_AGENT_BINARY, "sandbox-check", "--config", config_path,
                                      tree.write_json("check.json", base_policy())},
@@ -462,7 +464,8 @@ TEST_F(Unenforceable, WritableDirTheModuleUserCannotUse) {
       r, 70,
       {fmt::format("step identity failed: the module user (uid {}) needs read and search access "
                    "to the data directory {}, owned by uid 0 with mode 0700 (EACCES); to fix: "
-                   "chown {} {}, or chmod o+rx {}",
+                   "if it is meant for this module alone, chown {} {}; if every user may read "
+                   "it, chmod o+rx {}",
                    module_uid(), data, module_uid(), data, data)});
   expect_nothing_ran();
 }

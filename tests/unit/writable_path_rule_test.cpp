@@ -79,24 +79,38 @@ TEST(WritableAccess, TheLineNamesUserAccessOwnerModeAndFix) {
   };
   EXPECT_EQ(line("data", "/srv/x/input", 0, S_IFDIR | 0700),
             "the module user (uid 65534) needs read and search access to the data directory "
-            "/srv/x/input, owned by uid 0 with mode 0700 (EACCES); to fix: chown 65534 "
-            "/srv/x/input, or chmod o+rx /srv/x/input");
+            "/srv/x/input, owned by uid 0 with mode 0700 (EACCES); to fix: if it is meant for "
+            "this module alone, chown 65534 /srv/x/input; if every user may read it, chmod "
+            "o+rx /srv/x/input");
   EXPECT_EQ(line("work", "/srv/x/work", 0, S_IFDIR | 0755),
             "the module user (uid 65534) needs read, write and search access to the work "
-            "directory /srv/x/work, owned by uid 0 with mode 0755 (EACCES); to fix: chown 65534 "
-            "/srv/x/work");
+            "directory /srv/x/work, owned by uid 0 with mode 0755 (EACCES); to fix: name a work "
+            "directory of the module's own (one that does not exist yet, below the node's "
+            "writable_roots, is made for its user), or, if this one is meant for this module "
+            "alone, chown 65534 /srv/x/work");
   EXPECT_EQ(line("temp", "/srv/x/tmp", 0, S_IFDIR | 0500),
             "the module user (uid 65534) needs read, write and search access to the temp "
-            "directory /srv/x/tmp, owned by uid 0 with mode 0500 (EACCES); to fix: chown 65534 "
-            "/srv/x/tmp and chmod u+rwx /srv/x/tmp");
+            "directory /srv/x/tmp, owned by uid 0 with mode 0500 (EACCES); to fix: name a temp "
+            "directory of the module's own (one that does not exist yet, below the node's "
+            "writable_roots, is made for its user), or, if this one is meant for this module "
+            "alone, chown 65534 /srv/x/tmp and chmod u+rwx /srv/x/tmp");
   EXPECT_EQ(line("work", "/srv/x/work", kModule, S_IFDIR | 0500),
             "the module user (uid 65534) needs read, write and search access to the work "
             "directory /srv/x/work, owned by uid 65534 with mode 0500 (EACCES); to fix: chmod "
             "u+rwx /srv/x/work");
   EXPECT_EQ(line("data", "/srv/x/in.csv", 0, S_IFREG | 0600),
             "the module user (uid 65534) needs read access to the data file /srv/x/in.csv, "
-            "owned by uid 0 with mode 0600 (EACCES); to fix: chown 65534 /srv/x/in.csv, or "
-            "chmod o+r /srv/x/in.csv");
+            "owned by uid 0 with mode 0600 (EACCES); to fix: if it is meant for this module "
+            "alone, chown 65534 /srv/x/in.csv; if every user may read it, chmod o+r "
+            "/srv/x/in.csv");
+  // Session 21's attack review: the path is the policy's, and the fix is pasted into a root
+  // shell: one word, whatever it holds.
+  EXPECT_EQ(line("work", "/srv/x/w;id;touch${IFS}P", kModule, S_IFDIR | 0),
+            "the module user (uid 65534) needs read, write and search access to the work "
+            "directory /srv/x/w;id;touch${IFS}P, owned by uid 65534 with mode 0000 (EACCES); to "
+            "fix: chmod u+rwx '/srv/x/w;id;touch${IFS}P'");
+  EXPECT_NE(line("data", "/srv/it's", 0, S_IFDIR | 0700).find("chmod o+rx '/srv/it'\\''s'"),
+            std::string::npos);
   // Not a matter of permissions: no fix is guessed.
   EXPECT_EQ(line("work", "/srv/x/work", kModule, S_IFDIR | 0700, EROFS),
             "the module user (uid 65534) needs read, write and search access to the work "
