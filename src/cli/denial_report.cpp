@@ -9,7 +9,16 @@ namespace oarbank::cli {
 void report_denials(const char* command, const RunDenials& denials, bool print) {
   if (!print) return;
   const auto list = denials.denials();
-  for (const auto& denial : list) print_error(command, denial_line(denial));
+  // Session 21's attack review: a module can be refused 256 distinct things at will; the
+  // operator's terminal (or journal) gets the first kLinesShown, and --result all of them.
+  constexpr std::size_t kLinesShown = 32;
+  for (std::size_t i = 0; i < list.size() && i < kLinesShown; ++i)
+    print_error(command, denial_line(list[i]));
+  if (list.size() > kLinesShown) {
+    print_error(command, std::to_string(list.size() - kLinesShown) +
+                             " more distinct refusal(s) not shown here: --result FILE lists "
+                             "them all");
+  }
   const DenialDiagnostics diagnostics = denials.diagnostics();
   if (diagnostics.dropped > 0) {
     print_error(command, std::to_string(diagnostics.dropped) +

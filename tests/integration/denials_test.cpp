@@ -607,6 +607,31 @@ TEST_F(LandlockDenials, LearnProposesExactlyTheDataDirectoryAndTheEgressDestinat
   EXPECT_EQ(proxy_log.find("\"verdict\":\"allow\""), std::string::npos) << proxy_log;
 }
 
+// Session 21's attack review: 256 distinct refusals printed 4 MB on the operator's terminal.
+// stderr shows the first 32 and says how many more --result lists; a name that holds the
+// line's own separators is quoted.
+TEST_F(Denials, StderrShowsTheFirstRefusalsAndResultAllOfThem) {
+  std::vector<std::string> module{"batch"};
+  for (int i = 0; i < 40; ++i) {
+    module.insert(module.end(), {"mount-on", "/m" + std::to_string(i) + ", once: fine", ","});
+  }
+  module.insert(module.end(), {"exit", "3"});
+  RunResult r = run({}, module, base_policy());
+  ASSERT_TRUE(r.exited(3)) << r.describe();
+  EXPECT_EQ(result()["denials"].size(), 40U) << result().dump();
+  std::size_t shown = 0;
+  for (std::size_t at = r.err.find("refused (seccomp): mount"); at != std::string::npos;
+       at = r.err.find("refused (seccomp): mount", at + 1)) {
+    ++shown;
+  }
+  EXPECT_EQ(shown, 32U) << r.err;
+  EXPECT_NE(r.err.find("refused (seccomp): mount \"/m0, once: fine\" by "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("8 more distinct refusal(s) not shown here: --result FILE lists them all"),
+            std::string::npos)
+      << r.err;
+}
+
 // The pids of processes whose command line is exactly `argv`.
 std::vector<pid_t> processes_running(const std::vector<std::string>& argv) {
   std::string wanted;

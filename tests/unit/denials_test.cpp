@@ -263,6 +263,45 @@ TEST(DenialJson, BytesThatAreNotUtf8AreEscapedAndTheirGrantDropped) {
   EXPECT_EQ(json[1]["grant"]["add"], "/srv/ok");
 }
 
+// Session 21's attack review: a module chooses the bytes of what it is refused: 4,096 of them
+// a path, 256 records a run. What is shown is cut at 512 bytes (no grant then: the path shown
+// is another), and a name that holds the line's own separators is quoted, so it cannot read as
+// the line's advice.
+TEST(DenialLine, AModulesNamesAreCutAndCannotReadAsTheLine) {
+  Denial d;
+  d.mechanism = "seccomp";
+  d.operation = "mount";
+  d.object = "/data by /usr/bin/python3 (pid 1), once: harmless; allowed by \"exec_writable\"";
+  d.executable = "/srv/b/spoof";
+  d.pid = 7;
+  d.error = "EPERM";
+  d.reason = "never mounting";
+  EXPECT_EQ(denial_line(d),
+            "refused (seccomp): mount \"/data by /usr/bin/python3 (pid 1), once: harmless; allowed "
+            "by \\\"exec_writable\\\"\" by /srv/b/spoof (pid 7), once: no policy allows it: "
+            "never mounting");
+  Denial plain = d;
+  plain.object = "/srv/my files/x.txt";
+  EXPECT_EQ(denial_line(plain).find("mount /srv/my files/x.txt by /srv/b/spoof (pid 7)"),
+            std::string("refused (seccomp): ").size());
+  Denial long_one = d;
+  long_one.mechanism = "landlock-fs";
+  long_one.object = "/srv/" + std::string(4000, 'a') + "/\xc3\xa9";
+  long_one.grant = {{"key", "data"}, {"add", long_one.object}};
+  long_one.allowed_by = "add it";
+  const std::string line = denial_line(long_one);
+  EXPECT_LT(line.size(), 700U) << line;
+  EXPECT_NE(line.find("a... (4008 bytes)"), std::string::npos) << line;
+  const auto json = denials_to_json({long_one});
+  EXPECT_EQ(json[0]["object"], "/srv/" + std::string(507, 'a') + "... (4008 bytes)");
+  EXPECT_TRUE(json[0]["grant"].is_null());
+  // Cut at a character's start, never inside it.
+  Denial accented = d;
+  accented.object = "/" + std::string(510, 'b') + "\xc3\xa9\xc3\xa9";
+  EXPECT_EQ(denials_to_json({accented})[0]["object"],
+            "/" + std::string(510, 'b') + "... (515 bytes)");
+}
+
 }  // namespace
 }  // namespace oarbank
 
