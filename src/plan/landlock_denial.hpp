@@ -76,6 +76,10 @@ class LandlockAuditEvents {
   std::vector<Denial> feed(const AuditRecord& record);
   // The denials of every event still open (the run ended).
   std::vector<Denial> flush();
+  // Whether the run's domain was identified: the kernel logs a domain's allocation once, with
+  // its first refusal; where that record was lost, none of the domain's refusals can be told
+  // apart from another's (session 21's attack review).
+  [[nodiscard]] bool domain_seen() const { return !domains_.empty(); }
 
  private:
   struct Event {

@@ -212,6 +212,7 @@ void LandlockAuditReader::serve(pid_t module_pid, std::int64_t maker_uid) {
     }
   }
   for (const auto& denial : events.flush()) table_.add(denial);
+  domain_seen_ = events.domain_seen();
 }
 
 }  // namespace oarbank

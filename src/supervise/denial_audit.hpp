@@ -51,6 +51,8 @@ class LandlockAuditReader {
   [[nodiscard]] std::uint64_t lost() const { return lost_; }
   // Whether the last drain stopped at its deadline with records still unread (a flood).
   [[nodiscard]] bool cut_short() const { return cut_short_; }
+  // After stop(): whether the run's Landlock domain was identified (plan/landlock_denial.hpp).
+  [[nodiscard]] bool domain_seen() const { return domain_seen_; }
   // Records the kernel dropped node-wide while the run was read (audit's "lost" counter: the
   // backlog of a node without auditd is small), and that backlog's limit.
   [[nodiscard]] std::uint64_t kernel_lost() const { return kernel_lost_; }
@@ -71,6 +73,7 @@ class LandlockAuditReader {
   std::thread thread_;
   std::uint64_t lost_ = 0;  // ENOBUFS: the socket's buffer overflowed
   bool cut_short_ = false;
+  bool domain_seen_ = false;
 };
 
 }  // namespace oarbank

@@ -45,7 +45,12 @@ DenialDiagnostics RunDenials::diagnostics() const {
   }
   if (audit_.opened()) {
     d.filesystem = "recorded";
-    if (audit_.lost() > 0) {
+    if (audit_.lost() > 0 && !audit_.domain_seen()) {
+      d.filesystem = "unrecorded: the audit socket overflowed " + std::to_string(audit_.lost()) +
+                     " time(s) and the run's Landlock domain was never identified (the kernel "
+                     "names it once, with its first refusal, and that record may be among those "
+                     "lost): none of its filesystem or network refusals could be recorded";
+    } else if (audit_.lost() > 0) {
       d.filesystem = "recorded, some lost: the audit socket overflowed " +
                      std::to_string(audit_.lost()) + " time(s)";
     } else if (audit_.cut_short()) {
