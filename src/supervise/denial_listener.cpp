@@ -57,12 +57,12 @@ bool is_seccomp_listener(int fd) {
 // supervisor is the module's ancestor, and root or its very user: ptrace access). Read while
 // the call waits for its answer; another thread of the module could change it meanwhile, so
 // it is a record for the author, never a decision.
-std::string read_module_string(pid_t pid, std::uint64_t address) {
-  if (address == 0) return "";
-  UniqueFd mem(::open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!mem.valid()) return "";
+// `mem`: /proc/PID/mem, opened before SECCOMP_IOCTL_NOTIF_ID_VALID said the call still waits
+// (the descriptor holds the memory of the process it was opened on: so it is the caller's).
+std::string read_module_string(int mem, std::uint64_t address) {
+  if (address == 0 || mem < 0) return "";
   char buffer[4096];
-  const ssize_t n = ::pread(mem.get(), buffer, sizeof buffer, static_cast<off_t>(address));
+  const ssize_t n = ::pread(mem, buffer, sizeof buffer, static_cast<off_t>(address));
   if (n <= 0) return "";
   const std::size_t length = ::strnlen(buffer, static_cast<std::size_t>(n));
   return std::string(buffer, length);
@@ -227,14 +227,20 @@ void SeccompListener::serve() {
     for (std::size_t i = 0; i < call.args.size(); ++i) call.args[i] = request.data.args[i];
     const int path_arg = seccomp_path_argument(call.syscall);
     const auto pid = static_cast<pid_t>(request.pid);
-    if (path_arg >= 0) {
-      call.path = read_module_string(pid, call.args[static_cast<std::size_t>(path_arg)]);
-    }
+    // Session 21's attack review: the path was read before the check below, and kept when it
+    // failed: a caller killed meanwhile, and its pid reused, would have had another process's
+    // memory read into this run's record. Its memory is opened first, checked, then read.
+    const UniqueFd mem(path_arg >= 0 ? ::open(("/proc/" + std::to_string(pid) + "/mem").c_str(),
+                                              O_RDONLY | O_CLOEXEC)
+                                     : -1);
     std::string executable = link_target("/proc/" + std::to_string(pid) + "/exe");
     // Still the same call waiting (SECCOMP_IOCTL_NOTIF_ID_VALID): the pid was not reused while
-    // its files were read.
+    // its files were opened.
     std::uint64_t id = request.id;
     const bool valid = ::ioctl(listener_.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+    if (valid && path_arg >= 0) {
+      call.path = read_module_string(mem.get(), call.args[static_cast<std::size_t>(path_arg)]);
+    }
     seccomp_notif_resp response;
     std::memset(&response, 0, sizeof response);
     response.id = request.id;
