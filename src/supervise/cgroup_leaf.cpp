@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,12 +13,14 @@
 #include <chrono>
 #include <csignal>
 #include <sstream>
+#include <utility>
 
 #include "plan/launch_steps.hpp"
 #include "policy/module_id.hpp"
 #include "probe/cgroup_facts.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"
+#include "sys/unique_fd.hpp"
 
 namespace oarbank {
 
@@ -104,6 +107,24 @@ std::vector<int> read_cgroup_pids(const std::string& path) {
   std::istringstream in(read_text_file(path + "/cgroup.procs"));
   for (int pid = 0; in >> pid;) pids.push_back(pid);
   return pids;
+}
+
+void signal_cgroup(const std::string& path, int sig) {
+  std::vector<std::pair<int, UniqueFd>> opened;
+  for (int pid : read_cgroup_pids(path)) {
+    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd.valid()) {
+      if (errno == ENOSYS) ::kill(pid, sig);  // ESRCH: it has ended
+      continue;
+    }
+    opened.emplace_back(pid, std::move(pidfd));
+  }
+  if (opened.empty()) return;
+  const std::vector<int> still = read_cgroup_pids(path);
+  for (const auto& [pid, pidfd] : opened) {
+    if (std::find(still.begin(), still.end(), pid) == still.end()) continue;
+    ::syscall(SYS_pidfd_send_signal, pidfd.get(), sig, nullptr, 0);
+  }
 }
 
 std::optional<std::string> cgroup2_mount_point() {

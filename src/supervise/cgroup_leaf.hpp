@@ -85,5 +85,12 @@ int set_cgroup_frozen(const std::string& path, bool frozen, int timeout_ms = 500
 std::optional<std::uint64_t> read_cgroup_key(const std::string& file, const std::string& key);
 std::optional<std::uint64_t> read_cgroup_number(const std::string& file);
 std::vector<int> read_cgroup_pids(const std::string& path);
+// `sig` to every process of the cgroup at `path`, each by a pidfd opened before a second read
+// of cgroup.procs still lists its pid (session 21's attack review: by number, a process that
+// ended between the read and the kill left its pid to whatever process got it next, outside
+// the cgroup, and root signalled that one). A module cannot move a process out (it cannot write
+// another cgroup.procs), so a pid listed after its pidfd was opened is that process, or it has
+// ended and the signal goes nowhere. Without pidfd_open (Linux 5.3): by number, as before.
+void signal_cgroup(const std::string& path, int sig);
 
 }  // namespace oarbank

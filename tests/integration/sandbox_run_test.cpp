@@ -291,6 +291,29 @@ TEST_P(Containment, SigtermToSandboxRunTearsDownAModuleThatIgnoresIt) {
   expect_nothing_left();
 }
 
+// A process that left the module's process group (setsid, allowed in a leaf) gets the stop
+// signal too, from the leaf's list; session 21's attack review: by a pidfd opened before a
+// second read of the list, never by a number another process may have got meanwhile.
+TEST_F(SandboxRun, SigtermReachesAProcessThatLeftTheGroup) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  const char* setsid = exists("/usr/bin/setsid") ? "/usr/bin/setsid" : "/bin/setsid";
+  if (!exists(setsid)) GTEST_SKIP() << "no setsid here";
+  const std::string work = tree.path("work");
+  const std::string inner = "trap 'echo term > " + work + "/term; exit 0' TERM; echo > " + work +
+                            "/ready; while :; do sleep 0.05; done";
+  const std::string output = tree.path("out.txt");
+  // The module's first process waits for it (its teardown kills what is left once that ends).
+  Background run_bg(run_argv({}, {"/bin/sh", "-c",
+                                  "trap 'wait; exit 143' TERM; " + std::string(setsid) +
+                                      " /bin/sh -c \"" + inner + "\" & wait"}),
+                    env(), output);
+  ASSERT_TRUE(eventually([&] { return exists(work + "/ready"); }, 20s)) << read_if_there(output);
+  ::kill(run_bg.pid(), SIGTERM);
+  EXPECT_EQ(run_bg.wait(), 128 + SIGTERM) << read_if_there(output);
+  EXPECT_EQ(read_if_there(work + "/term"), "term\n") << read_if_there(output);
+  expect_nothing_left();
+}
+
 // sandbox-run is a subreaper in every mode and reaps every process of its module before it
 // returns. The test's own child is a subreaper too, standing for the node's init: whatever of
 // the module sandbox-run did not reap would be reparented to it, alive or a zombie.
