@@ -199,6 +199,10 @@ int run_sandbox_ctl(const CtlArgs& options) {
       const bool freeze = action == "freeze";
       if (cgroup) {
         err = set_cgroup_frozen(record->cgroup, freeze);
+        // Session 21's attack review: a module whose first process stopped itself (SIGSTOP)
+        // has its leaf frozen by sandbox-run; thawed alone it stayed stopped, "running" by
+        // status, and never ended. A thaw continues every process of it too.
+        if (!freeze && err == 0) signal_cgroup(record->cgroup, SIGCONT);
       } else {
         err = signal_recorded_group(*record, freeze ? SIGSTOP : SIGCONT);
       }

@@ -314,6 +314,27 @@ TEST_F(SandboxRun, SigtermReachesAProcessThatLeftTheGroup) {
   expect_nothing_left();
 }
 
+// Session 21's attack review: a module whose first process stops itself has its leaf frozen
+// by sandbox-run (nothing of it runs); sandbox-ctl thaw thawed the leaf alone, and the stopped
+// process stayed stopped, shown "running", until a timeout or a kill. A thaw continues it.
+TEST_F(SandboxRun, ThawContinuesAModuleThatStoppedItself) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  const std::string work = tree.path("work");
+  Background run_bg(
+      run_argv({}, {"/bin/sh", "-c", "kill -STOP $$; echo resumed > " + work + "/resumed"}), env(),
+      tree.path("out.txt"));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return read_if_there(leaf() + "/cgroup.events").find("frozen 1") != std::string::npos;
+      },
+      20s))
+      << read_if_there(tree.path("out.txt"));
+  EXPECT_TRUE(ctl("thaw").exited(0));
+  EXPECT_EQ(run_bg.wait(), 0) << read_if_there(tree.path("out.txt"));
+  EXPECT_EQ(read_if_there(work + "/resumed"), "resumed\n");
+  expect_nothing_left();
+}
+
 // sandbox-run is a subreaper in every mode and reaps every process of its module before it
 // returns. The test's own child is a subreaper too, standing for the node's init: whatever of
 // the module sandbox-run did not reap would be reparented to it, alive or a zombie.
