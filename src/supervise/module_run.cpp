@@ -459,7 +459,16 @@ void ModuleRun::claim_record() {
     request_.say("the run state directory was writable by others (" + repaired +
                  "): repaired; records written meanwhile are not trusted");
   }
-  clean_stale_runs(state_fd.get());
+  // Session 21's real-programs review: the next run of an id whose sandbox-run was killed
+  // tore down what was left (its processes, leaf and record) without a word. Said for this id
+  // alone: another module's runs are not this run's output's business.
+  for (const auto& cleaned : clean_stale_runs(state_fd.get())) {
+    if (cleaned == request_.id) {
+      request_.say("an earlier run of module id " + cleaned +
+                   " whose sandbox-run was killed had left its processes, leaf or record: "
+                   "torn down (its --result, if it asked for one, was never written)");
+    }
+  }
   place_ = find_cgroup_place(request_.config, why_not_);
   // The intent, before anything is made: a sandbox-run killed from here on leaves a record
   // that names the leaf (made or not yet), so the next start or sandbox-ctl removes it.

@@ -370,6 +370,27 @@ TEST_F(RunStateTest, SandboxCtlOnAKilledRunRemovesWhatItLeft) {
   EXPECT_EQ(list_dir(state_dir), std::vector<std::string>{});
 }
 
+// Session 21's real-programs review: the next run of the same id tore down what the killed
+// one left without a word; it says so (another id's run stays silent about it).
+TEST_F(RunStateTest, TheNextRunOfAKilledRunsIdSaysWhatItToreDown) {
+  if (!have_cgroup()) GTEST_SKIP() << "no writable cgroup2 here (needs root)";
+  const std::string id = unique_name("again");
+  const std::string policy = tree.write_json("p.json", base_policy());
+  const pid_t module = kill_supervisor_of_a_sleeper(
+      run_argv(id, policy, {tree.probe(), "sleep-forever"}), env(), tree.path("out"));
+  ASSERT_TRUE(process_alive(module));
+  RunResult next = run_as(run_argv(id, policy, {tree.probe(), "true"}), env());
+  EXPECT_TRUE(next.exited(0)) << next.describe();
+  EXPECT_NE(next.err.find("an earlier run of module id " + id +
+                          " whose sandbox-run was killed had left its processes, leaf or "
+                          "record: torn down (its --result, if it asked for one, was never "
+                          "written)"),
+            std::string::npos)
+      << next.describe();
+  EXPECT_TRUE(eventually([&] { return !process_alive(module); }, 2s)) << module << " survived";
+  EXPECT_EQ(list_dir(state_dir), std::vector<std::string>{});
+}
+
 TEST_F(RunStateTest, AKilledRunInAProcessGroupOnlyIsKilledByTheNextStart) {
   // No cgroup: the record's process group, through a pidfd of its leader (the child records
   // itself before it does anything, so no moment of the start leaves it unnamed).
