@@ -347,7 +347,11 @@ RunResult ModuleRun::run() {
   advice.tmp_kept_by = prepared_->plan.mounts.tmp_kept_by;
   denials_ = std::make_unique<RunDenials>(prepared_->plan.filter, std::move(advice));
   denials_->check_writable_grants(
-      [uid = module_uid_](const std::string& path) { return writable_dir_problem(path, uid); });
+      [uid = module_uid_, gid = module_gid_](const std::string& path, bool makes_entries) {
+        std::string problem = writable_dir_problem(path, uid);
+        if (problem.empty() && makes_entries) problem = write_permission_problem(path, uid, gid);
+        return problem;
+      });
   // Started unprivileged, the module runs as this very user: only Landlock's signal scoping
   // (ABI 6) keeps it from killing or stopping its supervisor, and the container with it.
   if (!root_ && (prepared_->plan.landlock.scoped & LANDLOCK_SCOPE_SIGNAL) == 0) {

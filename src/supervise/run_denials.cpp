@@ -21,9 +21,12 @@ std::vector<Denial> RunDenials::denials() const {
                                                           : nlohmann::json();
     if (!path.is_string()) continue;
     const std::string& grant_path = path.get_ref<const std::string&>();
-    auto known = writable_problems_.find(grant_path);
+    const bool makes_entries = d.operation.starts_with("fs.make_") ||
+                               d.operation.starts_with("fs.remove_") || d.operation == "fs.refer";
+    const auto asked = std::pair{grant_path, makes_entries};
+    auto known = writable_problems_.find(asked);
     if (known == writable_problems_.end())
-      known = writable_problems_.emplace(grant_path, writable_check_(grant_path)).first;
+      known = writable_problems_.emplace(asked, writable_check_(grant_path, makes_entries)).first;
     const std::string& problem = known->second;
     if (problem.empty()) continue;
     d.reason += "; not proposed as it is: " + problem;

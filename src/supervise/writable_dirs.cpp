@@ -148,6 +148,24 @@ std::string writable_dir_problem(const std::string& path, uid_t uid) {
   return "";
 }
 
+std::string write_permission_problem(const std::string& path, uid_t uid, gid_t gid) {
+  struct stat st {};
+  if (path.empty() || path[0] != '/' || ::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return "";
+  }
+  const mode_t needed = st.st_uid == uid   ? (S_IWUSR | S_IXUSR)
+                        : st.st_gid == gid ? (S_IWGRP | S_IXGRP)
+                                           : (S_IWOTH | S_IXOTH);
+  if ((st.st_mode & needed) == needed) return "";
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return path + " is owned by uid " + std::to_string(st.st_uid) + " with mode " + mode +
+         ": the module user (uid " + std::to_string(uid) +
+         ") may not make files in it by its permission bits, whatever the policy grants; give "
+         "the module a directory of its own (a data path that does not exist yet, below the "
+         "node's writable_roots, is made for its user)";
+}
+
 namespace {
 
 // Whether the module's user (no supplementary groups) may list and search a directory, by its

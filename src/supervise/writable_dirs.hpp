@@ -35,6 +35,12 @@ std::optional<std::string> writable_root_for(const std::string& dir,
 // probe/writable_path_rule.hpp) over each component that exists; "" when none breaks it. So that a
 // denial's advice does not propose what the next run would refuse.
 std::string writable_dir_problem(const std::string& path, uid_t uid);
+// Session 21's real-programs review: a write refused by Landlock (it is asked before the
+// permission bits when a file is made) proposed "data" for root's 0755 directory, and the next
+// trial failed there by those bits, unrecorded. Why the module user `uid` (group `gid`, no
+// supplementary groups) could not make files in the existing directory `path` by its
+// permission bits; "" when it could, or when `path` is not there (the run makes it its own).
+std::string write_permission_problem(const std::string& path, uid_t uid, gid_t gid);
 
 // Removes what make_writable_dirs created (innermost first; only while empty).
 void remove_created_dirs(const std::vector<std::string>& created);

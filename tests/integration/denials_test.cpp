@@ -423,6 +423,32 @@ TEST_F(LandlockDenials, AWritableGrantTheDirectoryRuleWouldRefuseIsNotProposed) 
       << write.dump();
 }
 
+// Session 21's real-programs review: root's 0755 directory passes the directory rule (read-only
+// input), and a file made in it was proposed as data; the next trial failed there by the
+// permission bits, unrecorded. A grant for making entries checks them too; a write to a file
+// the module user owns in such a directory is still proposed.
+TEST_F(LandlockDenials, AGrantTheModuleUsersPermissionBitsWouldRefuseIsNotProposed) {
+  const std::string input = tree.path("roots-input");
+  ASSERT_EQ(::mkdir(input.c_str(), 0755), 0);
+  const auto j = one_file_refusal({"write", input + "/x.txt"}, base_policy());
+  if (!j) GTEST_SKIP() << "the kernel dropped audit records during the run";
+  const auto make = the_denial((*j)["denials"], "fs.make_reg");
+  EXPECT_TRUE(make["grant"].is_null()) << make.dump();
+  EXPECT_NE(make["reason"].get<std::string>().find(
+                "not proposed as it is: " + input +
+                " is owned by uid 0 with mode 0755: the "
+                "module user (uid " +
+                std::to_string(module_uid()) + ") may not make files in it by its permission bits"),
+            std::string::npos)
+      << make.dump();
+  write_file(input + "/own.txt", "");
+  ASSERT_EQ(::chown((input + "/own.txt").c_str(), module_uid(), module_gid()), 0);
+  const auto k = one_file_refusal({"write", input + "/own.txt"}, base_policy());
+  if (!k) GTEST_SKIP() << "the kernel dropped audit records during the run";
+  const auto write = the_denial((*k)["denials"], "fs.write_file");
+  EXPECT_EQ(write["grant"]["key"], "data") << write.dump();
+}
+
 TEST_F(LandlockDenials, ATcpConnectToAPortNotTheProxysIsNamed) {
   TcpListener other;
   RunResult r = run({},
