@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -15,6 +16,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -224,6 +226,26 @@ std::string checked_grant(nlohmann::json& proposed, const nlohmann::json& grant,
   return change;
 }
 
+// The path a grant names ({"key": "data", "add": "/srv/x"}), else "".
+std::string grant_path(const nlohmann::json& grant) {
+  for (const char* field : {"add", "set"}) {
+    if (grant.contains(field) && grant[field].is_string()) return grant[field].get<std::string>();
+  }
+  return "";
+}
+
+// Whether a refusal's line names `path` itself (not a longer path it begins: /srv/jobs is not
+// named by /srv/jobs/work).
+bool names_path(const std::string& line, const std::string& path) {
+  if (path.empty()) return false;
+  for (auto at = line.find(path); at != std::string::npos; at = line.find(path, at + 1)) {
+    const std::size_t end = at + path.size();
+    if (end == line.size() || std::string_view(" ,;:()").find(line[end]) != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
 // Attack review (session 15): each trial ran with what the module's refusals proposed, so a
 // hostile module was refused a read of a file and a connection to its own host in one trial,
 // and in the next read the file and sent it there. Destinations the trials proposed are in
@@ -269,6 +291,8 @@ int run_learn(const RunArgs& options) {
   nlohmann::json started = given;
   std::size_t started_changes = 0;
   std::vector<std::string> changes;
+  std::vector<nlohmann::json> tried;  // the grants of the changes since `started`
+  std::set<std::string> refused;      // grants a trial did not start with: never again
   // A round that added only conditional grants (a refusal the program carries on without,
   // blamed because nothing else was): how that trial ended and the proposal before it. When
   // the next trial ends the same way and shows nothing new, the grant did not help and is
@@ -324,18 +348,62 @@ int run_learn(const RunArgs& options) {
       }
       const auto result = nlohmann::json::parse(read_text_file(result_file), nullptr, false);
       if (!result.is_object() || result.value("end", "") == "not-started") {
+        // Session 21's real-programs review: every change was dropped, an egress destination
+        // too (no trial runs with one, so none can keep a trial from starting), and those the
+        // refusal did not name. Now the changes whose path the refusal names are dropped and
+        // the next run tries the others; where it names none, the paths are dropped and the
+        // egress destinations kept.
+        const std::string error = result.is_object() ? result.value("error", "") : "";
+        std::vector<nlohmann::json> named, others;
+        for (const auto& grant : tried) {
+          const std::string path = grant_path(grant);
+          const bool is_named = grant.value("key", "") != "egress" && names_path(error, path);
+          (is_named ? named : others).push_back(grant);
+        }
+        const bool paths_left = std::any_of(others.begin(), others.end(), [](const auto& g) {
+          return g.value("key", "") != "egress";
+        });
+        const bool retry = !named.empty() && paths_left && round < rounds;
         const std::size_t undone = changes.size() - started_changes;
         proposed = started;
         changes.resize(started_changes);
-        print_error(kCommand, "--learn: run " + std::to_string(round) + " did not start" +
-                                  (undone > 0 ? "; the " + std::to_string(undone) +
-                                                    " change(s) it tried are not proposed"
-                                              : std::string()) +
-                                  "; the proposal so far follows");
+        tried.clear();
+        std::size_t kept_egress = 0;
+        for (const auto& grant : others) {
+          const bool egress = grant.value("key", "") == "egress";
+          if (!retry && !egress) continue;
+          const std::string change = checked_grant(proposed, grant, protect);
+          if (change.empty()) continue;
+          changes.push_back(change);
+          tried.push_back(grant);
+          if (egress) ++kept_egress;
+        }
+        for (const auto& grant : named) refused.insert(grant.dump());
+        if (retry) {
+          std::string dropped;
+          for (const auto& grant : named) dropped += (dropped.empty() ? "" : ", ") + grant.dump();
+          print_error(kCommand, "--learn: run " + std::to_string(round) +
+                                    " did not start, for the change(s) its refusal names (" +
+                                    dropped + "): not proposed; run " + std::to_string(round + 1) +
+                                    " tries the others");
+          continue;
+        }
+        const std::size_t dropped = undone - kept_egress;
+        print_error(kCommand,
+                    "--learn: run " + std::to_string(round) + " did not start" +
+                        (dropped > 0 ? "; the " + std::to_string(dropped) +
+                                           " change(s) it tried are not proposed"
+                                     : std::string()) +
+                        (kept_egress > 0 ? "; the " + std::to_string(kept_egress) +
+                                               " egress destination(s) proposed beside them "
+                                               "are kept (no trial runs with one)"
+                                         : std::string()) +
+                        "; the proposal so far follows");
         break;
       }
       started = proposed;
       started_changes = changes.size();
+      tried.clear();
       std::size_t added = 0;
       const bool worked = result.value("end", "") == "exited" && result.value("exit_code", -1) == 0;
       const auto denials = result.value("denials", nlohmann::json::array());
@@ -353,10 +421,11 @@ int run_learn(const RunArgs& options) {
         if (pass == 1 && (worked || added > 0)) break;
         for (const auto& denial : denials) {
           const nlohmann::json grant = denial.value("grant", nlohmann::json());
-          if (conditional(grant) != (pass == 1)) continue;
+          if (conditional(grant) != (pass == 1) || refused.contains(grant.dump())) continue;
           const std::string change = checked_grant(proposed, grant, protect);
           if (!change.empty()) {
             changes.push_back(change);
+            tried.push_back(grant);
             ++added;
             conditional_only = pass == 1;
           }
@@ -368,6 +437,7 @@ int run_learn(const RunArgs& options) {
         changes.resize(conditional_round->changes_before);
         started = proposed;
         started_changes = changes.size();
+        tried.clear();
         break;
       }
       conditional_round.reset();

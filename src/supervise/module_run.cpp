@@ -346,12 +346,25 @@ RunResult ModuleRun::run() {
   }
   advice.tmp_kept_by = prepared_->plan.mounts.tmp_kept_by;
   denials_ = std::make_unique<RunDenials>(prepared_->plan.filter, std::move(advice));
-  denials_->check_writable_grants(
-      [uid = module_uid_, gid = module_gid_](const std::string& path, bool makes_entries) {
-        std::string problem = writable_dir_problem(path, uid);
-        if (problem.empty() && makes_entries) problem = write_permission_problem(path, uid, gid);
-        return problem;
-      });
+  denials_->check_writable_grants([this](const std::string& key, const std::string& path,
+                                         bool makes_entries) -> std::string {
+    if (key == "runtime") {
+      // Session 21's real-programs review: a read refused in a directory this id was given to
+      // write in an earlier run proposed runtime (read and execute), which the next trial
+      // refused (70) by the id's history; "data" reads it without executing.
+      if (request_.policy.exec_writable) return "";
+      LandlockPlan proposed;
+      proposed.path_rules.push_back(
+          {path, path, LANDLOCK_ACCESS_FS_EXECUTE, true, "runtime: read and execute"});
+      const auto problem = earlier_writable_problem(proposed, lease_paths_);
+      return problem ? *problem + "; to read it, add it to \"data\" (read and write, no execute)"
+                     : "";
+    }
+    std::string problem = writable_dir_problem(path, module_uid_);
+    if (problem.empty() && makes_entries)
+      problem = write_permission_problem(path, module_uid_, module_gid_);
+    return problem;
+  });
   // Started unprivileged, the module runs as this very user: only Landlock's signal scoping
   // (ABI 6) keeps it from killing or stopping its supervisor, and the container with it.
   if (!root_ && (prepared_->plan.landlock.scoped & LANDLOCK_SCOPE_SIGNAL) == 0) {

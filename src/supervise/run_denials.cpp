@@ -15,7 +15,7 @@ std::vector<Denial> RunDenials::denials() const {
   for (auto& d : list) {
     if (!d.grant.is_object()) continue;
     const std::string key = d.grant.value("key", "");
-    if (key != "work" && key != "temp" && key != "data") continue;
+    if (key != "work" && key != "temp" && key != "data" && key != "runtime") continue;
     const nlohmann::json path = d.grant.contains("add")   ? d.grant.at("add")
                                 : d.grant.contains("set") ? d.grant.at("set")
                                                           : nlohmann::json();
@@ -23,10 +23,12 @@ std::vector<Denial> RunDenials::denials() const {
     const std::string& grant_path = path.get_ref<const std::string&>();
     const bool makes_entries = d.operation.starts_with("fs.make_") ||
                                d.operation.starts_with("fs.remove_") || d.operation == "fs.refer";
-    const auto asked = std::pair{grant_path, makes_entries};
+    const auto asked = std::tuple{key, grant_path, makes_entries};
     auto known = writable_problems_.find(asked);
-    if (known == writable_problems_.end())
-      known = writable_problems_.emplace(asked, writable_check_(grant_path, makes_entries)).first;
+    if (known == writable_problems_.end()) {
+      known =
+          writable_problems_.emplace(asked, writable_check_(key, grant_path, makes_entries)).first;
+    }
     const std::string& problem = known->second;
     if (problem.empty()) continue;
     d.reason += "; not proposed as it is: " + problem;

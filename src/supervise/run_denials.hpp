@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -47,11 +48,13 @@ class RunDenials {
   // Session 20's real-programs review: a grant of a writable directory (work, temp, data) that
   // the next run would refuse by the directory rule ("owned by uid 6") is not proposed: its
   // grant is null (--learn skips it) and its reason says why. `check` answers that problem
-  // for a path ("" when none); `makes_entries`: the refused operation made, removed or moved
-  // an entry of the directory (fs.make_*, fs.remove_*, fs.refer), which needs its write bit.
-  void check_writable_grants(std::function<std::string(const std::string&, bool)> check) {
-    writable_check_ = std::move(check);
-  }
+  // for a grant of `key` (work, temp, data; runtime, session 21: one the module id's history
+  // refuses) and a path ("" when none); `makes_entries`: the refused operation made, removed or
+  // moved an entry of the directory (fs.make_*, fs.remove_*, fs.refer), which needs its write
+  // bit.
+  using GrantCheck = std::function<std::string(const std::string& key, const std::string& path,
+                                               bool makes_entries)>;
+  void check_writable_grants(GrantCheck check) { writable_check_ = std::move(check); }
   // Each path's answer is asked once and kept (it walks the path as the module's user, and
   // --result and stderr both read the list). From the supervisor's thread alone.
   [[nodiscard]] std::vector<Denial> denials() const;
@@ -61,8 +64,8 @@ class RunDenials {
   DenialTable table_;
   SeccompListener seccomp_;
   LandlockAuditReader audit_;
-  std::function<std::string(const std::string&, bool)> writable_check_;
-  mutable std::map<std::pair<std::string, bool>, std::string> writable_problems_;
+  GrantCheck writable_check_;
+  mutable std::map<std::tuple<std::string, std::string, bool>, std::string> writable_problems_;
   bool notify_asked_ = false;
   std::string audit_unavailable_ = "not asked";
 };

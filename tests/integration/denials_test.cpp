@@ -846,6 +846,70 @@ TEST_F(LandlockDenials, LearnUndoesTheChangesOfATrialThatDidNotStart) {
       << r.err;
 }
 
+// Session 21's real-programs review: a trial that did not start dropped every change, an
+// egress destination too (no trial runs with one) and a path its refusal did not name. Now the
+// change the refusal names is dropped for good and the next run tries the others; and a read in
+// a directory this id wrote in an earlier run is not proposed as runtime (its history refuses
+// that: 70; OwnUser.AReadWhereTheIdWroteBeforeIsNotProposedAsRuntime).
+TEST_F(LandlockDenials, LearnDropsOnlyTheChangeARefusedTrialNames) {
+  const std::string jobs = tree.path("jobs"), work = jobs + "/work", extra = tree.path("extra");
+  ::mkdir(jobs.c_str(), 0755);
+  ::mkdir(work.c_str(), 0755);
+  ::mkdir(extra.c_str(), 0755);
+  ASSERT_EQ(::chown(work.c_str(), 65534, 65534), 0);
+  write_file(jobs + "/input.txt", "input\n");
+  write_file(extra + "/input.txt", "input\n");
+  auto policy = egress_policy();
+  policy["work"] = work;
+  const std::string policy_file = tree.write_json("learn-named.json", policy);
+  RunOptions o;
+  o.env = env();
+  o.timeout = 60s;
+  RunResult r = run_command({OARBANK_AGENT_BINARY,
+                             "sandbox-run",
+                             "--config",
+                             config,
+                             "--id",
+                             id,
+                             "--learn",
+                             "4",
+                             "--proxy-log",
+                             tree.path("learn-named-proxy.log"),
+                             policy_file,
+                             "--",
+                             tree.probe(),
+                             "batch",
+                             "read",
+                             extra + "/input.txt",
+                             ",",
+                             "read",
+                             jobs + "/input.txt",
+                             ",",
+                             "http-connect",
+                             "127.0.0.1",
+                             std::to_string(proxy.port()),
+                             "192.0.2.9:443",
+                             ",",
+                             "exit",
+                             "1"},
+                            o);
+  if (r.out.find("\n+ \"runtime\": \"" + extra + "\"\n") == std::string::npos &&
+      r.err.find("did not start") == std::string::npos) {
+    GTEST_SKIP() << "the kernel dropped audit records during the trials: " << r.describe();
+  }
+  EXPECT_TRUE(r.exited(1)) << r.describe();
+  EXPECT_NE(r.err.find("--learn: run 2 did not start, for the change(s) its refusal names "
+                       "({\"add\":\"" +
+                       jobs + "\",\"key\":\"runtime\"}): not proposed; run 3 tries the others"),
+            std::string::npos)
+      << r.describe();
+  EXPECT_NE(r.out.find(" 3 run(s); 2 change(s) to " + policy_file + ":\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n+ \"runtime\": \"" + extra + "\"\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n+ \"egress\": \"192.0.2.9:443\"\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"" + jobs + "\""), std::string::npos) << r.out;
+}
+
 // Attack review: --result and --proxy-log are opened before the run and written through that
 // descriptor; inside what the module may write, it could unlink them and put its own file at
 // the name (a forged result: exit 0, no denials). Refused (64) before the module starts, by

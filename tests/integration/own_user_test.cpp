@@ -979,6 +979,46 @@ TEST_F(OwnUser, LearnRunsEveryTrialUnderTheModulesOwnId) {
   EXPECT_EQ(st.st_uid, lease["uid"].get<std::uint32_t>());
 }
 
+// Session 21's real-programs review: a read refused in a directory this id was given to write
+// in an earlier run proposed runtime (read and execute), which the id's history refuses (70):
+// --learn's next trial did not start. Not proposed now; the reason names data.
+TEST_F(OwnUser, AReadWhereTheIdWroteBeforeIsNotProposedAsRuntime) {
+  if (!running_as_root()) GTEST_SKIP() << "sandbox-run gives modules users of their own as root";
+  if (kernel_landlock_abi() < 7) GTEST_SKIP() << "Landlock ABI < 7 writes no audit records";
+  auto node = nlohmann::json::parse(read_file(config(true, kUncapped)));
+  node["denial_audit"] = "enable";
+  const std::string c = tree.write_json("own-user-audit.json", node);
+  const std::string x = unique_name("hist");
+  const std::string before = tree.path("hist/work"), out = before + "/out.txt";
+  RunOptions o;
+  o.env = env();
+  o.timeout = 30s;
+  RunResult first = run_command(run_argv(c, x, policy_with_work(before), {"write", out}), o);
+  ASSERT_TRUE(first.exited(0)) << first.describe();
+  std::vector<std::string> argv =
+      run_argv(c, x, policy_with_work(tree.path("hist/work2")), {"read", out});
+  argv.insert(argv.begin() + 2, {"--result", tree.path("hist-result.json")});
+  RunResult second = run_command(argv, o);
+  ASSERT_TRUE(second.exited(0)) << second.describe();
+  EXPECT_EQ(second.out, "errno EACCES\n");
+  const auto result = nlohmann::json::parse(read_file(tree.path("hist-result.json")));
+  if (result["denial_diagnostics"]["filesystem"] != "recorded")
+    GTEST_SKIP() << "the kernel dropped audit records during the run";
+  ASSERT_EQ(result["denials"].size(), 1U) << result.dump();
+  const auto& read = result["denials"][0];
+  EXPECT_EQ(read["operation"], "fs.read_file");
+  EXPECT_TRUE(read["grant"].is_null()) << read.dump();
+  const std::string reason = read["reason"].get<std::string>();
+  EXPECT_NE(
+      reason.find("not proposed as it is: " + before + " (runtime: read and execute) contains " +
+                  before + ", which this module id was given to write in an earlier run"),
+      std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("; to read it, add it to \"data\" (read and write, no execute)"),
+            std::string::npos)
+      << reason;
+}
+
 // Session 16's review: a program that fails for a reason of its own and merely looked a user
 // up on the way (nscd's socket: refused, carried on without) was proposed the broker, kept
 // though the next trial, with it, ended just the same. Taken back now.
