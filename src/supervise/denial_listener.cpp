@@ -1,6 +1,7 @@
 #include "supervise/denial_listener.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/nsfs.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -8,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -83,6 +85,9 @@ ssize_t read_status_channel(int fd, char* buffer, std::size_t size,
       kept.listener = std::move(owned);
     } else if (!kept.module_mounts.valid() && ::ioctl(owned.get(), NS_GET_NSTYPE) == CLONE_NEWNS) {
       kept.module_mounts = std::move(owned);
+    } else if (struct statfs fs{}; !kept.own_tmp.valid() && ::fstatfs(owned.get(), &fs) == 0 &&
+                                   fs.f_type == TMPFS_MAGIC) {
+      kept.own_tmp = std::move(owned);
     }
   }
   return n;

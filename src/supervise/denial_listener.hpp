@@ -31,11 +31,16 @@ struct StatusChannelDescriptors {
   // namespaces back to the node's stock (namespace_stock.hpp): held here, the module's exit is
   // not its last reference, so that exit does not wait for the namespace's teardown.
   UniqueFd module_mounts;
+  // The module's own /tmp (a tmpfs directory), which sandbox-run's child sends once its mounts
+  // are made: held, it outlives the module's mount namespace, so that after a failing exit the
+  // supervisor can look there for a program the module wrote (session 21's real-programs
+  // review: make's /tmp/gen.sh on the noexec tmpfs got no line) and at how full it is.
+  UniqueFd own_tmp;
 };
 
 // read(2) on the status channel (a unix stream socket), keeping what the launcher sent with the
-// bytes: the first seccomp listener and the first mount namespace received go to `kept`; any
-// other descriptor is closed.
+// bytes: the first seccomp listener, mount namespace and tmpfs directory received go to
+// `kept`; any other descriptor is closed.
 ssize_t read_status_channel(int fd, char* buffer, std::size_t size, StatusChannelDescriptors& kept);
 
 // How fast the listener answers (attack review): each refused call costs the supervisor, outside

@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -166,6 +167,13 @@ void ModuleRun::launch_in_child(void* context, int status_fd) {
   if (child->send_mounts) {
     const UniqueFd mounts = own_mount_namespace();
     if (mounts.valid()) (void)send_with_descriptor(status_fd, "mounts\n", mounts.get());
+  }
+  // Its own /tmp, which the supervisor looks at after a failing exit (a program written there,
+  // the tmpfs full): the tmpfs itself, opened where the mounts put it. Only a diagnosis lost
+  // where it cannot be sent.
+  if (child->send_own_tmp) {
+    const UniqueFd tmp(::open("/tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (tmp.valid()) (void)send_with_descriptor(status_fd, "tmp\n", tmp.get());
   }
   // The queues' Landlock rule, once the mounts are made: in its own mount namespace the
   // queues are mounted at /dev/mqueue and go with it (apply/ipc_namespace.hpp).
@@ -404,6 +412,8 @@ RunResult ModuleRun::run() {
   child_.mount_sources = {devpts_.get(), user_database_.passwd.get(), user_database_.group.get()};
   child_.send_mounts = own_mounts_ && stock_.has_value();
   launch_.module_mounts = stock_ ? &stock_->mounts : nullptr;
+  child_.send_own_tmp = own_mounts_ && prepared_->plan.mounts.own_tmp;
+  launch_.own_tmp = &own_tmp_;
   launch_.launcher = &launch_in_child;
   launch_.launcher_context = &child_;
   launch_.terminal = terminal_.get();
@@ -788,12 +798,15 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
       if (prepared_) {
         for (const auto& dir : prepared_->plan.writable_dirs) writable.push_back(dir.path);
       }
-      const auto written =
-          executable_written_since(writable, spawned_at_, module_uid_, module_gid_);
+      const auto written = executable_written_since(
+          writable, spawned_at_, module_uid_, module_gid_,
+          own_tmp_.valid() ? std::vector<HeldDirectory>{{"/tmp", own_tmp_.get()}}
+                           : std::vector<HeldDirectory>{});
       const bool shell_status = result.module_status == 126 || result.module_status == 127;
       if (!shell_status && !written) break;
-      // Session 20's attack review: its own /tmp is noexec too (it is gone with its mount
-      // namespace, so the walk does not look there; the line names it).
+      // Session 20's attack review: its own /tmp is noexec too; session 21's real-programs
+      // review: the walk looks there as well, through the tmpfs the launcher sent (its mount
+      // namespace is gone with the module).
       const std::string places = prepared_ && prepared_->plan.mounts.own_tmp
                                      ? "work, data, temp or its own /tmp"
                                      : "work, data or temp";
@@ -838,6 +851,25 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
     note("the module's fork or clone was refused " + std::to_string(*result.process_limit_hits) +
          " time(s) at " + leaf_limit + ", such as the unit's TasksMax=; no policy key raises it");
   }
+  // Session 21's real-programs review: a write past its own /tmp answers ENOSPC, which
+  // nothing records (Python's tempfile, sort -T /tmp, dd). Where a failing module left it
+  // nearly full (by blocks or inodes), say its size and where big files belong.
+  if (own_tmp_.valid() && result.exit_code != 0) {
+    struct statfs fs {};
+    if (::fstatfs(own_tmp_.get(), &fs) == 0 && fs.f_blocks > 0 &&
+        (fs.f_bavail * 20 < fs.f_blocks || (fs.f_files > 0 && fs.f_ffree * 20 < fs.f_files))) {
+      note(fmt::format(
+          "its own /tmp (a tmpfs of {} bytes and {} inodes: the node's module_shm_max_bytes, or "
+          "the policy's memory reservation when smaller) was {} at its end: a write past it "
+          "answers ENOSPC, which no refusal records; big temporary files belong in the "
+          "policy's \"temp\" (TMPDIR, on disk){}",
+          static_cast<std::uint64_t>(fs.f_blocks) * static_cast<std::uint64_t>(fs.f_bsize),
+          static_cast<std::uint64_t>(fs.f_files),
+          fs.f_bavail * 20 < fs.f_blocks ? "full or nearly" : "out of inodes or nearly",
+          request_.policy.temp ? "" : ", which this policy does not name"));
+    }
+  }
+  own_tmp_.reset();  // the tmpfs's memory goes with it
   if (result.timed_out) {
     note("the module ran past --timeout " + seconds_text(*request_.timeout_seconds) +
          " s and was stopped");

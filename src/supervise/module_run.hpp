@@ -162,7 +162,10 @@ class ModuleRun {
     ModuleMountSources mount_sources;
     // Sends its mount namespace to the supervisor once made (the run gives it to the stock).
     bool send_mounts = false;
+    // Sends its own /tmp (the tmpfs) to the supervisor once mounted (denial_listener.hpp).
+    bool send_own_tmp = false;
   } child_;
+  UniqueFd own_tmp_;  // the module's own /tmp, held from its exec to say_how_it_ended
   std::optional<NamespaceSet> stock_;  // what the node's namespace stock handed this run
   bool own_mounts_ = false;  // issue 12: the module's own mount namespace (root, module_mounts)
   UniqueFd devpts_;          // its devpts instance, detached until the child attaches it

@@ -458,6 +458,9 @@ bool Supervision::await_exec() {
   if (sent.module_mounts.valid() && launch_.module_mounts != nullptr) {
     *launch_.module_mounts = std::move(sent.module_mounts);
   }
+  if (sent.own_tmp.valid() && launch_.own_tmp != nullptr) {
+    *launch_.own_tmp = std::move(sent.own_tmp);
+  }
 
   if (auto failure = channel_text.failure()) {
     await_module_exit();

@@ -51,6 +51,8 @@ struct SupervisedLaunch {
   // Where the module's mount namespace goes when the launcher sends it (sandbox-run's child,
   // when the run gives its namespaces back to the node's stock); null: closed at once.
   UniqueFd* module_mounts = nullptr;
+  // Where the module's own /tmp goes when the launcher sends it; null: closed at once.
+  UniqueFd* own_tmp = nullptr;
   // Called at the teardown, on every path once spawned, when every process of the module is
   // gone but before its first process is reaped: that zombie keeps its pid from being any
   // other process's meanwhile (the audit reader, which attributes Landlock's records by that

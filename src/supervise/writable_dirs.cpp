@@ -181,6 +181,7 @@ bool listable_by(const struct stat& st, uid_t uid, gid_t gid) {
 
 std::optional<std::string> executable_written_since(const std::vector<std::string>& dirs,
                                                     const timespec& since, uid_t uid, gid_t gid,
+                                                    const std::vector<HeldDirectory>& held,
                                                     std::size_t budget) {
   struct Pending {
     int fd;
@@ -191,8 +192,14 @@ std::optional<std::string> executable_written_since(const std::vector<std::strin
     return t.tv_sec > since.tv_sec || (t.tv_sec == since.tv_sec && t.tv_nsec >= since.tv_nsec);
   };
   std::optional<std::string> found;
-  for (const auto& dir : dirs) {
-    const int root = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  std::vector<HeldDirectory> roots;
+  roots.reserve(dirs.size() + held.size());
+  for (const auto& dir : dirs) roots.push_back({dir, -1});
+  for (const auto& dir : held) roots.push_back(dir);
+  for (const auto& [dir, held_fd] : roots) {
+    const int root = held_fd >= 0
+                         ? ::openat(held_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                         : ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat root_st {};
     if (root < 0) continue;
     if (::fstat(root, &root_st) != 0 || !listable_by(root_st, uid, gid)) {

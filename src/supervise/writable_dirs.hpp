@@ -62,8 +62,15 @@ std::vector<std::string> own_dirs_open_to_others(const std::vector<std::string>&
 // Only files of the module's user `uid`, and only into directories that user (group `gid`, no
 // other) may list and search: the supervisor, root, names nothing the module could not see
 // (session 20's review).
+// A directory the walk starts from by a descriptor it holds (the module's own /tmp, whose
+// mount namespace is gone when the module has ended), named `name` in what it finds.
+struct HeldDirectory {
+  std::string name;
+  int fd = -1;
+};
 std::optional<std::string> executable_written_since(const std::vector<std::string>& dirs,
                                                     const timespec& since, uid_t uid, gid_t gid,
+                                                    const std::vector<HeldDirectory>& held = {},
                                                     std::size_t budget = 4096);
 
 }  // namespace oarbank

@@ -351,6 +351,26 @@ TEST_F(OwnMounts, ItsOwnTmpWhereThePolicyLeavesItFree) {
   EXPECT_NE(written.err.find("wrote in work, data, temp or its own /tmp, those are mounted noexec"),
             std::string::npos)
       << written.describe();
+  // Session 21's real-programs review: exiting otherwise (make's exit 2, a script's 3), the
+  // program written in its own /tmp is named too: the walk looks there through the tmpfs the
+  // launcher sent, its mount namespace being gone with the module.
+  auto other_exit = run(policy, {root + "/bundle/probe", "batch", "copy-exec",
+                                 root + "/bundle/probe", name, ",", "exit", "3"});
+  EXPECT_EQ(other_exit.exit_code, 3) << other_exit.describe();
+  EXPECT_NE(
+      other_exit.err.find("the module exited 3 after writing the executable file \"" + name + "\""),
+      std::string::npos)
+      << other_exit.describe();
+  // And a module that failed with its own /tmp full is told its size and where big files go.
+  auto full = run(policy, {root + "/bundle/probe", "batch", "fill", name, ",", "exit", "1"});
+  EXPECT_EQ(full.exit_code, 1) << full.describe();
+  EXPECT_EQ(full.out, "errno ENOSPC\n") << full.describe();
+  EXPECT_NE(full.err.find("its own /tmp (a tmpfs of "), std::string::npos) << full.describe();
+  EXPECT_NE(full.err.find("was full or nearly at its end: a write past it answers ENOSPC, which "
+                          "no refusal records; big temporary files belong in the policy's "
+                          "\"temp\" (TMPDIR, on disk), which this policy does not name"),
+            std::string::npos)
+      << full.describe();
 }
 
 // Code run through a descriptor, by execveat(fd, "", AT_EMPTY_PATH) and by execve of

@@ -182,6 +182,20 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     if (fd >= 0 && write(fd, "x", 1) != 1) return report(-1);
     return report(fd);
   }
+  // Writes PATH a MiB at a time until a write fails (its errno: ENOSPC on a full tmpfs), at
+  // most 1 GiB ("ok" then).
+  if (cmd == "fill" && need(1)) {
+    int fd = open(a[0].c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return report(-1);
+    static char mib[1 << 20];
+    for (int i = 0; i < 1024; ++i) {
+      if (write(fd, mib, sizeof mib) != static_cast<ssize_t>(sizeof mib)) {
+        if (errno == 0) errno = ENOSPC;  // a short write: the file system's end
+        return report(-1);
+      }
+    }
+    return report(0);
+  }
   if (cmd == "append" && need(1))
     return report(open(a[0].c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
   if (cmd == "truncate" && need(1)) return report(truncate(a[0].c_str(), 0));
