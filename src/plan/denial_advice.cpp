@@ -222,8 +222,15 @@ Denial seccomp_denial(const seccomp::FilterVariant& variant, const SeccompCall& 
           "only unix (with the broker grant), IPv4 and IPv6 (under egress-allowlist) "
           "sockets are ever allowed";
       // Issue 12: and netlink route, in the module's own network namespace.
-      if (variant.own_namespaces)
+      if (variant.own_namespaces) {
         d.reason += ", and netlink route and sock_diag in the module's own namespace";
+      } else if (a[0] == AF_NETLINK) {
+        // Session 21's attack review: the line did not say what would allow it.
+        d.reason +=
+            ", and netlink route and sock_diag (ip, ss) only in a network namespace of the "
+            "module's own: sandbox-run as root on a node whose configuration has module_world "
+            "true gives it one (in the node's, they would list the node's)";
+      }
     }
   } else if (call.syscall == "socketpair" && err == EPROTONOSUPPORT && a[0] == AF_UNIX &&
              !variant.unix_sockets) {

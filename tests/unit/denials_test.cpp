@@ -145,7 +145,12 @@ TEST(DenialAdvice, SocketFamiliesNameThePolicyElement) {
   auto netlink = seccomp_denial(none, {"socket", {AF_NETLINK, SOCK_RAW, 0}, ""}, EAFNOSUPPORT);
   EXPECT_TRUE(netlink.allowed_by.empty());
   EXPECT_EQ(netlink.error, "EAFNOSUPPORT");
-  EXPECT_EQ(netlink.reason.find("netlink"), std::string::npos) << netlink.reason;
+  // Session 21's attack review: it says what would allow netlink route (ip, ss).
+  EXPECT_NE(netlink.reason.find("netlink route and sock_diag (ip, ss) only in a network "
+                                "namespace of the module's own: sandbox-run as root on a node "
+                                "whose configuration has module_world true gives it one"),
+            std::string::npos)
+      << netlink.reason;
   // Issue 12: in its own network namespace netlink route is allowed; other protocols and
   // families are not, and the reason says what is.
   const FilterVariant world{false, false, true};
