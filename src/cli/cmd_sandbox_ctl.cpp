@@ -1,6 +1,9 @@
 // sandbox-ctl freeze|thaw|kill|status ID, and list: acts on a running module's container by its id,
 // found in the run state sandbox-run keeps (supervise/run_state.hpp). leases and reclaim ID:
 // the module users sandbox-run leased (issue 12, supervise/uid_registry.hpp).
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <csignal>
@@ -16,9 +19,32 @@
 #include "supervise/uid_registry.hpp"
 #include "sys/error.hpp"
 #include "sys/text_file.hpp"
+#include "sys/unique_fd.hpp"
 
 namespace oarbank::cli {
 namespace {
+
+// Whether the recorded process (its start time checked against pid reuse) is stopped.
+bool process_stopped(pid_t pid, std::uint64_t start_time) {
+  if (pid <= 0 || process_start_time(pid) != start_time) return false;
+  std::string stat;
+  try {
+    stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
+  } catch (const Error&) {
+    return false;  // it has ended meanwhile
+  }
+  const auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() &&
+         (stat[close + 2] == 'T' || stat[close + 2] == 't');
+}
+
+// SIGCONT to the run's sandbox-run, through a pidfd whose process has the recorded start time.
+void continue_supervisor(const RunRecord& record) {
+  const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, record.supervisor_pid, 0)));
+  if (!pidfd.valid() || process_start_time(record.supervisor_pid) != record.supervisor_start_time)
+    return;
+  ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGCONT, nullptr, 0);
+}
 
 // Rows of N cells in columns, each as wide as its widest cell, two spaces apart.
 template <std::size_t N>
@@ -201,8 +227,11 @@ int run_sandbox_ctl(const CtlArgs& options) {
         err = set_cgroup_frozen(record->cgroup, freeze);
         // Session 21's attack review: a module whose first process stopped itself (SIGSTOP)
         // has its leaf frozen by sandbox-run; thawed alone it stayed stopped, "running" by
-        // status, and never ended. A thaw continues every process of it too.
-        if (!freeze && err == 0) signal_cgroup(record->cgroup, SIGCONT);
+        // status, and never ended. Then the thaw continues it as job control's `fg` does:
+        // SIGCONT to its sandbox-run, which thaws and continues the module. (A thaw after a
+        // freeze leaves alone what the module itself stopped on purpose: the diff review.)
+        if (!freeze && err == 0 && process_stopped(record->module_pid, record->module_start_time))
+          continue_supervisor(*record);
       } else {
         err = signal_recorded_group(*record, freeze ? SIGSTOP : SIGCONT);
       }

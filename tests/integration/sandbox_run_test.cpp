@@ -333,6 +333,21 @@ TEST_F(SandboxRun, ThawContinuesAModuleThatStoppedItself) {
   EXPECT_EQ(run_bg.wait(), 0) << read_if_there(tree.path("out.txt"));
   EXPECT_EQ(read_if_there(work + "/resumed"), "resumed\n");
   expect_nothing_left();
+  // The diff review: a freeze and a thaw leave alone a process the module stopped on purpose
+  // (its first process runs on).
+  Background second(
+      run_argv({}, {"/bin/sh", "-c",
+                    "/bin/sh -c 'kill -STOP $$; echo continued > " + work +
+                        "/child' & until grep -q '^State:.*stopped' /proc/$!/status; do sleep "
+                        "0.01; done; echo > " +
+                        work + "/ready; sleep 1; kill -KILL $!; wait"}),
+      env(), tree.path("out2.txt"));
+  ASSERT_TRUE(eventually([&] { return exists(work + "/ready"); }, 20s));
+  EXPECT_TRUE(ctl("freeze").exited(0));
+  EXPECT_TRUE(ctl("thaw").exited(0));
+  EXPECT_EQ(second.wait(), 0) << read_if_there(tree.path("out2.txt"));
+  EXPECT_FALSE(exists(work + "/child")) << "the thaw continued what the module had stopped";
+  expect_nothing_left();
 }
 
 // sandbox-run is a subreaper in every mode and reaps every process of its module before it
