@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,6 +69,11 @@ constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 class HeldSignals {
  public:
   HeldSignals() {
+    // An ignored SIGCHLD (kept across exec from the caller) reaps the trial at once: no SIGCHLD,
+    // waitpid ECHILD, and the wait below never ended (session 21's diff review).
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    ::sigaction(SIGCHLD, &default_action, nullptr);
     sigemptyset(&held_);
     sigaddset(&held_, SIGCHLD);
     for (int sig : kStopSignals) sigaddset(&held_, sig);
@@ -100,6 +106,39 @@ class HeldSignals {
   sigset_t before_{};
 };
 
+// The operator's terminal (the first of 0, 1, 2 that is one) handed to the trial's group
+// while it runs, and back at the end, where --learn's group had its foreground.
+class ForegroundHandover {
+ public:
+  explicit ForegroundHandover(pid_t group) {
+    for (int fd = 0; fd <= 2 && terminal_ < 0; ++fd) {
+      if (::isatty(fd) == 1) terminal_ = fd;
+    }
+    if (terminal_ < 0 || ::tcgetpgrp(terminal_) != ::getpgrp()) {
+      terminal_ = -1;
+      return;
+    }
+    set_foreground(group);
+  }
+  ~ForegroundHandover() {
+    if (terminal_ >= 0) set_foreground(::getpgrp());
+  }
+  ForegroundHandover(const ForegroundHandover&) = delete;
+  ForegroundHandover& operator=(const ForegroundHandover&) = delete;
+
+ private:
+  // tcsetpgrp from a group that is not (or no longer) the foreground raises SIGTTOU: held.
+  void set_foreground(pid_t group) const {
+    sigset_t ttou, before;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    ::sigprocmask(SIG_BLOCK, &ttou, &before);
+    ::tcsetpgrp(terminal_, group);
+    ::sigprocmask(SIG_SETMASK, &before, nullptr);
+  }
+  int terminal_ = -1;
+};
+
 struct TrialEnd {
   int code = 0;         // as a shell shows it
   int stop_signal = 0;  // the first stop signal --learn was sent while it ran, else 0
@@ -116,6 +155,10 @@ TrialEnd run_trial(const std::vector<std::string>& argv, const HeldSignals& sign
   const pid_t pid = ::fork();
   if (pid < 0) throw Error(ErrorKind::StepFailed, "step learn failed: fork: " + errno_text(errno));
   if (pid == 0) {
+    // A process group of its own (session 21's diff review): a stop sent to --learn's whole
+    // group (a terminal's ^C, kill -- -PGID) reached the trial twice, once from --learn, and
+    // its sandbox-run took the second as "kill at once".
+    ::setpgid(0, 0);
     ::sigprocmask(SIG_SETMASK, &signals.before(), nullptr);
     // SIGTERM where --learn is gone: then its trial stops its module too (checked after the
     // prctl: --learn may have ended before it).
@@ -123,6 +166,11 @@ TrialEnd run_trial(const std::vector<std::string>& argv, const HeldSignals& sign
     ::execve("/proc/self/exe", args.data(), environ);
     ::_exit(71);
   }
+  ::setpgid(pid, pid);  // either side first: no moment in --learn's group when it matters
+  // On a terminal whose foreground --learn has, the trial gets it (its sandbox-run relays the
+  // terminal, and a background group would be stopped at its first use of it); so the
+  // terminal's ^C goes to the trial alone, which stops its module and says so in its result.
+  ForegroundHandover terminal(pid);
   TrialEnd end;
   for (;;) {
     const int sig = signals.next();
@@ -130,6 +178,10 @@ TrialEnd run_trial(const std::vector<std::string>& argv, const HeldSignals& sign
       int status = 0;
       pid_t reaped = 0;
       while ((reaped = ::waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR) {
+      }
+      if (reaped < 0 && errno == ECHILD) {  // reaped by another (it has ended)
+        end.code = exit_code_for(ErrorKind::StepFailed);
+        return end;
       }
       if (reaped != pid) continue;
       end.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -234,18 +286,6 @@ std::string grant_path(const nlohmann::json& grant) {
   return "";
 }
 
-// Whether a refusal's line names `path` itself (not a longer path it begins: /srv/jobs is not
-// named by /srv/jobs/work).
-bool names_path(const std::string& line, const std::string& path) {
-  if (path.empty()) return false;
-  for (auto at = line.find(path); at != std::string::npos; at = line.find(path, at + 1)) {
-    const std::size_t end = at + path.size();
-    if (end == line.size() || std::string_view(" ,;:()").find(line[end]) != std::string::npos)
-      return true;
-  }
-  return false;
-}
-
 // Attack review (session 15): each trial ran with what the module's refusals proposed, so a
 // hostile module was refused a read of a file and a connection to its own host in one trial,
 // and in the next read the file and sent it there. Destinations the trials proposed are in
@@ -347,6 +387,18 @@ int run_learn(const RunArgs& options) {
         break;
       }
       const auto result = nlohmann::json::parse(read_text_file(result_file), nullptr, false);
+      // Stopped by a signal sent to the trial itself (the terminal's ^C, now the trial's):
+      // --learn ends as if it had been sent it.
+      if (result.is_object() && result.contains("stop_signal") &&
+          result["stop_signal"].is_number_integer()) {
+        stopped_by = result["stop_signal"].get<int>();
+        proposed = started;
+        changes.resize(started_changes);
+        print_error(kCommand, "--learn: run " + std::to_string(round) + " was stopped by " +
+                                  (std::string("SIG") + sigabbrev_np(stopped_by)) +
+                                  "; the proposal so far follows");
+        break;
+      }
       if (!result.is_object() || result.value("end", "") == "not-started") {
         // Session 21's real-programs review: every change was dropped, an egress destination
         // too (no trial runs with one, so none can keep a trial from starting), and those the
@@ -357,7 +409,7 @@ int run_learn(const RunArgs& options) {
         std::vector<nlohmann::json> named, others;
         for (const auto& grant : tried) {
           const std::string path = grant_path(grant);
-          const bool is_named = grant.value("key", "") != "egress" && names_path(error, path);
+          const bool is_named = grant.value("key", "") != "egress" && line_names_path(error, path);
           (is_named ? named : others).push_back(grant);
         }
         const bool paths_left = std::any_of(others.begin(), others.end(), [](const auto& g) {
@@ -467,6 +519,11 @@ int run_learn(const RunArgs& options) {
   out += proposed.dump(2, ' ', true) + "\n";
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
+  // A stop sent after the last trial: held until now; taken, so that unblocking it does not
+  // end --learn before its exit code (SIGQUIT would dump core).
+  while (const int late = signals.pending_stop()) {
+    if (stopped_by == 0) stopped_by = late;
+  }
   return stopped_by != 0 ? 128 + stopped_by : code;
 }
 

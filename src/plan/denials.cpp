@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 namespace oarbank {
 
 std::string Denial::key() const {
@@ -129,6 +131,18 @@ std::string denial_line(const Denial& d) {
   }
   return fmt::format("refused ({}): {}{}{}, {}: no policy allows it: {}", d.mechanism, d.operation,
                      object, who, times, d.reason);
+}
+
+bool line_names_path(const std::string& line, const std::string& path) {
+  if (path.empty()) return false;
+  constexpr std::string_view kAround = " ,;:()\"'";
+  for (auto at = line.find(path); at != std::string::npos; at = line.find(path, at + 1)) {
+    const std::size_t end = at + path.size();
+    const bool starts = at == 0 || kAround.find(line[at - 1]) != std::string_view::npos;
+    const bool ends = end == line.size() || kAround.find(line[end]) != std::string_view::npos;
+    if (starts && ends) return true;
+  }
+  return false;
 }
 
 std::string apply_grant(nlohmann::json& policy, const nlohmann::json& grant) {

@@ -48,6 +48,10 @@ nlohmann::json denials_to_json(const std::vector<Denial>& denials);
 // TEXT with every byte that is not part of a valid UTF-8 sequence written as "\xNN".
 std::string utf8_or_escaped(const std::string& text);
 nlohmann::json diagnostics_to_json(const DenialDiagnostics& diagnostics);
+// Whether a refusal's LINE names PATH itself, not a part of a longer path (/srv/jobs is not
+// named by /srv/jobs/work, nor /data by /srv/data): --learn drops the change a trial that did
+// not start names.
+bool line_names_path(const std::string& line, const std::string& path);
 
 // Applies a denial's grant to a policy (its JSON): returns the change as one line ("+ \"data\":
 // \"/srv/cache\"", "\"broker\": false -> true"), or "" when the policy already has it or the

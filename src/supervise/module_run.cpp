@@ -255,6 +255,12 @@ RunResult ModuleRun::run() {
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore, &caller_dispositions_.pipe);
   ::sigaction(SIGXFSZ, &ignore, &caller_dispositions_.file_size);
+  // An ignored SIGCHLD is kept across exec, and under it the kernel reaps every child at once:
+  // waitpid answered ECHILD for the supervisor's own children (its getent, the module) and a
+  // --learn that started it hung (session 21's diff review). This process reaps its own.
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  ::sigaction(SIGCHLD, &default_action, nullptr);
   root_ = ::geteuid() == 0;
   egress_ = request_.policy.net == NetMode::EgressAllowlist;
   const Policy& policy = request_.policy;

@@ -59,7 +59,7 @@ class Container {
   void signal_all(int sig) {
     signal_process_group(leader_pidfd_, group_, sig);
     if (leaf_) {
-      signal_cgroup(leaf_->path(), sig);
+      signal_cgroup(leaf_->path(), sig, group_);
     }
   }
 

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstring>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "background_run.hpp"
@@ -719,6 +720,58 @@ TEST_F(Denials, LearnStoppedStopsItsTrialsModuleAndLeavesNothing) {
       EXPECT_TRUE(learn_dirs(learn.pid()).empty()) << "a killed --learn's files were left";
     }
   }
+}
+
+// Session 21's diff review: (1) a stop sent to --learn's whole process group (a terminal's ^C,
+// kill -- -PGID) reached the trial twice, once from --learn, and the second killed the module
+// at once; the trial has a group of its own now, and the module ends by its own handler, once.
+// (2) Started with SIGCHLD ignored (kept across exec), --learn never saw its trial end and hung.
+TEST_F(Denials, LearnStoppedAsAGroupStopsTheModuleOnceAndAnIgnoredSigchldDoesNotHangIt) {
+  const char* setsid = exists("/usr/bin/setsid") ? "/usr/bin/setsid" : "/bin/setsid";
+  if (!exists(setsid)) GTEST_SKIP() << "no setsid here";
+  const std::string policy_file = tree.write_json("learn-group.json", base_policy());
+  const std::string module =
+      "trap 'echo graceful; exit 3' INT; while :; do " + tree.probe() + " true >/dev/null; done";
+  BackgroundRun learn({setsid, OARBANK_AGENT_BINARY, "sandbox-run", "--config", config, "--id", id,
+                       "--learn", "3", policy_file, "--", "/bin/sh", "-c", module},
+                      env(), tree.path("learn-group.out"));
+  ASSERT_TRUE(eventually([&] { return ::getpgid(learn.pid()) == learn.pid(); }, 10s));
+  // Once its trial runs (a process in a group that is not --learn's, below it).
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (const auto& entry : list_dir("/proc")) {
+          if (entry.find_first_not_of("0123456789") != std::string::npos) continue;
+          const std::string stat = read_proc_file("/proc/" + entry + "/stat");
+          const auto close = stat.rfind(')');
+          if (close == std::string::npos) continue;
+          std::istringstream fields(stat.substr(close + 2));
+          std::string state;
+          pid_t parent = 0, group = 0;
+          fields >> state >> parent >> group;
+          if (parent == learn.pid() && group != learn.pid()) return true;
+        }
+        return false;
+      },
+      20s));
+  std::this_thread::sleep_for(300ms);  // its module is running its loop
+  ASSERT_EQ(::kill(-learn.pid(), SIGINT), 0);
+  EXPECT_EQ(learn.wait(), 128 + SIGINT) << learn.output();
+  const std::string out = learn.output();
+  EXPECT_EQ(out.find("a second stop request"), std::string::npos) << out;
+  EXPECT_NE(out.find("graceful\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("graceful\n"), out.rfind("graceful\n")) << out;
+  EXPECT_NE(out.find("--learn: stopped by SIGINT during run 1"), std::string::npos) << out;
+
+  RunOptions o;
+  o.env = env();
+  o.timeout = 30s;
+  RunResult ignoring =
+      run_command({tree.probe(), "ignoring-sigchld", OARBANK_AGENT_BINARY, "sandbox-run",
+                   "--config", config, "--id", id, "--learn", "2", policy_file, "--", "/bin/true"},
+                  o);
+  EXPECT_TRUE(ignoring.exited(0)) << ignoring.describe();
+  EXPECT_NE(ignoring.out.find("1 run(s); no change to propose"), std::string::npos)
+      << ignoring.describe();
 }
 
 // Session 15's attack review: glibc's lookups try nscd's unix socket and carry on without it,

@@ -1225,6 +1225,16 @@ int run_one(const std::string& cmd, std::vector<std::string> a) {
     std::fclose(f);
     return 0;
   }
+  if (cmd == "ignoring-sigchld" && need(1)) {
+    // Outside any sandbox: execs A with SIGCHLD ignored (kept across exec), as a caller may
+    // leave it; under it the kernel reaps every child at once.
+    signal(SIGCHLD, SIG_IGN);
+    std::vector<char*> args;
+    for (auto& arg : a) args.push_back(arg.data());
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    return report(-1);
+  }
   if (cmd == "without-clone3" && need(1)) {
     // Outside any sandbox (as root): execs A with clone3 answering ENOSYS, as under an outer
     // container runtime's filter, so sandbox-run must fall back to fork and join its leaf.

@@ -741,6 +741,16 @@ TEST(DenialAdvice, ProxyRefusalsFromTheLog) {
 namespace oarbank {
 namespace {
 
+// Session 21's diff review: a path that is the tail of a longer one is not named by it.
+TEST(DenialGrants, ALineNamesAPathOnlyWhole) {
+  const std::string line = "step directories failed: data /srv/data (data) contains /srv/jobs/w";
+  EXPECT_TRUE(line_names_path(line, "/srv/data"));
+  EXPECT_FALSE(line_names_path(line, "/data"));
+  EXPECT_FALSE(line_names_path(line, "/srv/jobs"));
+  EXPECT_TRUE(line_names_path(line, "/srv/jobs/w"));
+  EXPECT_FALSE(line_names_path(line, ""));
+}
+
 TEST(DenialGrants, ApplyAddsAndSetsOnce) {
   nlohmann::json policy = {{"version", 1}, {"bundle", "/b"}, {"egress", {"a.com:443"}}};
   EXPECT_EQ(apply_grant(policy, {{"key", "data"}, {"add", "/srv/cache"}}),
