@@ -301,8 +301,10 @@ void Supervision::spawn() {
 void Supervision::begin_stop(int sig) {
   if (stopping_ || !verified_) {
     container_->kill_all();  // a second request, or the module has not been verified yet
-    if (stopping_ && result_.stop_kill == RunResult::StopKill::None)
-      result_.stop_kill = RunResult::StopKill::SecondRequest;
+    if (result_.stop_kill == RunResult::StopKill::None) {
+      result_.stop_kill =
+          stopping_ ? RunResult::StopKill::SecondRequest : RunResult::StopKill::BeforeVerified;
+    }
     return;
   }
   stopping_ = true;

@@ -80,7 +80,13 @@ struct RunResult {
   int stop_signal = 0;  // SIGINT/SIGTERM/SIGHUP that asked sandbox-run to stop
   // How a stop (a signal or --timeout) ended in SIGKILL to every process of the container:
   // the module outlived --kill-after, or a second request came; none where it ended by itself.
-  enum class StopKill { None, AfterGrace, SecondRequest } stop_kill = StopKill::None;
+  // (Or the stop came before the module's exec was verified: nothing of it may run on then.)
+  enum class StopKill {
+    None,
+    AfterGrace,
+    SecondRequest,
+    BeforeVerified
+  } stop_kill = StopKill::None;
   std::uint64_t oom_kills = 0;  // memory.events oom_kill of the leaf
   // pids.events "max" of the leaf (Linux 4.3): forks and clones refused at a pids.max, the
   // leaf's or one above it; nullopt where the leaf has no pids controller.

@@ -280,12 +280,20 @@ TEST_P(Containment, SigtermToSandboxRunTearsDownAModuleThatIgnoresIt) {
   EXPECT_EQ(run_bg.wait(), 128 + SIGKILL);
   EXPECT_EQ(result()["stop_signal"], SIGTERM);
   EXPECT_EQ(result()["module_signal"], SIGKILL);
-  // Session 21's real-programs review: 137 said why (the exit table names the OOM killer).
+  // Session 21's real-programs review: 137 said why (the exit table names the OOM killer). A
+  // loaded machine may deliver the signal before the supervisor verified the exec (the module
+  // printed "ok" first): then it was killed at once, and says so.
   const std::string why =
       "the module did not end within --kill-after 0.3 s of SIGTERM and was killed (SIGKILL to "
       "every process of its container)";
-  EXPECT_EQ(result()["notes"], nlohmann::json::array({why}));
-  EXPECT_NE(read_if_there(output).find("oarbank-agent sandbox-run: " + why + "\n"),
+  const std::string early =
+      "the stop came before the module's start was verified, and killed it at once (SIGKILL to "
+      "every process of its container)";
+  const auto notes = result()["notes"];
+  ASSERT_EQ(notes.size(), 1U) << notes.dump();
+  const std::string said = notes[0].get<std::string>();
+  EXPECT_TRUE(said == why || said == early) << said;
+  EXPECT_NE(read_if_there(output).find("oarbank-agent sandbox-run: " + said + "\n"),
             std::string::npos)
       << read_if_there(output);
   expect_nothing_left();
