@@ -5,7 +5,6 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -92,11 +91,15 @@ class HeldSignals {
     const int sig = ::sigtimedwait(&stops, nullptr, &now);
     return sig > 0 ? sig : 0;
   }
-  // The next held signal.
-  [[nodiscard]] int next() const {
+  // The next held signal, and how it was sent (siginfo_t::si_code).
+  [[nodiscard]] int next(int* code) const {
     for (;;) {
-      const int sig = ::sigwaitinfo(&held_, nullptr);
-      if (sig > 0) return sig;
+      siginfo_t info{};
+      const int sig = ::sigwaitinfo(&held_, &info);
+      if (sig > 0) {
+        *code = info.si_code;
+        return sig;
+      }
     }
   }
   [[nodiscard]] const sigset_t& before() const { return before_; }
@@ -106,46 +109,24 @@ class HeldSignals {
   sigset_t before_{};
 };
 
-// The operator's terminal (the first of 0, 1, 2 that is one) handed to the trial's group
-// while it runs, and back at the end, where --learn's group had its foreground.
-class ForegroundHandover {
- public:
-  explicit ForegroundHandover(pid_t group) {
-    for (int fd = 0; fd <= 2 && terminal_ < 0; ++fd) {
-      if (::isatty(fd) == 1) terminal_ = fd;
-    }
-    if (terminal_ < 0 || ::tcgetpgrp(terminal_) != ::getpgrp()) {
-      terminal_ = -1;
-      return;
-    }
-    set_foreground(group);
+// Whether --learn's group has the foreground of the operator's terminal (the first of 0, 1,
+// 2 that is one).
+bool has_terminal_foreground() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::isatty(fd) == 1) return ::tcgetpgrp(fd) == ::getpgrp();
   }
-  ~ForegroundHandover() {
-    if (terminal_ >= 0) set_foreground(::getpgrp());
-  }
-  ForegroundHandover(const ForegroundHandover&) = delete;
-  ForegroundHandover& operator=(const ForegroundHandover&) = delete;
-
- private:
-  // tcsetpgrp from a group that is not (or no longer) the foreground raises SIGTTOU: held.
-  void set_foreground(pid_t group) const {
-    sigset_t ttou, before;
-    sigemptyset(&ttou);
-    sigaddset(&ttou, SIGTTOU);
-    ::sigprocmask(SIG_BLOCK, &ttou, &before);
-    ::tcsetpgrp(terminal_, group);
-    ::sigprocmask(SIG_SETMASK, &before, nullptr);
-  }
-  int terminal_ = -1;
-};
+  return false;
+}
 
 struct TrialEnd {
   int code = 0;         // as a shell shows it
   int stop_signal = 0;  // the first stop signal --learn was sent while it ran, else 0
 };
 
-// One trial: this binary's sandbox-run with the proposed policy.
-TrialEnd run_trial(const std::vector<std::string>& argv, const HeldSignals& signals) {
+// One trial: this binary's sandbox-run with the proposed policy. `on_terminal`: --learn has
+// the terminal's foreground (has_terminal_foreground).
+TrialEnd run_trial(const std::vector<std::string>& argv, const HeldSignals& signals,
+                   bool on_terminal) {
   std::vector<char*> args;
   args.reserve(argv.size() + 1);
   for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
@@ -156,9 +137,12 @@ TrialEnd run_trial(const std::vector<std::string>& argv, const HeldSignals& sign
   if (pid < 0) throw Error(ErrorKind::StepFailed, "step learn failed: fork: " + errno_text(errno));
   if (pid == 0) {
     // A process group of its own (session 21's diff review): a stop sent to --learn's whole
-    // group (a terminal's ^C, kill -- -PGID) reached the trial twice, once from --learn, and
-    // its sandbox-run took the second as "kill at once".
-    ::setpgid(0, 0);
+    // group (kill -- -PGID, a service manager's) reached the trial twice, once from --learn,
+    // and its sandbox-run took the second as "kill at once". Not on a terminal: there the
+    // trial's sandbox-run relays it (^C and ^Z are bytes for the module's own terminal) and
+    // stops its own group when the module stops, which must be --learn's too, for the shell
+    // to see the job stop (the second diff review: in a group of its own, ^Z hung the shell).
+    if (!on_terminal) ::setpgid(0, 0);
     ::sigprocmask(SIG_SETMASK, &signals.before(), nullptr);
     // SIGTERM where --learn is gone: then its trial stops its module too (checked after the
     // prctl: --learn may have ended before it).
@@ -166,18 +150,23 @@ TrialEnd run_trial(const std::vector<std::string>& argv, const HeldSignals& sign
     ::execve("/proc/self/exe", args.data(), environ);
     ::_exit(71);
   }
-  ::setpgid(pid, pid);  // either side first: no moment in --learn's group when it matters
-  // On a terminal whose foreground --learn has, the trial gets it (its sandbox-run relays the
-  // terminal, and a background group would be stopped at its first use of it); so the
-  // terminal's ^C goes to the trial alone, which stops its module and says so in its result.
-  ForegroundHandover terminal(pid);
+  if (!on_terminal) ::setpgid(pid, pid);  // either side first: no moment in --learn's group
   TrialEnd end;
   for (;;) {
-    const int sig = signals.next();
+    int code = 0;
+    const int sig = signals.next(&code);
     if (sig == SIGCHLD) {
       int status = 0;
       pid_t reaped = 0;
-      while ((reaped = ::waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR) {
+      while ((reaped = ::waitpid(pid, &status, WNOHANG | WUNTRACED)) < 0 && errno == EINTR) {
+      }
+      // On a terminal the trial's sandbox-run stops itself when its module is stopped (^Z),
+      // for its parent, a shell, to see the job stop: --learn is that parent, so it stops
+      // itself too, and the shell's fg continues both (one group). Before (the second diff
+      // review), ^Z left the shell waiting for ever.
+      if (reaped == pid && WIFSTOPPED(status)) {
+        if (on_terminal) ::kill(::getpid(), SIGSTOP);
+        continue;
       }
       if (reaped < 0 && errno == ECHILD) {  // reaped by another (it has ended)
         end.code = exit_code_for(ErrorKind::StepFailed);
@@ -188,7 +177,9 @@ TrialEnd run_trial(const std::vector<std::string>& argv, const HeldSignals& sign
       return end;
     }
     if (end.stop_signal == 0) end.stop_signal = sig;
-    ::kill(pid, sig);
+    // On a terminal the trial is in --learn's group: the terminal's own signal (^C, sent by
+    // the kernel) reached it too, and a second would be its sandbox-run's "kill at once".
+    if (!(on_terminal && code == SI_KERNEL)) ::kill(pid, sig);
   }
 }
 
@@ -347,6 +338,7 @@ int run_learn(const RunArgs& options) {
   std::optional<ConditionalRound> conditional_round;
   int code = 0, runs = 0, stopped_by = 0;
   const HeldSignals signals;
+  const bool on_terminal = has_terminal_foreground();
   try {
     for (int round = 1; round <= rounds; ++round) {
       if ((stopped_by = signals.pending_stop()) != 0) {
@@ -371,7 +363,7 @@ int run_learn(const RunArgs& options) {
         argv.insert(argv.end(), {"--keep-fd", std::to_string(fd)});
       argv.insert(argv.end(), {policy_file, "--"});
       argv.insert(argv.end(), options.exec.argv.begin(), options.exec.argv.end());
-      const TrialEnd trial = run_trial(argv, signals);
+      const TrialEnd trial = run_trial(argv, signals, on_terminal);
       code = trial.code;
       ++runs;
       if (trial.stop_signal != 0) {
@@ -387,11 +379,16 @@ int run_learn(const RunArgs& options) {
         break;
       }
       const auto result = nlohmann::json::parse(read_text_file(result_file), nullptr, false);
-      // Stopped by a signal sent to the trial itself (the terminal's ^C, now the trial's):
-      // --learn ends as if it had been sent it.
-      if (result.is_object() && result.contains("stop_signal") &&
-          result["stop_signal"].is_number_integer()) {
-        stopped_by = result["stop_signal"].get<int>();
+      // Stopped by a signal sent to the trial itself, or, on a terminal, ended by ^C (a byte
+      // the trial's sandbox-run relays to the module's own terminal, which sends the module
+      // SIGINT): --learn ends as if it had been sent it (the second diff review: the next
+      // trial ran).
+      const bool stop_asked = result.is_object() && result.contains("stop_signal") &&
+                              result["stop_signal"].is_number_integer();
+      const bool interrupted = on_terminal && result.is_object() &&
+                               result.value("module_signal", nlohmann::json()) == SIGINT;
+      if (stop_asked || interrupted) {
+        stopped_by = stop_asked ? result["stop_signal"].get<int>() : SIGINT;
         proposed = started;
         changes.resize(started_changes);
         print_error(kCommand, "--learn: run " + std::to_string(round) + " was stopped by " +

@@ -109,10 +109,9 @@ std::vector<int> read_cgroup_pids(const std::string& path) {
   return pids;
 }
 
-void signal_cgroup(const std::string& path, int sig, pid_t skip_group) {
+void signal_cgroup(const std::string& path, int sig) {
   std::vector<std::pair<int, UniqueFd>> opened;
   for (int pid : read_cgroup_pids(path)) {
-    if (skip_group > 0 && ::getpgid(pid) == skip_group) continue;
     UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     if (!pidfd.valid()) {
       if (errno == ENOSYS) ::kill(pid, sig);  // ESRCH: it has ended

@@ -91,8 +91,6 @@ std::vector<int> read_cgroup_pids(const std::string& path);
 // the cgroup, and root signalled that one). A module cannot move a process out (it cannot write
 // another cgroup.procs), so a pid listed after its pidfd was opened is that process, or it has
 // ended and the signal goes nowhere. Without pidfd_open (Linux 5.3): by number, as before.
-// `skip_group`: a process group already sent `sig` (its members are skipped: a second SIGINT
-// re-entered a handler the first had started; session 21's diff review); 0: none.
-void signal_cgroup(const std::string& path, int sig, pid_t skip_group = 0);
+void signal_cgroup(const std::string& path, int sig);
 
 }  // namespace oarbank

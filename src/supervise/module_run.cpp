@@ -891,6 +891,11 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
     note(
         "a second stop request killed the module at once (SIGKILL to every process of its "
         "container)");
+  } else if (result.stop_kill == RunResult::StopKill::BeforeVerified &&
+             result.end == RunEnd::Signaled) {
+    note(
+        "the stop came before the module's start was verified, and killed it at once (SIGKILL "
+        "to every process of its container)");
   }
 }
 

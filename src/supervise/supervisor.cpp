@@ -55,11 +55,15 @@ class Container {
   Container(std::optional<CgroupLeaf>& leaf, pid_t group, int leader_pidfd)
       : leaf_(leaf), group_(group), leader_pidfd_(leader_pidfd) {}
 
-  // Every process of the module, not only the group: one that called setsid() too.
+  // Every process of the module, not only the group: one that called setsid() too. Where it
+  // has a leaf, the leaf's list alone, once each (session 21's diff reviews: sent to the group
+  // and to the leaf, a process in both got it twice and a SIGINT handler re-entered; and a
+  // process skipped as the group's could leave the group meanwhile and get it from neither).
   void signal_all(int sig) {
-    signal_process_group(leader_pidfd_, group_, sig);
     if (leaf_) {
-      signal_cgroup(leaf_->path(), sig, group_);
+      signal_cgroup(leaf_->path(), sig);
+    } else {
+      signal_process_group(leader_pidfd_, group_, sig);
     }
   }
 

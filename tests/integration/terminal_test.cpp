@@ -641,6 +641,40 @@ TEST_F(TerminalRun, OnlyTheOutputOnATerminalAndCtrlZCtrlCAsTheTerminalsSignals) 
   });
 }
 
+// Session 21's second diff review: under --learn on a terminal, ^Z stopped the trial's front,
+// which stops itself for its parent, a shell, to see; --learn was that parent and went on
+// waiting, and the shell with it. Now --learn stops too (the shell sees the job stop, fg
+// continues both), and ^C ends the trial and --learn (130) with the proposal so far.
+TEST_F(TerminalRun, LearnOnATerminalStopsOnCtrlZAndEndsOnCtrlC) {
+  as_shell([&](OperatorShell& sh) {
+    std::vector<std::string> argv =
+        run_argv({"--learn", "3"}, {"worker-count", tree.path("work/counter"), "sleep"});
+    // Its input the terminal: the trial's sandbox-run relays the keys (^Z and ^C are bytes
+    // for the module's own terminal), and stops itself when the module stops.
+    pid_t job = sh.start(argv, env(), true, false);
+    sh.check(eventually_count_above(5), "the worker does not count");
+    sh.type("\x1a");
+    auto status = sh.wait_change(job);
+    sh.check(status && WIFSTOPPED(*status), "^Z did not stop --learn: " + describe_status(status));
+    sh.fg(job);
+    const long at_fg = count();
+    sh.check(eventually_count_above(at_fg + 5), "the worker did not resume after fg");
+    sh.type("\x03");
+    status = sh.wait_change(job);
+    sh.check(exited_with(status, 128 + SIGINT), "^C: " + describe_status(status));
+    // By the terminal's SIGINT to --learn's group (the trial's in it), or, where the trial's
+    // sandbox-run relays ^C to the module's own terminal, by the trial's result.
+    sh.check(sh.shows("the proposal so far follows"), "no line for the stop");
+    const std::string& shown = sh.output();
+    sh.check(shown.find("--learn: stopped by SIGINT during run 1") != std::string::npos ||
+                 shown.find("--learn: run 1 was stopped by SIGINT") != std::string::npos,
+             "the line does not name SIGINT and run 1");
+    sh.check(shown.find("a second stop request") == std::string::npos,
+             "^C reached the trial twice");
+    sh.check_settings_restored("after ^C");
+  });
+}
+
 // Started unprivileged (the module runs as the same user; signal scoping keeps it from its
 // supervisor): the same split, session and relay.
 TEST_F(TerminalRun, UnprivilegedOnATerminal) {
