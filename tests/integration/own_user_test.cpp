@@ -833,12 +833,15 @@ TEST_F(OwnUser, AUidOrGidARunningProcessHoldsIsNotLeased) {
     ::_exit(0);
   }
   const pid_t group_only = holder(0, 0, first_ + 2);
-  // Until each holds its ids (a forked child sets them at once).
+  // Until each holds its ids (a forked child sets them at once; session 21: the wait left out
+  // the first holder, and a loaded run leased first_ before it held it).
   for (int i = 0; i < 400; ++i) {
     const std::string s = read_file("/proc/" + std::to_string(group_only) + "/status");
     const std::string t = read_file("/proc/" + std::to_string(gid_only) + "/status");
+    const std::string u = read_file("/proc/" + std::to_string(all) + "/status");
     if (s.find(std::to_string(first_ + 2)) != std::string::npos &&
-        t.find(std::to_string(first_ + 1)) != std::string::npos) {
+        t.find(std::to_string(first_ + 1)) != std::string::npos &&
+        u.find("Uid:\t" + std::to_string(first_)) != std::string::npos) {
       break;
     }
     std::this_thread::sleep_for(5ms);
