@@ -85,6 +85,19 @@ class LandlockDenials : public Denials {
     node["denial_audit"] = "enable";
     config = tree.write_json("audit-config.json", node);
   }
+  // sandbox-run --learn ROUNDS of the payload with ARGS (the proxy's log in PROXY_LOG, if any).
+  RunResult learn_payload(const std::string& rounds, const std::string& policy_file,
+                          const std::string& proxy_log, const std::vector<std::string>& args) {
+    std::vector<std::string> argv{
+        OARBANK_AGENT_BINARY, "sandbox-run", "--config", config, "--id", id, "--learn", rounds};
+    if (!proxy_log.empty()) argv.insert(argv.end(), {"--proxy-log", proxy_log});
+    argv.insert(argv.end(), {policy_file, "--", tree.probe()});
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunOptions o;
+    o.env = env();
+    o.timeout = 60s;
+    return run_command(argv, o);
+  }
   // Runs `module`, one file operation refused, and returns the result where every record
   // arrived (nothing: the kernel dropped some, and exact checks cannot hold).
   std::optional<nlohmann::json> one_file_refusal(const std::vector<std::string>& module,
@@ -588,33 +601,10 @@ TEST_F(LandlockDenials, LearnProposesExactlyTheDataDirectoryAndTheEgressDestinat
   write_file(extra + "/input.txt", "input\n");
   const auto policy = egress_policy();
   const std::string policy_file = tree.write_json("learn.json", policy);
-  RunOptions o;
-  o.env = env();
-  o.timeout = 60s;
-  RunResult r = run_command({OARBANK_AGENT_BINARY,
-                             "sandbox-run",
-                             "--config",
-                             config,
-                             "--id",
-                             id,
-                             "--learn",
-                             "4",
-                             "--proxy-log",
-                             tree.path("learn-proxy.log"),
-                             policy_file,
-                             "--",
-                             tree.probe(),
-                             "batch",
-                             "read",
-                             extra + "/input.txt",
-                             ",",
-                             "http-connect",
-                             "127.0.0.1",
-                             std::to_string(proxy.port()),
-                             "192.0.2.9:443",
-                             ",",
-                             "listen"},
-                            o);
+  RunResult r =
+      learn_payload("4", policy_file, tree.path("learn-proxy.log"),
+                    {"batch", "read", extra + "/input.txt", ",", "http-connect", "127.0.0.1",
+                     std::to_string(proxy.port()), "192.0.2.9:443", ",", "listen"});
   ASSERT_TRUE(r.exited(0)) << r.describe();
   // The changes in the order their denials were recorded (the audit log's may come late).
   const auto header = r.out.find(" run(s); 2 change(s) to " + policy_file + ":\n");
@@ -829,33 +819,9 @@ TEST_F(LandlockDenials, LearnNeverProposesTheRootOrSandboxRunsOwnFiles) {
   ASSERT_EQ(::chown(out.c_str(), 65534, 65534), 0);  // the module user's: only Landlock refuses
   const auto policy = base_policy();
   const std::string policy_file = tree.write_json("learn.json", policy);
-  RunOptions o;
-  o.env = env();
-  o.timeout = 60s;
-  RunResult r = run_command({OARBANK_AGENT_BINARY,
-                             "sandbox-run",
-                             "--config",
-                             config,
-                             "--id",
-                             id,
-                             "--learn",
-                             "3",
-                             policy_file,
-                             "--",
-                             tree.probe(),
-                             "batch",
-                             "list",
-                             "/",
-                             ",",
-                             "read",
-                             config,
-                             ",",
-                             "read",
-                             extra + "/input.txt",
-                             ",",
-                             "write",
-                             out + "/output.txt"},
-                            o);
+  RunResult r = learn_payload("3", policy_file, "",
+                              {"batch", "list", "/", ",", "read", config, ",", "read",
+                               extra + "/input.txt", ",", "write", out + "/output.txt"});
   ASSERT_TRUE(r.exited(0)) << r.describe();
   const auto header = r.out.find(" run(s); 2 change(s) to " + policy_file + ":\n");
   ASSERT_NE(header, std::string::npos) << r.out << r.err;
@@ -915,37 +881,10 @@ TEST_F(LandlockDenials, LearnDropsOnlyTheChangeARefusedTrialNames) {
   auto policy = egress_policy();
   policy["work"] = work;
   const std::string policy_file = tree.write_json("learn-named.json", policy);
-  RunOptions o;
-  o.env = env();
-  o.timeout = 60s;
-  RunResult r = run_command({OARBANK_AGENT_BINARY,
-                             "sandbox-run",
-                             "--config",
-                             config,
-                             "--id",
-                             id,
-                             "--learn",
-                             "4",
-                             "--proxy-log",
-                             tree.path("learn-named-proxy.log"),
-                             policy_file,
-                             "--",
-                             tree.probe(),
-                             "batch",
-                             "read",
-                             extra + "/input.txt",
-                             ",",
-                             "read",
-                             jobs + "/input.txt",
-                             ",",
-                             "http-connect",
-                             "127.0.0.1",
-                             std::to_string(proxy.port()),
-                             "192.0.2.9:443",
-                             ",",
-                             "exit",
-                             "1"},
-                            o);
+  RunResult r = learn_payload(
+      "4", policy_file, tree.path("learn-named-proxy.log"),
+      {"batch", "read", extra + "/input.txt", ",", "read", jobs + "/input.txt", ",", "http-connect",
+       "127.0.0.1", std::to_string(proxy.port()), "192.0.2.9:443", ",", "exit", "1"});
   if (r.out.find("\n+ \"runtime\": \"" + extra + "\"\n") == std::string::npos &&
       r.err.find("did not start") == std::string::npos) {
     GTEST_SKIP() << "the kernel dropped audit records during the trials: " << r.describe();
