@@ -136,12 +136,12 @@ TrialEnd run_trial(const std::vector<std::string>& argv, const HeldSignals& sign
   const pid_t pid = ::fork();
   if (pid < 0) throw Error(ErrorKind::StepFailed, "step learn failed: fork: " + errno_text(errno));
   if (pid == 0) {
-    // A process group of its own (session 21's diff review): a stop sent to --learn's whole
-    // group (kill -- -PGID, a service manager's) reached the trial twice, once from --learn,
-    // and its sandbox-run took the second as "kill at once". Not on a terminal: there the
-    // trial's sandbox-run relays it (^C and ^Z are bytes for the module's own terminal) and
-    // stops its own group when the module stops, which must be --learn's too, for the shell
-    // to see the job stop (the second diff review: in a group of its own, ^Z hung the shell).
+    // Off a terminal, a process group of its own (session 21's diff review): a stop sent to
+    // --learn's whole group (kill -- -PGID) reached the trial twice, once from --learn, and
+    // its sandbox-run took the second as "kill at once". On a terminal it stays in --learn's
+    // group: its sandbox-run relays the terminal (^C and ^Z are bytes for the module's own
+    // terminal) and stops itself when the module stops, for the shell to see the job stop
+    // (the second diff review: in a group of its own, ^Z hung the shell).
     if (!on_terminal) ::setpgid(0, 0);
     ::sigprocmask(SIG_SETMASK, &signals.before(), nullptr);
     // SIGTERM where --learn is gone: then its trial stops its module too (checked after the
