@@ -838,7 +838,8 @@ void ModuleRun::say_how_it_ended(const RunResult& result) {
             "the module was killed by SIGKILL, which sandbox-run did not send: sandbox-ctl "
             "kill " +
             (request_.id.empty() ? std::string("ID") : request_.id) +
-            ", or another process of the node (or the module itself)");
+            ", the kernel's OOM killer where the leaf has no memory controller to count it, or "
+            "another process of the node (or the module itself)");
       }
       break;
   }
