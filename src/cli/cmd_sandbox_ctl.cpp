@@ -24,18 +24,23 @@
 namespace oarbank::cli {
 namespace {
 
-// Whether the recorded process (its start time checked against pid reuse) is stopped.
-bool process_stopped(pid_t pid, std::uint64_t start_time) {
-  if (pid <= 0 || process_start_time(pid) != start_time) return false;
+// The state letter of /proc/PID/stat (R, S, T, ...), 0 when it cannot be read (it has ended).
+char process_state(pid_t pid) {
   std::string stat;
   try {
     stat = read_text_file("/proc/" + std::to_string(pid) + "/stat");
   } catch (const Error&) {
-    return false;  // it has ended meanwhile
+    return 0;
   }
-  const auto close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() &&
-         (stat[close + 2] == 'T' || stat[close + 2] == 't');
+  const auto close = stat.rfind(')');  // the command name may hold ')' itself
+  return close != std::string::npos && close + 2 < stat.size() ? stat[close + 2] : 0;
+}
+
+// Whether the recorded process (its start time checked against pid reuse) is stopped.
+bool process_stopped(pid_t pid, std::uint64_t start_time) {
+  if (pid <= 0 || process_start_time(pid) != start_time) return false;
+  const char state = process_state(pid);
+  return state == 'T' || state == 't';
 }
 
 // SIGCONT to the run's sandbox-run, through a pidfd whose process has the recorded start time.
@@ -90,11 +95,7 @@ nlohmann::json status_json(const RunRecord& record) {
     j["cgroup"] = nullptr;
     // A group stopped with SIGSTOP: its leader's state letter is T.
     j["state"] = "running";
-    const std::string text = read_text_file("/proc/" + std::to_string(record.module_pid) + "/stat");
-    auto close = text.rfind(')');
-    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'T') {
-      j["state"] = "frozen";
-    }
+    if (process_state(record.module_pid) == 'T') j["state"] = "frozen";
     j["processes"] = nullptr;
     j["cpu_usec"] = nullptr;
     j["memory_current_bytes"] = nullptr;

@@ -339,12 +339,21 @@ int run_learn(const RunArgs& options) {
   int code = 0, runs = 0, stopped_by = 0;
   const HeldSignals signals;
   const bool on_terminal = has_terminal_foreground();
+  // A stop (signal `sig`) ends the trials: `what` says when. `cut_short`: it ended a trial,
+  // whose changes are then not proposed (a run cut short proves nothing).
+  const auto stop_here = [&](int sig, const std::string& what, bool cut_short) {
+    stopped_by = sig;
+    if (cut_short) {
+      proposed = started;
+      changes.resize(started_changes);
+    }
+    print_error(kCommand, "--learn: " + what + "; the proposal so far follows");
+  };
+  const auto name = [](int sig) { return std::string("SIG") + sigabbrev_np(sig); };
   try {
     for (int round = 1; round <= rounds; ++round) {
-      if ((stopped_by = signals.pending_stop()) != 0) {
-        print_error(kCommand, "--learn: stopped by " +
-                                  (std::string("SIG") + sigabbrev_np(stopped_by)) + " before run " +
-                                  std::to_string(round) + "; the proposal so far follows");
+      if (const int sig = signals.pending_stop(); sig != 0) {
+        stop_here(sig, "stopped by " + name(sig) + " before run " + std::to_string(round), false);
         break;
       }
       write_text(policy_file, trial_policy(proposed, given).dump(2) + "\n");
@@ -368,14 +377,10 @@ int run_learn(const RunArgs& options) {
       ++runs;
       if (trial.stop_signal != 0) {
         // Its refusals are those of a run cut short: none is proposed.
-        stopped_by = trial.stop_signal;
-        proposed = started;
-        changes.resize(started_changes);
-        print_error(kCommand, "--learn: stopped by " +
-                                  (std::string("SIG") + sigabbrev_np(stopped_by)) + " during run " +
-                                  std::to_string(round) +
-                                  " (its module stopped with it); the "
-                                  "proposal so far follows");
+        stop_here(trial.stop_signal,
+                  "stopped by " + name(trial.stop_signal) + " during run " + std::to_string(round) +
+                      " (its module stopped with it)",
+                  true);
         break;
       }
       const auto result = nlohmann::json::parse(read_text_file(result_file), nullptr, false);
@@ -388,12 +393,8 @@ int run_learn(const RunArgs& options) {
       const bool interrupted = on_terminal && result.is_object() &&
                                result.value("module_signal", nlohmann::json()) == SIGINT;
       if (stop_asked || interrupted) {
-        stopped_by = stop_asked ? result["stop_signal"].get<int>() : SIGINT;
-        proposed = started;
-        changes.resize(started_changes);
-        print_error(kCommand, "--learn: run " + std::to_string(round) + " was stopped by " +
-                                  (std::string("SIG") + sigabbrev_np(stopped_by)) +
-                                  "; the proposal so far follows");
+        const int sig = stop_asked ? result["stop_signal"].get<int>() : SIGINT;
+        stop_here(sig, "run " + std::to_string(round) + " was stopped by " + name(sig), true);
         break;
       }
       if (!result.is_object() || result.value("end", "") == "not-started") {

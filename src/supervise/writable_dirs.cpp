@@ -148,15 +148,25 @@ std::string writable_dir_problem(const std::string& path, uid_t uid) {
   return "";
 }
 
+namespace {
+
+// Whether the permission bits of `st` give the user `uid` (group `gid`, no supplementary
+// groups) all of `user_bits` (S_I?USR), in the owner's, the group's or the others' class.
+bool permits(const struct stat& st, uid_t uid, gid_t gid, mode_t user_bits) {
+  const mode_t needed = st.st_uid == uid   ? user_bits
+                        : st.st_gid == gid ? user_bits >> 3
+                                           : user_bits >> 6;
+  return (st.st_mode & needed) == needed;
+}
+
+}  // namespace
+
 std::string write_permission_problem(const std::string& path, uid_t uid, gid_t gid) {
   struct stat st {};
   if (path.empty() || path[0] != '/' || ::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return "";
   }
-  const mode_t needed = st.st_uid == uid   ? (S_IWUSR | S_IXUSR)
-                        : st.st_gid == gid ? (S_IWGRP | S_IXGRP)
-                                           : (S_IWOTH | S_IXOTH);
-  if ((st.st_mode & needed) == needed) return "";
+  if (permits(st, uid, gid, S_IWUSR | S_IXUSR)) return "";
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
   return path + " is owned by uid " + std::to_string(st.st_uid) + " with mode " + mode +
@@ -171,10 +181,7 @@ namespace {
 // Whether the module's user (no supplementary groups) may list and search a directory, by its
 // permission bits: the walk below goes only where the module itself could have looked.
 bool listable_by(const struct stat& st, uid_t uid, gid_t gid) {
-  const mode_t needed = st.st_uid == uid   ? (S_IRUSR | S_IXUSR)
-                        : st.st_gid == gid ? (S_IRGRP | S_IXGRP)
-                                           : (S_IROTH | S_IXOTH);
-  return (st.st_mode & needed) == needed;
+  return permits(st, uid, gid, S_IRUSR | S_IXUSR);
 }
 
 }  // namespace
